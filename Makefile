@@ -1,0 +1,35 @@
+# Gantry's two commands, and the build they share.
+#   make         build into build/ (CMake)
+#   make test    install missing Debian packages, build, run the whole CTest
+#                suite, then run it again in build-asan/ under ASan+UBSan
+#   make demo    install missing Debian packages, build, run the demo
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CTEST_ARGS ?=
+
+.PHONY: all build deps test test-fast test-asan demo clean
+
+all: build
+
+deps:
+	@bash scripts/deps.sh
+
+build:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: deps build
+	cd $(BUILD) && ctest --output-on-failure $(CTEST_ARGS)
+	@$(MAKE) --no-print-directory test-asan
+
+test-asan:
+	@cmake -S . -B $(ASAN_BUILD) -DGANTRY_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure $(CTEST_ARGS)
+
+demo: deps build
+	@bash scripts/demo.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,456 @@
+/*
+ * Loading and validating the driver configuration; see config.h.
+ *
+ * Decoding is table-free but strict: every object is checked for unknown keys
+ * (a typo such as "monitor" must not silently mean "no monitors"), and every
+ * error names the file and the JSON path of the field.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+static int check_keys(json_t *obj, const char *where, const char *const *allowed,
+                      struct gantry_error *err)
+{
+        const char *key;
+        json_t *v;
+
+        json_object_foreach(obj, key, v) {
+                int ok = 0;
+                for (const char *const *a = allowed; *a; a++)
+                        if (strcmp(*a, key) == 0)
+                                ok = 1;
+                if (!ok)
+                        return gantry_error_set(err, EINVAL, "%s%s%s: unknown field", where,
+                                                *where ? "." : "", key);
+        }
+        (void)v;
+        return 0;
+}
+
+static int valid_id(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n == 0 || n > GANTRY_CONFIG_ID_MAX)
+                return 0;
+        for (const char *p = s; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
+                        return 0;
+        return 1;
+}
+
+/* Reads an optional string; *ret stays NULL when absent. */
+static int get_string(json_t *obj, const char *key, const char *where, int required, char **ret,
+                      struct gantry_error *err)
+{
+        json_t *v = json_object_get(obj, key);
+
+        if (!v) {
+                if (required)
+                        return gantry_error_set(err, EINVAL, "%s.%s: required", where, key);
+                return 0;
+        }
+        if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > 4096)
+                return gantry_error_set(err, EINVAL, "%s.%s: must be a non-empty string", where, key);
+        *ret = strdup(json_string_value(v));
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int get_string_list(json_t *obj, const char *key, const char *where, int required,
+                           char ***ret, size_t *ret_n, struct gantry_error *err)
+{
+        json_t *v = json_object_get(obj, key), *item;
+        size_t i;
+
+        if (!v) {
+                if (required)
+                        return gantry_error_set(err, EINVAL, "%s.%s: required", where, key);
+                return 0;
+        }
+        if (!json_is_array(v) || (required && json_array_size(v) == 0) ||
+            json_array_size(v) > GANTRY_CONFIG_MAX_LIST)
+                return gantry_error_set(err, EINVAL, "%s.%s: must be a %sarray of at most %d strings",
+                                        where, key, required ? "non-empty " : "",
+                                        GANTRY_CONFIG_MAX_LIST);
+        *ret = calloc(json_array_size(v) + 1, sizeof(char *));
+        if (!*ret)
+                return -ENOMEM;
+        json_array_foreach(v, i, item) {
+                if (!json_is_string(item) || json_string_length(item) == 0)
+                        return gantry_error_set(err, EINVAL, "%s.%s[%zu]: must be a non-empty string",
+                                                where, key, i);
+                (*ret)[i] = strdup(json_string_value(item));
+                if (!(*ret)[i])
+                        return -ENOMEM;
+                *ret_n = i + 1;
+        }
+        return 0;
+}
+
+static int get_number(json_t *obj, const char *key, const char *where, double min, double max,
+                      double *ret, struct gantry_error *err)
+{
+        json_t *v = json_object_get(obj, key);
+
+        if (!v)
+                return 0;
+        if (!json_is_number(v) || json_number_value(v) < min || json_number_value(v) > max)
+                return gantry_error_set(err, EINVAL, "%s.%s: must be a number from %g to %g", where,
+                                        key, min, max);
+        *ret = json_number_value(v);
+        return 0;
+}
+
+static int parse_cluster(json_t *o, const char *where, struct gantry_cluster_config *c,
+                         struct gantry_error *err)
+{
+        static const char *const keys[] = { "clusterID", "monitors", "tier", "location",
+                                            "rbdTimeoutSeconds", NULL };
+        static const char *const loc_keys[] = { "leaves", "readGBps", NULL };
+        double timeout = 10;
+        json_t *loc;
+        char w[128];
+        int r;
+
+        if (!json_is_object(o))
+                return gantry_error_set(err, EINVAL, "%s: must be an object", where);
+        if ((r = check_keys(o, where, keys, err)) < 0)
+                return r;
+        if ((r = get_string(o, "clusterID", where, 1, &c->cluster_id, err)) < 0)
+                return r;
+        if (!valid_id(c->cluster_id))
+                return gantry_error_set(err, EINVAL,
+                                        "%s.clusterID: must be 1-%d characters of [A-Za-z0-9._-]",
+                                        where, GANTRY_CONFIG_ID_MAX);
+        if ((r = get_string_list(o, "monitors", where, 1, &c->monitors, &c->n_monitors, err)) < 0)
+                return r;
+        if ((r = get_string(o, "tier", where, 0, &c->tier, err)) < 0)
+                return r;
+        if ((r = get_number(o, "rbdTimeoutSeconds", where, 1, 3600, &timeout, err)) < 0)
+                return r;
+        c->rbd_timeout_seconds = (int)timeout;
+        loc = json_object_get(o, "location");
+        if (loc) {
+                snprintf(w, sizeof(w), "%s.location", where);
+                if (!json_is_object(loc))
+                        return gantry_error_set(err, EINVAL, "%s: must be an object", w);
+                if ((r = check_keys(loc, w, loc_keys, err)) < 0)
+                        return r;
+                if ((r = get_string_list(loc, "leaves", w, 0, &c->leaves, &c->n_leaves, err)) < 0)
+                        return r;
+                if ((r = get_number(loc, "readGBps", w, 0, 1e6, &c->read_gbps, err)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int parse_target(json_t *o, const char *where, struct gantry_target_config *t,
+                        struct gantry_error *err)
+{
+        static const char *const keys[] = { "id", "url", "tokenFile", "caFile", "addresses",
+                                            "leaf", "capacityBytes", NULL };
+        static const char *const addr_keys[] = { "transport", "traddr", "trsvcid", NULL };
+        json_t *addrs, *a;
+        double cap = 0;
+        size_t i;
+        int r;
+
+        if (!json_is_object(o))
+                return gantry_error_set(err, EINVAL, "%s: must be an object", where);
+        if ((r = check_keys(o, where, keys, err)) < 0)
+                return r;
+        if ((r = get_string(o, "id", where, 1, &t->id, err)) < 0)
+                return r;
+        if (!valid_id(t->id))
+                return gantry_error_set(err, EINVAL,
+                                        "%s.id: must be 1-%d characters of [A-Za-z0-9._-]", where,
+                                        GANTRY_CONFIG_ID_MAX);
+        if ((r = get_string(o, "url", where, 1, &t->url, err)) < 0)
+                return r;
+        if (strncmp(t->url, "http://", 7) != 0 && strncmp(t->url, "https://", 8) != 0)
+                return gantry_error_set(err, EINVAL, "%s.url: must start with http:// or https://",
+                                        where);
+        if ((r = get_string(o, "tokenFile", where, 0, &t->token_file, err)) < 0 ||
+            (r = get_string(o, "caFile", where, 0, &t->ca_file, err)) < 0 ||
+            (r = get_string(o, "leaf", where, 0, &t->leaf, err)) < 0)
+                return r;
+        if ((r = get_number(o, "capacityBytes", where, 0, 9.0e18, &cap, err)) < 0)
+                return r;
+        t->capacity_bytes = (uint64_t)cap;
+        addrs = json_object_get(o, "addresses");
+        if (!json_is_array(addrs) || json_array_size(addrs) == 0 ||
+            json_array_size(addrs) > GANTRY_CONFIG_MAX_LIST)
+                return gantry_error_set(err, EINVAL, "%s.addresses: must be a non-empty array",
+                                        where);
+        t->addresses = calloc(json_array_size(addrs), sizeof(*t->addresses));
+        if (!t->addresses)
+                return -ENOMEM;
+        json_array_foreach(addrs, i, a) {
+                struct gantry_target_address *ad = &t->addresses[i];
+                char w[160];
+
+                t->n_addresses = i + 1;
+                snprintf(w, sizeof(w), "%s.addresses[%zu]", where, i);
+                if (!json_is_object(a))
+                        return gantry_error_set(err, EINVAL, "%s: must be an object", w);
+                if ((r = check_keys(a, w, addr_keys, err)) < 0 ||
+                    (r = get_string(a, "transport", w, 1, &ad->transport, err)) < 0 ||
+                    (r = get_string(a, "traddr", w, 1, &ad->traddr, err)) < 0 ||
+                    (r = get_string(a, "trsvcid", w, 1, &ad->trsvcid, err)) < 0)
+                        return r;
+                if (strcmp(ad->transport, "tcp") != 0 && strcmp(ad->transport, "rdma") != 0)
+                        return gantry_error_set(err, EINVAL, "%s.transport: must be tcp or rdma", w);
+        }
+        return 0;
+}
+
+static int parse_node(json_t *o, struct gantry_node_config *n, struct gantry_error *err)
+{
+        static const char *const keys[] = { "topology", "maxVolumesPerNode", "maxParallelMaps",
+                                            "crushLocation", "readFromReplica", "hostNQN", NULL };
+        double maxvol = 0, maxmaps = 8;
+        json_t *topo, *v;
+        const char *key;
+        int r;
+
+        if (!json_is_object(o))
+                return gantry_error_set(err, EINVAL, "node: must be an object");
+        if ((r = check_keys(o, "node", keys, err)) < 0)
+                return r;
+        if ((r = get_number(o, "maxVolumesPerNode", "node", 0, 1e6, &maxvol, err)) < 0 ||
+            (r = get_number(o, "maxParallelMaps", "node", 1, 1024, &maxmaps, err)) < 0 ||
+            (r = get_string(o, "crushLocation", "node", 0, &n->crush_location, err)) < 0 ||
+            (r = get_string(o, "readFromReplica", "node", 0, &n->read_from_replica, err)) < 0 ||
+            (r = get_string(o, "hostNQN", "node", 0, &n->host_nqn, err)) < 0)
+                return r;
+        n->max_volumes_per_node = (int64_t)maxvol;
+        n->max_parallel_maps = (int)maxmaps;
+        if (n->read_from_replica && strcmp(n->read_from_replica, "balance") != 0 &&
+            strcmp(n->read_from_replica, "localize") != 0)
+                return gantry_error_set(err, EINVAL,
+                                        "node.readFromReplica: must be balance or localize");
+        topo = json_object_get(o, "topology");
+        if (!topo)
+                return 0;
+        if (!json_is_object(topo) || json_object_size(topo) > GANTRY_CONFIG_MAX_LIST)
+                return gantry_error_set(err, EINVAL, "node.topology: must be an object of strings");
+        n->topology = calloc(json_object_size(topo) + 1, sizeof(*n->topology));
+        if (!n->topology)
+                return -ENOMEM;
+        json_object_foreach(topo, key, v) {
+                if (!json_is_string(v) || json_string_length(v) == 0)
+                        return gantry_error_set(err, EINVAL,
+                                                "node.topology.%s: must be a non-empty string", key);
+                n->topology[n->n_topology].key = strdup(key);
+                n->topology[n->n_topology].value = strdup(json_string_value(v));
+                n->n_topology++;
+                if (!n->topology[n->n_topology - 1].key || !n->topology[n->n_topology - 1].value)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static int parse_root(json_t *root, struct gantry_config *c, struct gantry_error *err)
+{
+        static const char *const keys[] = { "logLevel", "clusters", "targets", "node", NULL };
+        json_t *v, *item;
+        size_t i;
+        int r;
+
+        if (!json_is_object(root))
+                return gantry_error_set(err, EINVAL, "(top level): must be a JSON object");
+        if ((r = check_keys(root, "", keys, err)) < 0)
+                return r;
+        v = json_object_get(root, "logLevel");
+        if (v && (!json_is_string(v) || gantry_log_level_parse(json_string_value(v), &c->log_level) < 0))
+                return gantry_error_set(err, EINVAL, "logLevel: must be debug, info, warn or error");
+
+        v = json_object_get(root, "clusters");
+        if (v) {
+                if (!json_is_array(v) || json_array_size(v) > GANTRY_CONFIG_MAX_CLUSTERS)
+                        return gantry_error_set(err, EINVAL, "clusters: must be an array of at most %d",
+                                                GANTRY_CONFIG_MAX_CLUSTERS);
+                c->clusters = calloc(json_array_size(v) + 1, sizeof(*c->clusters));
+                if (!c->clusters)
+                        return -ENOMEM;
+                json_array_foreach(v, i, item) {
+                        char w[32];
+                        snprintf(w, sizeof(w), "clusters[%zu]", i);
+                        c->n_clusters = i + 1;
+                        if ((r = parse_cluster(item, w, &c->clusters[i], err)) < 0)
+                                return r;
+                        for (size_t j = 0; j < i; j++)
+                                if (strcmp(c->clusters[j].cluster_id, c->clusters[i].cluster_id) == 0)
+                                        return gantry_error_set(err, EINVAL,
+                                                                "%s.clusterID: duplicate of clusters[%zu]",
+                                                                w, j);
+                }
+        }
+        v = json_object_get(root, "targets");
+        if (v) {
+                if (!json_is_array(v) || json_array_size(v) > GANTRY_CONFIG_MAX_TARGETS)
+                        return gantry_error_set(err, EINVAL, "targets: must be an array of at most %d",
+                                                GANTRY_CONFIG_MAX_TARGETS);
+                c->targets = calloc(json_array_size(v) + 1, sizeof(*c->targets));
+                if (!c->targets)
+                        return -ENOMEM;
+                json_array_foreach(v, i, item) {
+                        char w[32];
+                        snprintf(w, sizeof(w), "targets[%zu]", i);
+                        c->n_targets = i + 1;
+                        if ((r = parse_target(item, w, &c->targets[i], err)) < 0)
+                                return r;
+                        for (size_t j = 0; j < i; j++)
+                                if (strcmp(c->targets[j].id, c->targets[i].id) == 0)
+                                        return gantry_error_set(err, EINVAL,
+                                                                "%s.id: duplicate of targets[%zu]", w, j);
+                }
+        }
+        v = json_object_get(root, "node");
+        if (v && (r = parse_node(v, &c->node, err)) < 0)
+                return r;
+        return 0;
+}
+
+int gantry_config_new_default(struct gantry_config **ret_config)
+{
+        struct gantry_config *c = calloc(1, sizeof(*c));
+
+        if (!c)
+                return -ENOMEM;
+        c->path = strdup("<defaults>");
+        if (!c->path) {
+                free(c);
+                return -ENOMEM;
+        }
+        c->log_level = GANTRY_LOG_INFO;
+        c->node.max_parallel_maps = 8;
+        *ret_config = c;
+        return 0;
+}
+
+static int finish(json_t *root, const char *origin, struct gantry_config **ret_config,
+                  struct gantry_error *err)
+{
+        struct gantry_config *c = NULL;
+        int r;
+
+        r = gantry_config_new_default(&c);
+        if (r < 0)
+                goto out;
+        free(c->path);
+        c->path = strdup(origin);
+        if (!c->path) {
+                r = -ENOMEM;
+                goto out;
+        }
+        r = parse_root(root, c, err);
+        if (r == -ENOMEM)
+                gantry_error_set(err, ENOMEM, "out of memory");
+        if (r < 0) {
+                gantry_error_prefix(err, origin);
+                goto out;
+        }
+        *ret_config = c;
+        c = NULL;
+out:
+        gantry_config_free(c);
+        json_decref(root);
+        return r;
+}
+
+int gantry_config_parse(const char *json, const char *origin, struct gantry_config **ret_config,
+                        struct gantry_error *err)
+{
+        json_error_t jerr;
+        json_t *root = json_loads(json, JSON_REJECT_DUPLICATES, &jerr);
+
+        if (!root)
+                return gantry_error_set(err, EINVAL, "%s: line %d column %d: %s", origin, jerr.line,
+                                        jerr.column, jerr.text);
+        return finish(root, origin, ret_config, err);
+}
+
+int gantry_config_load(const char *path, struct gantry_config **ret_config, struct gantry_error *err)
+{
+        json_error_t jerr;
+        json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+
+        if (!root) {
+                if (json_error_code(&jerr) == json_error_cannot_open_file)
+                        return gantry_error_set(err, ENOENT, "%s: cannot open: %s", path, jerr.text);
+                return gantry_error_set(err, EINVAL, "%s: line %d column %d: %s", path, jerr.line,
+                                        jerr.column, jerr.text);
+        }
+        return finish(root, path, ret_config, err);
+}
+
+static void free_list(char **list, size_t n)
+{
+        for (size_t i = 0; list && i < n; i++)
+                free(list[i]);
+        free(list);
+}
+
+void gantry_config_free(struct gantry_config *c)
+{
+        if (!c)
+                return;
+        for (size_t i = 0; i < c->n_clusters; i++) {
+                struct gantry_cluster_config *cl = &c->clusters[i];
+                free(cl->cluster_id);
+                free_list(cl->monitors, cl->n_monitors);
+                free(cl->tier);
+                free_list(cl->leaves, cl->n_leaves);
+        }
+        free(c->clusters);
+        for (size_t i = 0; i < c->n_targets; i++) {
+                struct gantry_target_config *t = &c->targets[i];
+                free(t->id);
+                free(t->url);
+                free(t->token_file);
+                free(t->ca_file);
+                free(t->leaf);
+                for (size_t j = 0; j < t->n_addresses; j++) {
+                        free(t->addresses[j].transport);
+                        free(t->addresses[j].traddr);
+                        free(t->addresses[j].trsvcid);
+                }
+                free(t->addresses);
+        }
+        free(c->targets);
+        for (size_t i = 0; i < c->node.n_topology; i++) {
+                free(c->node.topology[i].key);
+                free(c->node.topology[i].value);
+        }
+        free(c->node.topology);
+        free(c->node.crush_location);
+        free(c->node.read_from_replica);
+        free(c->node.host_nqn);
+        free(c->path);
+        free(c);
+}
+
+const struct gantry_cluster_config *gantry_config_find_cluster(const struct gantry_config *c,
+                                                               const char *cluster_id)
+{
+        for (size_t i = 0; c && cluster_id && i < c->n_clusters; i++)
+                if (strcmp(c->clusters[i].cluster_id, cluster_id) == 0)
+                        return &c->clusters[i];
+        return NULL;
+}
+
+const struct gantry_target_config *gantry_config_find_target(const struct gantry_config *c,
+                                                             const char *id)
+{
+        for (size_t i = 0; c && id && i < c->n_targets; i++)
+                if (strcmp(c->targets[i].id, id) == 0)
+                        return &c->targets[i];
+        return NULL;
+}

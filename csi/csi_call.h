@@ -1,0 +1,54 @@
+/*
+ * What a CSI method handler sees of its call, and how handlers plug into the
+ * gRPC server.
+ *
+ * The server (csi/server.c) unpacks the request with protobuf-c, checks the
+ * deadline, then calls the handler registered for the method on a worker
+ * thread. A handler fills the response message that the server initialized,
+ * allocating every string, array and sub-message it puts there from the
+ * call's arena (gantry_csi_call_alloc / _strdup): the server frees the arena
+ * after the response is sent, so handlers never free response memory.
+ *
+ * A handler returns 0, or -errno with @err filled in; the server turns that
+ * into the gRPC status through common/status.h and sends @err->msg as the
+ * status message, so the message must name the offending field.
+ */
+#pragma once
+
+#include <protobuf-c/protobuf-c.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+struct gantry_config;
+struct gantry_csi_arena;
+
+struct gantry_csi_call {
+        const char *method;                 /* e.g. "CreateVolume" */
+        const struct gantry_config *config; /* read-only, lives as long as the server */
+        int64_t deadline_ms;                /* CLOCK_MONOTONIC ms; INT64_MAX when none */
+        struct gantry_csi_arena *arena;
+};
+
+typedef int (*gantry_csi_handler)(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                                  ProtobufCMessage *response, struct gantry_error *err);
+
+/*
+ * Registers @handler for the CSI method @full_name ("/csi.v1.Controller/CreateVolume").
+ * Must be called before gantry_csi_server_start(). Methods without a handler
+ * answer UNIMPLEMENTED. Returns 0, or -ENOENT for a name that is not a CSI
+ * method.
+ */
+int gantry_csi_register(const char *full_name, gantry_csi_handler handler);
+
+/* Zeroed memory from the call's arena; NULL only when out of memory. */
+void *gantry_csi_call_alloc(struct gantry_csi_call *call, size_t size);
+/* A copy of @s in the call's arena; NULL only when out of memory. */
+char *gantry_csi_call_strdup(struct gantry_csi_call *call, const char *s);
+/* printf into the call's arena. */
+char *gantry_csi_call_printf(struct gantry_csi_call *call, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+/* Milliseconds left before the call's deadline (0 when past; INT64_MAX when none). */
+int64_t gantry_csi_call_remaining_ms(const struct gantry_csi_call *call);

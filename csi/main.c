@@ -1,0 +1,246 @@
+/*
+ * gantry-csi: the CSI plugin binary.
+ *
+ *   gantry-csi --mode controller|node|all --endpoint unix:///PATH
+ *              [--node-id NAME] [--config FILE] [--metrics-addr HOST:PORT]
+ *              [--log-level LEVEL] [--workers N] [--drain-timeout SECONDS]
+ *
+ * Parses and validates the command line and the config file before anything
+ * is bound, registers the services the mode needs, serves until SIGTERM or
+ * SIGINT, then drains calls in flight and exits 0.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <grpc/grpc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "identity.h"
+#include "log.h"
+#include "metrics.h"
+#include "server.h"
+#include "services.h"
+
+#ifndef GANTRY_VERSION
+#define GANTRY_VERSION "unknown"
+#endif
+
+struct args {
+        const char *mode;
+        const char *endpoint;
+        const char *node_id;
+        const char *config_path;
+        const char *metrics_addr;
+        const char *log_level;
+        int workers;
+        int drain_timeout;
+};
+
+static void usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: gantry-csi --mode controller|node|all --endpoint unix:///PATH [options]\n"
+                "\n"
+                "The Gantry CSI plugin (driver %s): dataset volumes on Ceph RBD with\n"
+                "erasure-coded data pools, checkpoint volumes on NVMe-oF.\n"
+                "\n"
+                "  --mode MODE             controller, node, or all (both)\n"
+                "  --endpoint EP           gRPC endpoint, unix:///path/csi.sock\n"
+                "  --node-id NAME          this node's name (required for node and all)\n"
+                "  --config FILE           driver config (JSON); see docs/configuration.md\n"
+                "  --metrics-addr H:P      serve Prometheus metrics at http://H:P/metrics\n"
+                "  --log-level LEVEL       debug, info, warn or error (overrides the config)\n"
+                "  --workers N             gRPC worker threads (default 4)\n"
+                "  --drain-timeout S       seconds SIGTERM waits for calls in flight (default 30)\n"
+                "  --version               print the version and exit\n"
+                "  --help                  print this help and exit\n",
+                GANTRY_CSI_DRIVER_NAME);
+}
+
+static int parse_int(const char *flag, const char *s, int min, int max, int *ret)
+{
+        char *end;
+        long v;
+
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (errno || *end || end == s || v < min || v > max) {
+                fprintf(stderr, "gantry-csi: %s: must be a whole number from %d to %d\n", flag,
+                        min, max);
+                return -EINVAL;
+        }
+        *ret = (int)v;
+        return 0;
+}
+
+/* Returns 0 to run, 1 to exit 0 (help/version), -EINVAL for bad usage. */
+static int parse_args(int argc, char **argv, struct args *a)
+{
+        static const struct option opts[] = {
+                { "mode", required_argument, NULL, 'm' },
+                { "endpoint", required_argument, NULL, 'e' },
+                { "node-id", required_argument, NULL, 'n' },
+                { "config", required_argument, NULL, 'c' },
+                { "metrics-addr", required_argument, NULL, 'M' },
+                { "log-level", required_argument, NULL, 'l' },
+                { "workers", required_argument, NULL, 'w' },
+                { "drain-timeout", required_argument, NULL, 'd' },
+                { "version", no_argument, NULL, 'V' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+                switch (c) {
+                case 'm': a->mode = optarg; break;
+                case 'e': a->endpoint = optarg; break;
+                case 'n': a->node_id = optarg; break;
+                case 'c': a->config_path = optarg; break;
+                case 'M': a->metrics_addr = optarg; break;
+                case 'l': a->log_level = optarg; break;
+                case 'w':
+                        if (parse_int("--workers", optarg, 1, 64, &a->workers) < 0)
+                                return -EINVAL;
+                        break;
+                case 'd':
+                        if (parse_int("--drain-timeout", optarg, 1, 3600, &a->drain_timeout) < 0)
+                                return -EINVAL;
+                        break;
+                case 'V': printf("gantry-csi %s\n", GANTRY_VERSION); return 1;
+                case 'h': usage(stdout); return 1;
+                default: usage(stderr); return -EINVAL;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "gantry-csi: unexpected argument: %s\n", argv[optind]);
+                return -EINVAL;
+        }
+        if (!a->mode || (strcmp(a->mode, "controller") && strcmp(a->mode, "node") &&
+                         strcmp(a->mode, "all"))) {
+                fprintf(stderr, "gantry-csi: --mode: must be controller, node or all\n");
+                return -EINVAL;
+        }
+        if (!a->endpoint) {
+                fprintf(stderr, "gantry-csi: --endpoint: required (unix:///path/csi.sock)\n");
+                return -EINVAL;
+        }
+        char path[128];
+        if (gantry_csi_endpoint_parse(a->endpoint, path, sizeof(path)) < 0) {
+                fprintf(stderr,
+                        "gantry-csi: --endpoint: %s: must be unix:///absolute/path (at most 107 bytes)\n",
+                        a->endpoint);
+                return -EINVAL;
+        }
+        if (strcmp(a->mode, "controller") != 0 && (!a->node_id || !*a->node_id)) {
+                fprintf(stderr, "gantry-csi: --node-id: required in %s mode\n", a->mode);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        struct args a = { 0 };
+        struct gantry_config *config = NULL;
+        struct gantry_metrics *metrics = NULL;
+        struct gantry_metrics_server *metrics_server = NULL;
+        struct gantry_csi_server *server = NULL;
+        struct gantry_error err = { 0 };
+        struct gantry_identity_options idopts = { 0 };
+        enum gantry_log_level level;
+        sigset_t sigs;
+        int sig, r, ret = 1;
+        bool controller, node;
+
+        r = parse_args(argc, argv, &a);
+        if (r != 0)
+                return r > 0 ? 0 : 2;
+        controller = strcmp(a.mode, "node") != 0;
+        node = strcmp(a.mode, "controller") != 0;
+
+        r = a.config_path ? gantry_config_load(a.config_path, &config, &err)
+                          : gantry_config_new_default(&config);
+        if (r < 0) {
+                fprintf(stderr, "gantry-csi: config: %s\n", err.msg[0] ? err.msg : strerror(-r));
+                return 2;
+        }
+        gantry_log_set_level(config->log_level);
+        if (a.log_level) {
+                if (gantry_log_level_parse(a.log_level, &level) < 0) {
+                        fprintf(stderr, "gantry-csi: --log-level: must be debug, info, warn or error\n");
+                        goto out;
+                }
+                gantry_log_set_level(level);
+        }
+
+        /* Signals are taken by sigwait() in this thread only. */
+        sigemptyset(&sigs);
+        sigaddset(&sigs, SIGTERM);
+        sigaddset(&sigs, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+        signal(SIGPIPE, SIG_IGN);
+
+        grpc_init();
+        metrics = gantry_metrics_new();
+        if (!metrics)
+                goto out;
+        idopts.controller_service = controller;
+        r = gantry_services_init(config, a.node_id, controller, node, &idopts, &err);
+        if (r < 0) {
+                fprintf(stderr, "gantry-csi: %s\n", err.msg[0] ? err.msg : strerror(-r));
+                goto out;
+        }
+        r = gantry_identity_init(&idopts);
+        if (r < 0)
+                goto out;
+
+        struct gantry_csi_server_options sopts = {
+                .endpoint = a.endpoint,
+                .workers = a.workers,
+                .drain_timeout_seconds = a.drain_timeout,
+                .config = config,
+                .metrics = metrics,
+        };
+        r = gantry_csi_server_new(&sopts, &server, &err);
+        if (r < 0) {
+                fprintf(stderr, "gantry-csi: %s\n", err.msg);
+                goto out;
+        }
+        if (a.metrics_addr) {
+                int port = 0;
+                r = gantry_metrics_server_start(metrics, a.metrics_addr, &metrics_server, &port);
+                if (r < 0) {
+                        fprintf(stderr, "gantry-csi: --metrics-addr: cannot listen on %s: %s\n",
+                                a.metrics_addr, strerror(-r));
+                        goto out;
+                }
+                log_info("csi.metrics_listening", "addr=%s port=%d", a.metrics_addr, port);
+        }
+        r = gantry_csi_server_start(server);
+        if (r < 0) {
+                fprintf(stderr, "gantry-csi: cannot start the server: %s\n", strerror(-r));
+                goto out;
+        }
+        log_info("csi.started", "driver=%s version=%s mode=%s node_id=%s config=%s",
+                 GANTRY_CSI_DRIVER_NAME, GANTRY_VERSION, a.mode, a.node_id ? a.node_id : "-",
+                 config->path);
+
+        do {
+                r = sigwait(&sigs, &sig);
+        } while (r != 0);
+        log_info("csi.signal", "signal=%s", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        gantry_csi_server_shutdown(server);
+        ret = 0;
+out:
+        gantry_csi_server_free(server);
+        gantry_metrics_server_stop(metrics_server);
+        gantry_services_shutdown();
+        gantry_metrics_free(metrics);
+        gantry_config_free(config);
+        grpc_shutdown();
+        return ret;
+}

@@ -1,0 +1,24 @@
+/*
+ * Which services a gantry-csi process runs: the glue between main.c and the
+ * controller (controller/) and node (node/) services, so main.c stays free of
+ * backend details.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "config.h"
+#include "error.h"
+#include "identity.h"
+
+/*
+ * Registers the Controller handlers when @controller, the Node handlers when
+ * @node, and adds their backend probes to @idopts for Identity.Probe.
+ * Returns 0 or -errno with @err filled.
+ */
+int gantry_services_init(const struct gantry_config *config, const char *node_id, bool controller,
+                         bool node, struct gantry_identity_options *idopts,
+                         struct gantry_error *err);
+
+/* Releases what the services hold (connections, caches). */
+void gantry_services_shutdown(void);

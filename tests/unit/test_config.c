@@ -1,0 +1,133 @@
+/*
+ * Unit tests of the driver config loader (common/config.c): a full config
+ * round-trips, and every kind of bad input names the file and the field.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "config.h"
+
+static const char *full =
+        "{ \"logLevel\": \"debug\","
+        "  \"clusters\": [ { \"clusterID\": \"nvme\", \"monitors\": [\"127.0.0.1:3300\"],"
+        "                  \"tier\": \"performance\", \"rbdTimeoutSeconds\": 5,"
+        "                  \"location\": { \"leaves\": [\"leaf-1\", \"leaf-2\"], \"readGBps\": 40 } },"
+        "                { \"clusterID\": \"cap\", \"monitors\": [\"127.0.0.1:3301\"] } ],"
+        "  \"targets\": [ { \"id\": \"tgt-a\", \"url\": \"https://10.0.1.5:8009/\","
+        "                 \"addresses\": [ { \"transport\": \"tcp\", \"traddr\": \"10.0.1.5\","
+        "                                  \"trsvcid\": \"4420\" } ],"
+        "                 \"leaf\": \"leaf-1\", \"capacityBytes\": 1099511627776 } ],"
+        "  \"node\": { \"topology\": { \"network.topology.nvidia.com/leaf\": \"leaf-1\" },"
+        "            \"maxVolumesPerNode\": 64, \"readFromReplica\": \"localize\" } }";
+
+static void test_full_config(void **state)
+{
+        struct gantry_config *c = NULL;
+        struct gantry_error err = { 0 };
+        const struct gantry_cluster_config *cl;
+
+        (void)state;
+        assert_int_equal(gantry_config_parse(full, "t.json", &c, &err), 0);
+        assert_int_equal(c->log_level, GANTRY_LOG_DEBUG);
+        assert_int_equal(c->n_clusters, 2);
+        cl = gantry_config_find_cluster(c, "nvme");
+        assert_non_null(cl);
+        assert_string_equal(cl->monitors[0], "127.0.0.1:3300");
+        assert_string_equal(cl->tier, "performance");
+        assert_int_equal(cl->rbd_timeout_seconds, 5);
+        assert_int_equal(cl->n_leaves, 2);
+        assert_string_equal(cl->leaves[1], "leaf-2");
+        assert_true(cl->read_gbps == 40);
+        assert_int_equal(gantry_config_find_cluster(c, "cap")->rbd_timeout_seconds, 10);
+        assert_null(gantry_config_find_cluster(c, "nope"));
+        assert_int_equal(c->n_targets, 1);
+        assert_string_equal(c->targets[0].addresses[0].trsvcid, "4420");
+        assert_true(c->targets[0].capacity_bytes == 1099511627776ULL);
+        assert_non_null(gantry_config_find_target(c, "tgt-a"));
+        assert_int_equal(c->node.n_topology, 1);
+        assert_string_equal(c->node.topology[0].value, "leaf-1");
+        assert_int_equal(c->node.max_volumes_per_node, 64);
+        assert_int_equal(c->node.max_parallel_maps, 8);
+        gantry_config_free(c);
+}
+
+/* Each bad config must fail with EINVAL and a message containing @needle. */
+static void expect_error(const char *json, const char *needle)
+{
+        struct gantry_config *c = NULL;
+        struct gantry_error err = { 0 };
+
+        assert_int_equal(gantry_config_parse(json, "bad.json", &c, &err), -EINVAL);
+        assert_null(c);
+        if (!strstr(err.msg, needle) || strncmp(err.msg, "bad.json", 8) != 0)
+                fail_msg("error \"%s\" does not name \"%s\" and the file", err.msg, needle);
+}
+
+static void test_bad_configs(void **state)
+{
+        (void)state;
+        expect_error("{", "line 1");
+        expect_error("[]", "must be a JSON object");
+        expect_error("{\"logLevel\": \"loud\"}", "logLevel");
+        expect_error("{\"cluster\": []}", "cluster: unknown field");
+        expect_error("{\"clusters\": [{\"monitors\": [\"a\"]}]}", "clusters[0].clusterID: required");
+        expect_error("{\"clusters\": [{\"clusterID\": \"a b\", \"monitors\": [\"a\"]}]}",
+                     "clusters[0].clusterID");
+        expect_error("{\"clusters\": [{\"clusterID\": \"a\", \"monitors\": []}]}",
+                     "clusters[0].monitors");
+        expect_error("{\"clusters\": [{\"clusterID\": \"a\", \"monitors\": [\"m\"], \"monitor\": 1}]}",
+                     "clusters[0].monitor: unknown field");
+        expect_error("{\"clusters\": [{\"clusterID\": \"a\", \"monitors\": [\"m\"]},"
+                     "{\"clusterID\": \"a\", \"monitors\": [\"m\"]}]}",
+                     "clusters[1].clusterID: duplicate");
+        expect_error("{\"clusters\": [{\"clusterID\": \"a\", \"monitors\": [\"m\"],"
+                     " \"location\": {\"readGBps\": -1}}]}",
+                     "clusters[0].location.readGBps");
+        expect_error("{\"targets\": [{\"id\": \"t\", \"url\": \"ftp://x\", \"addresses\": []}]}",
+                     "targets[0].url");
+        expect_error("{\"targets\": [{\"id\": \"t\", \"url\": \"http://x\", \"addresses\": "
+                     "[{\"transport\": \"fc\", \"traddr\": \"a\", \"trsvcid\": \"1\"}]}]}",
+                     "targets[0].addresses[0].transport");
+        expect_error("{\"node\": {\"readFromReplica\": \"nearest\"}}", "node.readFromReplica");
+        expect_error("{\"node\": {\"topology\": {\"k\": 1}}}", "node.topology.k");
+        expect_error("{\"logLevel\": \"info\", \"logLevel\": \"debug\"}", "duplicate");
+}
+
+static void test_load_file(void **state)
+{
+        char path[] = "/tmp/gantry-test-config-XXXXXX";
+        struct gantry_config *c = NULL;
+        struct gantry_error err = { 0 };
+        int fd = mkstemp(path);
+        FILE *f;
+
+        (void)state;
+        assert_true(fd >= 0);
+        f = fdopen(fd, "w");
+        fputs(full, f);
+        fclose(f);
+        assert_int_equal(gantry_config_load(path, &c, &err), 0);
+        assert_string_equal(c->path, path);
+        gantry_config_free(c);
+        unlink(path);
+        assert_int_equal(gantry_config_load(path, &c, &err), -ENOENT);
+        assert_non_null(strstr(err.msg, path));
+        gantry_config_free(NULL);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_full_config),
+                cmocka_unit_test(test_bad_configs),
+                cmocka_unit_test(test_load_file),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
