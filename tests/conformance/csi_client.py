@@ -9,6 +9,7 @@ Plugin starts gantry-csi, waits until the socket answers (bounded), and
 always stops it (SIGTERM, then SIGKILL after a bounded wait).
 """
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -63,6 +64,7 @@ class Plugin:
 
     def __init__(self, mode="all", node_id="node-1", config=None, extra=(), workdir=None,
                  ready_timeout=20.0):
+        self.own_workdir = workdir is None
         self.workdir = workdir or tempfile.mkdtemp(prefix="gantry-csi-test-")
         self.socket = os.path.join(self.workdir, "csi.sock")
         self.endpoint = "unix://" + self.socket
@@ -132,5 +134,13 @@ class Plugin:
     def __enter__(self):
         return self.start()
 
+    def cleanup(self):
+        """Removes the work directory if this Plugin made it."""
+        if self.own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
     def __exit__(self, *exc):
-        self.stop()
+        try:
+            self.stop()
+        finally:
+            self.cleanup()

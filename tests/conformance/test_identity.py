@@ -28,6 +28,7 @@ class IdentityTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         rc = cls.plugin.stop()
+        cls.plugin.cleanup()
         if rc != 0:
             raise AssertionError("plugin exited %s on SIGTERM" % rc)
 
@@ -184,8 +185,11 @@ class CommandLineTest(unittest.TestCase):
         self.assertFalse(os.path.exists(path))
 
     def tmpdir(self):
+        import shutil
         import tempfile
-        return tempfile.mkdtemp(prefix="gantry-csi-cli-")
+        d = tempfile.mkdtemp(prefix="gantry-csi-cli-")
+        self.addCleanup(shutil.rmtree, d, True)
+        return d
 
 
 if __name__ == "__main__":
