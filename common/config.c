@@ -111,7 +111,7 @@ static int parse_cluster(json_t *o, const char *where, struct gantry_cluster_con
                          struct gantry_error *err)
 {
         static const char *const keys[] = { "clusterID", "monitors", "tier", "location",
-                                            "rbdTimeoutSeconds", NULL };
+                                            "rbdTimeoutSeconds", "userID", "keyFile", NULL };
         static const char *const loc_keys[] = { "leaves", "readGBps", NULL };
         double timeout = 10;
         json_t *loc;
@@ -130,8 +130,14 @@ static int parse_cluster(json_t *o, const char *where, struct gantry_cluster_con
                                         where, GANTRY_CONFIG_ID_MAX);
         if ((r = get_string_list(o, "monitors", where, 1, &c->monitors, &c->n_monitors, err)) < 0)
                 return r;
-        if ((r = get_string(o, "tier", where, 0, &c->tier, err)) < 0)
+        if ((r = get_string(o, "tier", where, 0, &c->tier, err)) < 0 ||
+            (r = get_string(o, "userID", where, 0, &c->user_id, err)) < 0 ||
+            (r = get_string(o, "keyFile", where, 0, &c->key_file, err)) < 0)
                 return r;
+        if (!c->user_id != !c->key_file)
+                return gantry_error_set(err, EINVAL, "%s.%s: required with %s", where,
+                                        c->user_id ? "keyFile" : "userID",
+                                        c->user_id ? "userID" : "keyFile");
         if ((r = get_number(o, "rbdTimeoutSeconds", where, 1, 3600, &timeout, err)) < 0)
                 return r;
         c->rbd_timeout_seconds = (int)timeout;
@@ -407,6 +413,8 @@ void gantry_config_free(struct gantry_config *c)
                 free(cl->cluster_id);
                 free_list(cl->monitors, cl->n_monitors);
                 free(cl->tier);
+                free(cl->user_id);
+                free(cl->key_file);
                 free_list(cl->leaves, cl->n_leaves);
         }
         free(c->clusters);

@@ -7,6 +7,7 @@
  *     "clusters": [ { "clusterID": "nvme", "monitors": ["10.0.0.1:3300"],
  *                     "tier": "performance",
  *                     "rbdTimeoutSeconds": 10,
+ *                     "userID": "gantry", "keyFile": "/etc/gantry/ceph/nvme.key",
  *                     "location": { "leaves": ["leaf-1"], "readGBps": 40 } } ],
  *     "targets":  [ { "id": "tgt-a", "url": "https://10.0.1.5:8009/",
  *                     "tokenFile": "/etc/gantry/target-token",
@@ -44,6 +45,8 @@ struct gantry_cluster_config {
         size_t n_monitors;
         char *tier;      /* free text, e.g. "performance", "capacity" */
         int rbd_timeout_seconds; /* librados op/mount timeout; default 10 */
+        char *user_id;   /* Ceph user for calls that carry no secrets (List, */
+        char *key_file;  /* GetCapacity, Probe); the key is read at connect */
         char **leaves;   /* fabric leaves its OSD hosts hang off (may be empty) */
         size_t n_leaves;
         double read_gbps; /* aggregate read GB/s, 0 when unknown */

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# A throwaway real Ceph cluster for Gantry's tests and demo, from Debian's
+# ceph packages: 1 mon, 1 mgr, N BlueStore OSDs on sparse files, cephx on,
+# msgr2 only, bound to one address (127.0.0.1, or $ADDR inside a network
+# namespace). Pools: replicated "rbd" (image metadata) and, with >= 3 OSDs,
+# erasure-coded "ecdata" (k=2 m=1, failure domain osd, EC overwrites on).
+#
+#   cluster.sh start DIR PORT [NOSD=3] [OSD_GB=3]   boot, wait until clean, write DIR/env
+#   cluster.sh wait  DIR                            until HEALTH_OK and every PG active+clean
+#   cluster.sh stop  DIR                            stop every daemon (bounded), keep DIR
+#   cluster.sh purge DIR                            stop and remove DIR
+#   cluster.sh user  DIR NAME                       create a least-privilege rbd user, print its key
+#
+# Everything (conf, keyrings, data, logs, pids) lives under DIR. Every wait
+# is bounded; on a failed start every daemon started so far is stopped.
+set -euo pipefail
+
+cmd=${1:?usage: cluster.sh start|wait|stop|purge|user DIR ...}
+dir=$(realpath -m "${2:?DIR}")
+conf=$dir/ceph.conf
+ADDR=${ADDR:-127.0.0.1}
+WAIT_S=${CEPH_WAIT_S:-300}
+
+ceph_cli() { timeout 60 ceph -c "$conf" --connect-timeout 20 "$@"; }
+
+daemon() { # NAME BINARY ARGS...: start one daemon in the foreground under setsid
+        local name=$1; shift
+        setsid "$@" -f -c "$conf" >"$dir/log/$name.out" 2>&1 </dev/null &
+        echo $! >"$dir/run/$name.pid"
+}
+
+stop_all() {
+        local p pid
+        for p in "$dir"/run/*.pid; do
+                [ -e "$p" ] && kill "$(cat "$p")" 2>/dev/null || true
+        done
+        for p in "$dir"/run/*.pid; do
+                [ -e "$p" ] || continue
+                pid=$(cat "$p")
+                for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+                kill -9 "$pid" 2>/dev/null || true
+                rm -f "$p"
+        done
+}
+
+wait_clean() { # HEALTH_OK, and as many active+clean PGs as all pools have
+        local deadline=$((SECONDS + WAIT_S)) want have
+        while [ $SECONDS -lt $deadline ]; do
+                want=$(ceph_cli osd pool ls detail -f json 2>/dev/null |
+                        python3 -c 'import json,sys; print(sum(p["pg_num"] for p in json.load(sys.stdin)))' 2>/dev/null || echo -1)
+                have=$(ceph_cli pg stat -f json 2>/dev/null |
+                        python3 -c 'import json,sys
+s=json.load(sys.stdin)["pg_summary"]
+print(sum(x["num"] for x in s["num_pg_by_state"] if x["name"]=="active+clean"))' 2>/dev/null || echo -2)
+                if [ "$want" = "$have" ] && ceph_cli health 2>/dev/null | grep -q HEALTH_OK; then
+                        return 0
+                fi
+                sleep 1
+        done
+        echo "cluster.sh: $dir not clean after ${WAIT_S}s (see $dir/log)" >&2
+        return 1
+}
+
+start() {
+        local port=${1:?PORT} nosd=${2:-3} osd_gb=${3:-3} fsid monaddr i key uuid
+        [ -e "$conf" ] && { echo "cluster.sh: $dir already holds a cluster" >&2; exit 1; }
+        mkdir -p "$dir"/{mon,mgr/ceph-x,osd,run,log,crash}
+        trap 'stop_all' ERR
+        fsid=$(uuidgen)
+        monaddr="v2:$ADDR:$port"
+        cat >"$conf" <<CONF
+[global]
+fsid = $fsid
+mon host = [$monaddr]
+mon initial members = a
+public addr = $ADDR
+cluster addr = $ADDR
+ms bind msgr1 = false
+ms bind ipv6 = false
+auth cluster required = cephx
+auth service required = cephx
+auth client required = cephx
+auth allow insecure global id reclaim = false
+run dir = $dir/run
+crash dir = $dir/crash
+osd pool default size = $(( nosd > 1 ? 2 : 1 ))
+osd pool default min size = 1
+osd pool default pg num = 8
+osd pool default pgp num = 8
+osd pool default pg autoscale mode = off
+osd crush chooseleaf type = 0
+mon allow pool size one = true
+mon allow pool delete = true
+mon warn on pool no redundancy = false
+mon data avail warn = 2
+mon data avail crit = 1
+mon osd reporter subtree level = osd
+mon osd min down reporters = 1
+mon cluster log file = $dir/log/cluster.log
+mgr initial modules = iostat
+[client.admin]
+keyring = $dir/admin.keyring
+[mon]
+mon data = $dir/mon/\$cluster-\$id
+log file = $dir/log/\$name.log
+[mgr]
+mgr data = $dir/mgr/\$cluster-\$id
+log file = $dir/log/\$name.log
+[osd]
+osd data = $dir/osd/\$cluster-\$id
+log file = $dir/log/\$name.log
+osd objectstore = bluestore
+bluestore block create = true
+bluestore block size = $((osd_gb << 30))
+osd memory target = 1073741824
+osd memory cache min = 134217728
+osd op num shards = 2
+osd op num threads per shard = 1
+debug rocksdb = 0/0
+CONF
+        ceph-authtool --create-keyring "$dir/mon.keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
+        ceph-authtool --create-keyring "$dir/admin.keyring" --gen-key -n client.admin \
+                --cap mon 'allow *' --cap osd 'allow *' --cap mgr 'allow *' --cap mds 'allow *' >/dev/null
+        ceph-authtool --create-keyring "$dir/mgr/ceph-x/keyring" --gen-key -n mgr.x \
+                --cap mon 'allow profile mgr' --cap osd 'allow *' --cap mds 'allow *' >/dev/null
+        ceph-authtool "$dir/mon.keyring" --import-keyring "$dir/admin.keyring" >/dev/null
+        ceph-authtool "$dir/mon.keyring" --import-keyring "$dir/mgr/ceph-x/keyring" >/dev/null
+        monmaptool --create --fsid "$fsid" --addv a "[$monaddr]" --enable-all-features \
+                --set-min-mon-release 16 "$dir/monmap" >/dev/null
+        ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/monmap" --keyring "$dir/mon.keyring"
+        daemon mon.a ceph-mon -i a
+        daemon mgr.x ceph-mgr -i x
+        local mkfs=()
+        for i in $(seq 0 $((nosd - 1))); do
+                uuid=$(uuidgen)
+                key=$(ceph-authtool --gen-print-key)
+                mkdir -p "$dir/osd/ceph-$i"
+                echo "{\"cephx_secret\": \"$key\"}" | ceph_cli osd new "$uuid" "$i" -i - >/dev/null
+                ceph-authtool --create-keyring "$dir/osd/ceph-$i/keyring" -n "osd.$i" --add-key "$key" >/dev/null
+                ( ceph-osd -c "$conf" -i "$i" --mkfs --osd-uuid "$uuid" >"$dir/log/osd.$i.mkfs" 2>&1 &&
+                  daemon "osd.$i" ceph-osd -i "$i" ) &
+                mkfs+=($!)
+        done
+        for p in "${mkfs[@]}"; do wait "$p"; done
+        local deadline=$((SECONDS + WAIT_S))
+        until [ "$(ceph_cli osd stat -f json | python3 -c 'import json,sys; print(json.load(sys.stdin)["num_up_osds"])')" = "$nosd" ]; do
+                [ $SECONDS -lt $deadline ] || { echo "cluster.sh: OSDs not up; see $dir/log" >&2; false; }
+                sleep 1
+        done
+        ceph_cli osd set-require-min-compat-client mimic >/dev/null 2>&1 # clone v2
+        ceph_cli osd pool create rbd 8 8 replicated >/dev/null 2>&1
+        timeout 60 rbd -c "$conf" pool init rbd
+        if [ "$nosd" -ge 3 ]; then
+                ceph_cli osd erasure-code-profile set ec21 k=2 m=1 crush-failure-domain=osd
+                ceph_cli osd pool create ecdata 8 8 erasure ec21 >/dev/null 2>&1
+                ceph_cli osd pool set ecdata allow_ec_overwrites true >/dev/null 2>&1
+                ceph_cli osd pool set ecdata min_size 2 >/dev/null 2>&1
+                ceph_cli osd pool application enable ecdata rbd >/dev/null 2>&1
+        fi
+        wait_clean
+        trap - ERR
+        printf 'CEPH_CONF=%s\nCEPH_MON=%s:%s\n' "$conf" "$ADDR" "$port" >"$dir/env"
+        echo "cluster.sh: $dir up: mon $ADDR:$port, $nosd OSDs, pools: $(ceph_cli osd pool ls | tr '\n' ' ')"
+}
+
+user() { # a least-privilege client for Gantry: what the docs recommend
+        local name=${1:?NAME}
+        ceph_cli auth get-or-create-key "client.$name" mon 'profile rbd' \
+                osd 'profile rbd pool=rbd, profile rbd pool=ecdata' mgr 'profile rbd pool=rbd'
+}
+
+case $cmd in
+start) shift 2; start "$@" ;;
+wait) wait_clean ;;
+stop) stop_all ;;
+purge) stop_all; rm -rf "$dir" ;;
+user) user "${3:-}" ;;
+*) echo "cluster.sh: unknown command $cmd" >&2; exit 2 ;;
+esac
