@@ -3,12 +3,13 @@
 #   make test    install missing Debian packages, build, run the whole CTest
 #                suite, then run it again in build-asan/ under ASan+UBSan
 #   make demo    install missing Debian packages, build, run the demo
+#   make bench   build, run the benchmarks (CTest label bench; not part of make test)
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?=
 
-.PHONY: all build deps test test-fast test-asan demo clean
+.PHONY: all build deps test test-asan demo bench clean
 
 all: build
 
@@ -20,13 +21,16 @@ build:
 	@cmake --build $(BUILD) -j $(JOBS)
 
 test: deps build
-	cd $(BUILD) && ctest --output-on-failure $(CTEST_ARGS)
+	cd $(BUILD) && ctest --output-on-failure -LE bench $(CTEST_ARGS)
 	@$(MAKE) --no-print-directory test-asan
 
 test-asan:
 	@cmake -S . -B $(ASAN_BUILD) -DGANTRY_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ctest --output-on-failure $(CTEST_ARGS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -LE bench $(CTEST_ARGS)
+
+bench: deps build
+	cd $(BUILD) && ctest --output-on-failure -V -L bench $(CTEST_ARGS)
 
 demo: deps build
 	@bash scripts/demo.sh $(BUILD)
