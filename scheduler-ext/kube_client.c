@@ -102,7 +102,7 @@ int gantry_kube_client_new(const struct gantry_kube_client_options *opts,
                 return r;
         }
         {
-                char origin[300];
+                char origin[300], ns[300];
 
                 log_info("kube.client", "server=%s source=%s auth=%s tls=%s namespace=%s", conn->server,
                          gantry_log_quote(conn->origin, origin, sizeof(origin)), auth_kind(conn),
@@ -110,7 +110,7 @@ int gantry_kube_client_new(const struct gantry_kube_client_options *opts,
                          : conn->insecure                        ? "insecure-skip-verify"
                          : conn->ca.len                          ? "ca"
                                                                  : "system-ca",
-                         conn->namespace);
+                         gantry_log_quote(conn->namespace, ns, sizeof(ns)));
         }
         *ret_client = client;
         return 0;

@@ -202,6 +202,8 @@ static void test_bad_fields_named(void **state)
         expect_error(y, ENOTSUP, "users[0].user.auth-provider");
         kubeconfig(y, sizeof(y), "", "    token:\n      - " SECRET_TOKEN "\n");
         expect_error(y, EINVAL, "users[0].user.token: must be a string");
+        kubeconfig(y, sizeof(y), "", "    token: \"abc\\r\\nX-Injected: 1\"\n");
+        expect_error(y, EINVAL, "users[0].user.token: contains a control character");
         kubeconfig(y, sizeof(y), "", "    username: admin\n");
         expect_error(y, EINVAL, "users[0].user.password: missing");
 

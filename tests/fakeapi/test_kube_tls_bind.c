@@ -23,6 +23,7 @@
 
 #include "fake_harness.h"
 #include "kube_client.h"
+#include "metrics.h"
 #include "recorder.h"
 
 #define TOKEN "tls-test-token-71c2"
@@ -78,10 +79,12 @@ static int group_teardown(void **state)
 
 /* Writes a kubeconfig with @server, @cluster_extra and @user_extra lines;
  * returns a client made from it, or NULL with @err filled. */
-static struct gantry_kube_client *client_from(const char *name, const char *server, const char *cluster_extra,
-                                              const char *user_extra, struct gantry_error *err)
+static struct gantry_kube_client *client_from_opts(const char *name, const char *server, const char *cluster_extra,
+                                                   const char *user_extra, struct gantry_metrics *metrics,
+                                                   struct gantry_error *err)
 {
-        struct gantry_kube_client_options o = { .connect_timeout_seconds = 5, .request_timeout_seconds = 20 };
+        struct gantry_kube_client_options o = { .connect_timeout_seconds = 5, .request_timeout_seconds = 20,
+                                                .metrics = metrics };
         struct gantry_kube_client *c = NULL;
         char yaml[16384], path[512];
 
@@ -96,6 +99,12 @@ static struct gantry_kube_client *client_from(const char *name, const char *serv
         if (gantry_kube_client_new(&o, &c, err) < 0)
                 return NULL;
         return c;
+}
+
+static struct gantry_kube_client *client_from(const char *name, const char *server, const char *cluster_extra,
+                                              const char *user_extra, struct gantry_error *err)
+{
+        return client_from_opts(name, server, cluster_extra, user_extra, NULL, err);
 }
 
 /* Lists and syncs StorageClasses once; returns wait_synced's result. */
@@ -341,6 +350,8 @@ static void test_api_call_table_matches_requests(void **state)
         struct recorder rec;
         json_t *reqs = NULL, *r;
         bool used[32] = { false };
+        struct gantry_metrics *metrics;
+        char *text = NULL;
         char extra[700];
         size_t n, i;
 
@@ -348,7 +359,9 @@ static void test_api_call_table_matches_requests(void **state)
         calls = gantry_kube_api_calls(&n);
         assert_true(n > 0 && n < 32);
         snprintf(extra, sizeof(extra), "    certificate-authority: %s\n", g.ca);
-        c = client_from("kc-rbac", g.fake.base, extra, "    token: " TOKEN "\n", &err);
+        metrics = gantry_metrics_new();
+        assert_non_null(metrics);
+        c = client_from_opts("kc-rbac", g.fake.base, extra, "    token: " TOKEN "\n", metrics, &err);
         assert_non_null(c);
         assert_int_equal(fake_request(&g.fake, "DELETE", "/fake/requests", NULL, NULL), 200);
         recorder_init(&rec);
@@ -363,6 +376,17 @@ static void test_api_call_table_matches_requests(void **state)
                 gantry_kube_informer_stop(inf[k]);
         recorder_destroy(&rec);
         gantry_kube_client_free(c);
+
+        /* the same calls, counted in the registry the scheduler serves */
+        assert_int_equal(gantry_metrics_render(metrics, &text), 0);
+        assert_non_null(strstr(text, "gantry_kube_requests_total{verb=\"create\",resource=\"pods/binding\",code=\"201\"} 1"));
+        assert_non_null(strstr(text, "gantry_kube_requests_total{verb=\"list\",resource=\"storageclasses\",code=\"200\"} 1"));
+        assert_non_null(strstr(text, "gantry_kube_requests_total{verb=\"watch\",resource=\"nodes\",code=\"200\"}"));
+        assert_non_null(strstr(text, "gantry_kube_request_seconds_count{verb=\"list\",resource=\"pods\"} 1"));
+        assert_non_null(strstr(text, "gantry_kube_watch_events_total{kind=\"StorageClass\",type=\"ADDED\"} 2"));
+        assert_non_null(strstr(text, "gantry_kube_relists_total{kind=\"Node\"} 1"));
+        free(text);
+        gantry_metrics_free(metrics);
 
         assert_int_equal(fake_request(&g.fake, "GET", "/fake/requests", NULL, &reqs), 200);
         assert_true(json_array_size(reqs) >= n);
