@@ -37,6 +37,13 @@ int fake_start(struct fake_api *f, const char *const *argv_extra, const char *ca
         long deadline;
 
         memset(f, 0, sizeof(*f));
+        /* the fake is on loopback: no proxy from the environment applies */
+        unsetenv("http_proxy");
+        unsetenv("https_proxy");
+        unsetenv("HTTP_PROXY");
+        unsetenv("HTTPS_PROXY");
+        unsetenv("all_proxy");
+        unsetenv("ALL_PROXY");
         for (; argv_extra && *argv_extra && n < 46; argv_extra++)
                 argv[n++] = *argv_extra;
         argv[n] = NULL;

@@ -550,6 +550,33 @@ static void test_stop_during_watch_and_backoff(void **state)
         assert_int_equal(recorder_count(&fx->rec), n); /* nothing after stop */
 }
 
+/* proxy-url: the requests go to the proxy (here the fake itself, which
+ * serves absolute-form request lines), never to the unresolvable server. */
+static void test_proxy_url(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_client_options co = { 0 };
+        struct gantry_kube_client *c = NULL;
+        struct gantry_kube_informer *inf = NULL;
+        struct gantry_error err = { 0 };
+        char yaml[1024], path[512];
+
+        snprintf(yaml, sizeof(yaml),
+                 "current-context: p\n"
+                 "clusters:\n- name: c\n  cluster:\n    server: http://apiserver.invalid:6443\n    proxy-url: %s\n"
+                 "users:\n- name: u\n  user:\n    token: %s\n"
+                 "contexts:\n- name: p\n  context:\n    cluster: c\n    user: u\n",
+                 fx->fake.base, TOKEN);
+        assert_int_equal(test_write_file(fx->dir, "kc-proxy", yaml, path, sizeof(path)), 0);
+        co.kubeconfig = path;
+        assert_int_equal(gantry_kube_client_new(&co, &c, &err), 0);
+        assert_int_equal(gantry_kube_informer_start(c, GANTRY_KUBE_NODE, NULL, recorder_cb, &fx->rec, &inf, &err), 0);
+        assert_int_equal(gantry_kube_informer_wait_synced(inf, WAIT_MS), 0);
+        assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_ADDED, NULL), 6);
+        gantry_kube_informer_stop(inf);
+        gantry_kube_client_free(c);
+}
+
 static void test_bad_options(void **state)
 {
         struct fixture *fx = *state;
@@ -586,6 +613,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_line_limit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_selectors_and_namespace, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stop_during_watch_and_backoff, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_proxy_url, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
         };
 
