@@ -239,6 +239,22 @@ int test_write_file(const char *dir, const char *name, const char *text, char *p
         return 0;
 }
 
+int test_write_kubeconfig(const char *dir, const char *name, const char *server, const char *cluster_extra,
+                          const char *user_extra, const char *namespace, char *path, size_t size)
+{
+        char yaml[16384], ns[128] = "";
+
+        if (namespace)
+                snprintf(ns, sizeof(ns), "    namespace: %s\n", namespace);
+        snprintf(yaml, sizeof(yaml),
+                 "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
+                 "clusters:\n- name: fake\n  cluster:\n    server: %s\n%s"
+                 "users:\n- name: u\n  user:\n%s"
+                 "contexts:\n- name: test\n  context:\n    cluster: fake\n    user: u\n%s",
+                 server, cluster_extra, *user_extra ? user_extra : "    {}\n", ns);
+        return test_write_file(dir, name, yaml, path, size);
+}
+
 int test_run(const char *cmd)
 {
         int st = system(cmd);

@@ -42,19 +42,14 @@ static int setup(void **state)
         struct fixture *fx = calloc(1, sizeof(*fx));
         struct gantry_kube_client_options opts = { 0 };
         struct gantry_error err = { 0 };
-        char yaml[1024];
 
         assert_non_null(fx);
         recorder_init(&fx->rec);
         assert_int_equal(test_tmpdir("informer", fx->dir, sizeof(fx->dir)), 0);
         assert_int_equal(fake_start(&fx->fake, args, NULL), 0);
-        snprintf(yaml, sizeof(yaml),
-                 "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
-                 "clusters:\n- name: fake\n  cluster:\n    server: %s\n"
-                 "users:\n- name: sched\n  user:\n    token: %s\n"
-                 "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: sched\n",
-                 fx->fake.base, TOKEN);
-        assert_int_equal(test_write_file(fx->dir, "kubeconfig", yaml, fx->kubeconfig, sizeof(fx->kubeconfig)), 0);
+        assert_int_equal(test_write_kubeconfig(fx->dir, "kubeconfig", fx->fake.base, "", "    token: " TOKEN "\n", NULL,
+                                               fx->kubeconfig, sizeof(fx->kubeconfig)),
+                         0);
         opts.kubeconfig = fx->kubeconfig;
         assert_int_equal(gantry_kube_client_new(&opts, &fx->client, &err), 0);
         *state = fx;
@@ -559,15 +554,12 @@ static void test_proxy_url(void **state)
         struct gantry_kube_client *c = NULL;
         struct gantry_kube_informer *inf = NULL;
         struct gantry_error err = { 0 };
-        char yaml[1024], path[512];
+        char proxy[128], path[512];
 
-        snprintf(yaml, sizeof(yaml),
-                 "current-context: p\n"
-                 "clusters:\n- name: c\n  cluster:\n    server: http://apiserver.invalid:6443\n    proxy-url: %s\n"
-                 "users:\n- name: u\n  user:\n    token: %s\n"
-                 "contexts:\n- name: p\n  context:\n    cluster: c\n    user: u\n",
-                 fx->fake.base, TOKEN);
-        assert_int_equal(test_write_file(fx->dir, "kc-proxy", yaml, path, sizeof(path)), 0);
+        snprintf(proxy, sizeof(proxy), "    proxy-url: %s\n", fx->fake.base);
+        assert_int_equal(test_write_kubeconfig(fx->dir, "kc-proxy", "http://apiserver.invalid:6443", proxy,
+                                               "    token: " TOKEN "\n", NULL, path, sizeof(path)),
+                         0);
         co.kubeconfig = path;
         assert_int_equal(gantry_kube_client_new(&co, &c, &err), 0);
         assert_int_equal(gantry_kube_informer_start(c, GANTRY_KUBE_NODE, NULL, recorder_cb, &fx->rec, &inf, &err), 0);
