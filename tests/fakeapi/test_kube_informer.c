@@ -201,7 +201,17 @@ static void test_watch_events(void **state)
 struct rv_wait {
         struct gantry_kube_informer *inf;
         long rv;
+        struct fake_api *fake;
+        long watches; /* the fake's watch count before */
 };
+
+/* A new watch was served (and is still open) since w->watches was read. */
+static bool another_watch(void *ctx)
+{
+        struct rv_wait *w = ctx;
+
+        return fake_state_long(w->fake, "watches") > w->watches && fake_state_long(w->fake, "openWatches") >= 1;
+}
 
 static bool rv_reached(void *ctx)
 {
@@ -240,11 +250,16 @@ static void test_bookmark_advances_resource_version(void **state)
         /* the next watch resumes from the bookmark: drop it and compact
          * history; no 410 follows since the bookmark's RV is current */
         assert_int_equal(fake_request(&fx->fake, "POST", "/fake/compact", "{}", NULL), 200);
+        w.watches = fake_state_long(&fx->fake, "watches");
+        w.fake = &fx->fake;
         assert_int_equal(fake_request(&fx->fake, "POST", "/fake/drop", "{}", NULL), 200);
-        assert_true(test_wait_for(fake_has_open_watch, &fx->fake, WAIT_MS));
-        wait_watching(fx);
+        assert_true(test_wait_for(another_watch, &w, WAIT_MS));
+        assert_int_equal(fake_upsert(&fx->fake, "nodes", "{\"metadata\":{\"name\":\"gpu-after-bookmark\"}}"), 200);
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-after-bookmark", 1, WAIT_MS));
         gantry_kube_informer_state(fx->inf, &st);
         assert_int_equal(st.lists, 1);
+        assert_int_equal(count_requests(&fx->fake, "list", NULL), 1);
+        assert_int_equal(recorder_count(&fx->rec), from + 1);
 }
 
 /*

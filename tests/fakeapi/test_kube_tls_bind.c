@@ -335,6 +335,11 @@ static void test_in_cluster_rotating_token(void **state)
         unsetenv("KUBERNETES_SERVICE_PORT");
 }
 
+static bool all_watching(void *ctx)
+{
+        return fake_state_long(ctx, "openWatches") >= GANTRY_KUBE_KIND_COUNT;
+}
+
 /* Every (verb, group, resource) the client sends is in its table, and every
  * entry of the table is sent by some code path. */
 static void test_api_call_table_matches_requests(void **state)
@@ -365,8 +370,7 @@ static void test_api_call_table_matches_requests(void **state)
                 assert_int_equal(gantry_kube_informer_start(c, k, NULL, recorder_cb, &rec, &inf[k], &err), 0);
                 assert_int_equal(gantry_kube_informer_wait_synced(inf[k], WAIT_MS), 0);
         }
-        while (fake_state_long(&g.fake, "openWatches") < GANTRY_KUBE_KIND_COUNT)
-                usleep(10000); /* bounded by the test's timeout */
+        assert_true(test_wait_for(all_watching, &g.fake, WAIT_MS));
         assert_int_equal(gantry_kube_bind_pod(c, "training", "llm-worker-2", NULL, "gpu-0000", &err), 0);
         for (int k = 0; k < GANTRY_KUBE_KIND_COUNT; k++)
                 gantry_kube_informer_stop(inf[k]);
