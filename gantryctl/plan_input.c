@@ -6,6 +6,7 @@
  * text cannot disagree.
  */
 #include "plan_input.h"
+#include "read_file.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -340,24 +341,13 @@ int gantry_plan_input_parse_json(const char *text, struct gantry_plan_input *ret
 
 static int load_file(struct parse *p, const char *path, struct gantry_error *err)
 {
-        FILE *f = fopen(path, "re");
         char *buf = NULL;
-        size_t n;
-        int r;
+        int r = gantryctl_read_file(path, 1 << 20, &buf, err);
 
-        if (!f)
-                return gantry_error_set(err, errno, "--input %s: %s", path, strerror(errno));
-        buf = calloc(1, 1 << 20);
-        if (!buf) {
-                fclose(f);
-                return -ENOMEM;
-        }
-        n = fread(buf, 1, (1 << 20) - 1, f);
-        r = !feof(f) ? gantry_error_set(err, EFBIG, "--input %s: larger than 1 MiB", path) : 0;
-        fclose(f);
-        if (r == 0 && n == 0)
-                r = gantry_error_set(err, EINVAL, "--input %s: empty", path);
-        if (r == 0 && parse_json(p, buf, err) < 0)
+        if (r < 0)
+                return gantry_error_prefix(err, "--input");
+        r = parse_json(p, buf, err);
+        if (r < 0)
                 r = gantry_error_prefix(err, path);
         free(buf);
         return r;
