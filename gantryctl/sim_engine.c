@@ -85,23 +85,29 @@ static int start_job(struct engine *e, int j, double now)
         return 0;
 }
 
-/* Places queued jobs in FIFO order until the head does not fit. */
-static int schedule(struct engine *e, int *queue_head, int arrived, int *running, double now)
+/*
+ * Places waiting jobs in arrival order. A job that does not fit now stays
+ * pending and the next one is tried, as kube-scheduler moves on from an
+ * unschedulable pod; it is tried again at every later event.
+ */
+static int schedule(struct engine *e, int arrived, int *running, double now, int *ret_failed)
 {
-        while (*queue_head < arrived) {
-                int j = *queue_head;
-                int r = gantry_sim_placer_place(e->placer, &e->t->jobs[j], j, e->free_gpus, *running == 0,
-                                                e->runs[j].nodes);
+        for (int j = 0; j < arrived; j++) {
+                int r;
 
+                if (e->runs[j].state != JOB_PENDING)
+                        continue;
+                r = gantry_sim_placer_place(e->placer, &e->t->jobs[j], j, e->free_gpus, *running == 0,
+                                            e->runs[j].nodes);
                 if (r == -ENOSPC)
-                        return 0;
-                if (r < 0)
+                        continue;
+                if (r == 0)
+                        r = start_job(e, j, now);
+                if (r < 0) {
+                        *ret_failed = j;
                         return r;
-                r = start_job(e, j, now);
-                if (r < 0)
-                        return r;
+                }
                 (*running)++;
-                (*queue_head)++;
         }
         return 0;
 }
@@ -223,7 +229,7 @@ static void summarize(struct engine *e)
 
 static int simulate(struct engine *e, struct gantry_error *err)
 {
-        int arrived = 0, queue_head = 0, running = 0, done = 0, r;
+        int arrived = 0, running = 0, done = 0, failed = 0, r;
         double now = 0;
 
         while (done < e->t->n_jobs) {
@@ -232,13 +238,13 @@ static int simulate(struct engine *e, struct gantry_error *err)
 
                 while (arrived < e->t->n_jobs && e->t->jobs[arrived].arrival_s <= now + TIME_EPS)
                         arrived++;
-                r = schedule(e, &queue_head, arrived, &running, now);
+                r = schedule(e, arrived, &running, now, &failed);
                 if (r < 0) {
                         char why[GANTRY_ERROR_MSG_MAX];
 
                         snprintf(why, sizeof(why), "%s", err->msg[0] ? err->msg : strerror(-r));
                         return gantry_error_set(err, r, "placing job %s: %s",
-                                                e->t->jobs[queue_head].name, why);
+                                                e->t->jobs[failed].name, why);
                 }
                 r = rates(e, &seg.delivered_gbps, &seg.bound_gbps, &seg.busy_gpus);
                 if (r < 0)
@@ -247,8 +253,8 @@ static int simulate(struct engine *e, struct gantry_error *err)
                         e->res->violations++;
                 dt = next_event(e, arrived, now);
                 if (!isfinite(dt))
-                        return gantry_error_set(err, EDEADLK, "stuck at t=%.1fs: job %s waits and "
-                                                "nothing runs", now, e->t->jobs[queue_head].name);
+                        return gantry_error_set(err, EDEADLK, "stuck at t=%.1fs: jobs wait and "
+                                                "nothing runs", now);
                 seg.t0 = now;
                 seg.t1 = now + dt;
                 if (dt > 0 && push_segment(e, &seg) < 0)

@@ -1,6 +1,8 @@
 /*
- * The simulation itself: jobs arrive, wait in FIFO order, are placed whole
- * by a policy, train in synchronized steps and checkpoint, then leave.
+ * The simulation itself: jobs arrive, are placed whole by a policy (waiting
+ * jobs are tried in arrival order at every event; one that does not fit is
+ * skipped, as kube-scheduler skips an unschedulable pod), train in
+ * synchronized steps and checkpoint, then leave.
  *
  * Time is event-driven: between two events (an arrival, a job finishing,
  * a checkpoint starting or ending) every rate is constant. At each event the
