@@ -100,7 +100,7 @@ static void table_capacity(FILE *f, const struct gantry_plan_input *in,
                         snprintf(label, sizeof(label), "replication x%g", in->capacity.replicas);
                 else
                         snprintf(label, sizeof(label), "%s", rows[i].name);
-                row(f, label, "%.1f TB usable  (%.1f%% of raw, overhead %.2fx, survives %g failures)",
+                row(f, label, "%.1f TB usable  (%.1f%% of raw, overhead %.2fx, tolerates %g lost nodes)",
                     rows[i].s->usable_tb, 100 * rows[i].s->fraction, rows[i].s->overhead,
                     rows[i].s->failures_tolerated);
         }
