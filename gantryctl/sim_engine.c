@@ -216,6 +216,7 @@ static void summarize(struct engine *e)
                 double held = job->gpus * (jr->end_s - jr->start_s);
 
                 jr->completion_s = jr->end_s - job->arrival_s;
+                jr->steps_per_s = jr->end_s > jr->start_s ? job->steps / (jr->end_s - jr->start_s) : 0;
                 jr->utilization = held > 0 ? e->runs[j].busy_gpu_s / held : 1;
                 r->makespan_s = fmax(r->makespan_s, jr->end_s);
                 r->mean_job_utilization += jr->utilization / e->t->n_jobs;

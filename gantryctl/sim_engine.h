@@ -28,6 +28,7 @@
 struct gantry_sim_job_result {
         double start_s, end_s;
         double completion_s;    /* end - arrival: queueing included */
+        double steps_per_s;     /* synchronized throughput: steps / (end - start) */
         double utilization;     /* useful GPU time / allocated GPU time */
         double checkpoint_s;    /* total time spent checkpointing */
         int leaves;             /* leaves its pods spanned */

@@ -68,6 +68,10 @@ class SimReference(unittest.TestCase):
                 self.assertAlmostEqual(j["completionSeconds"], j["endSeconds"] - t["arrivalSeconds"],
                                        places=3)
                 self.assertGreaterEqual(j["leaves"], 1)
+                # synchronized throughput never beats full speed
+                self.assertLessEqual(j["stepsPerSecond"], 1 / t["stepSeconds"] + EPS)
+                self.assertAlmostEqual(j["stepsPerSecond"] * t["stepSeconds"], j["utilization"],
+                                       places=6)
                 last = max(last, j["endSeconds"])
             self.assertAlmostEqual(r["makespanSeconds"], last, places=3)
 

@@ -88,6 +88,9 @@ static void test_gantry_timeline_by_hand(void **state)
         assert_near(r->gpu_utilization, 240.0 / (32 * 14));
         assert_near(r->jobs[0].utilization, 160.0 / (16 * 14));
         assert_near(r->jobs[1].utilization, 1);
+        /* synchronized throughput: A 10 steps in 14 s, B 10 in 10 s */
+        assert_near(r->jobs[0].steps_per_s, 10.0 / 14);
+        assert_near(r->jobs[1].steps_per_s, 1);
         /* delivered: 192 Gbps for 5 s, 64 for 4 s (A checkpoints), 192 for
          * 1 s, 128 for 4 s = 960 + 256 + 192 + 512 = 1920 Gbit; the bound is
          * the same here (everyone at full demand) */
