@@ -342,6 +342,7 @@ int gantry_sim_trace_parse(const char *text, const struct gantry_sim_cluster *c,
         static const char *const keys[] = { "jobs", NULL };
         json_t *root = load(text, "trace", err), *jobs, *o;
         struct gantry_sim_trace *t = NULL;
+        double checkpoints = 0;
         char where[64];
         size_t i;
         int r;
@@ -372,6 +373,15 @@ int gantry_sim_trace_parse(const char *text, const struct gantry_sim_cluster *c,
                                                      t->jobs[i].name);
                                 goto out;
                         }
+                checkpoints += t->jobs[i].checkpoint_gb > 0
+                                       ? floor(t->jobs[i].steps / t->jobs[i].checkpoint_every_steps)
+                                       : 0;
+                if (checkpoints > GANTRY_SIM_MAX_CHECKPOINTS) {
+                        r = gantry_error_set(err, EINVAL, "%s.checkpointEverySteps: the trace would take "
+                                             "more than %d checkpoints in all", where,
+                                             GANTRY_SIM_MAX_CHECKPOINTS);
+                        goto out;
+                }
                 t->n_jobs++;
         }
         /* stable: qsort is not, so ties keep file order through the index */

@@ -22,6 +22,7 @@
 #define GANTRY_SIM_MAX_ATTACH 16
 #define GANTRY_SIM_MAX_JOBS 100000
 #define GANTRY_SIM_MAX_PODS 1024 /* pods per job */
+#define GANTRY_SIM_MAX_CHECKPOINTS 1000000 /* over the whole trace: each is two events */
 
 enum gantry_sim_backend_kind { GANTRY_SIM_CEPH = 1, GANTRY_SIM_NVMEOF = 2 };
 

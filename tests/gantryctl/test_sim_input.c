@@ -114,6 +114,12 @@ static void test_trace_errors(void **state)
                            "trace.jobs[0].checkpointTarget: 'ceph-a' is not an nvmeof backend");
         expect_trace_error(JOB(", \"checkpointTarget\": \"tgt\""), "trace.jobs[0].checkpointGB: required with");
         expect_trace_error(JOB(", \"stepSeconds\": 0"), "duplicate");
+        /* 5e8 steps, a checkpoint every step: refused before it can run for ever */
+        expect_trace_error("{\"jobs\": [{\"name\": \"j\", \"arrivalSeconds\": 0, \"gpus\": 8,"
+                           " \"ingestMBpsPerGpu\": 1, \"dataset\": \"ceph-a\", \"stepSeconds\": 1,"
+                           " \"steps\": 5e8, \"checkpointGB\": 1, \"checkpointEverySteps\": 1,"
+                           " \"checkpointTarget\": \"tgt\"}]}",
+                           "trace.jobs[0].checkpointEverySteps: the trace would take more than");
 }
 
 static void test_trace_sorted_by_arrival_stably(void **state)
