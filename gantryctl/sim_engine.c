@@ -88,11 +88,15 @@ static int start_job(struct engine *e, int j, double now)
 /*
  * Places waiting jobs in arrival order. A job that does not fit now stays
  * pending and the next one is tried, as kube-scheduler moves on from an
- * unschedulable pod; it is tried again at every later event.
+ * unschedulable pod. Room (GPUs, ledger headroom, an idle cluster) only
+ * appears when a job ends, so a job that did not fit is tried again only
+ * after one has ended (@retry); otherwise only the new arrivals from
+ * @first_new on are tried.
  */
-static int schedule(struct engine *e, int arrived, int *running, double now, int *ret_failed)
+static int schedule(struct engine *e, int first_new, int arrived, bool retry, int *running, double now,
+                    int *ret_failed)
 {
-        for (int j = 0; j < arrived; j++) {
+        for (int j = retry ? 0 : first_new; j < arrived; j++) {
                 int r;
 
                 if (e->runs[j].state != JOB_PENDING)
@@ -230,16 +234,18 @@ static void summarize(struct engine *e)
 
 static int simulate(struct engine *e, struct gantry_error *err)
 {
-        int arrived = 0, running = 0, done = 0, failed = 0, r;
+        int arrived = 0, running = 0, done = 0, failed = 0, first_new, ended = 0, r;
         double now = 0;
 
         while (done < e->t->n_jobs) {
                 struct gantry_sim_segment seg = { 0 };
                 double dt;
 
+                first_new = arrived;
                 while (arrived < e->t->n_jobs && e->t->jobs[arrived].arrival_s <= now + TIME_EPS)
                         arrived++;
-                r = schedule(e, arrived, &running, now, &failed);
+                r = schedule(e, first_new, arrived, done > ended, &running, now, &failed);
+                ended = done;
                 if (r < 0) {
                         char why[GANTRY_ERROR_MSG_MAX];
 
