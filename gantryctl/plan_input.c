@@ -353,6 +353,38 @@ static int load_file(struct parse *p, const char *path, struct gantry_error *err
         return r;
 }
 
+json_t *gantry_plan_input_json(const struct gantry_plan_input *in)
+{
+        bool want[SEC_COUNT] = { in->has_reads || in->has_checkpoint, in->has_reads, in->has_capacity,
+                                 in->has_checkpoint };
+        json_t *root = json_object(), *sec[SEC_COUNT] = { NULL }, *tiers;
+
+        if (!root)
+                return NULL;
+        for (int s = 0; s < SEC_COUNT; s++)
+                if (want[s]) {
+                        sec[s] = json_object();
+                        json_object_set_new(root, section_keys[s], sec[s]);
+                }
+        for (size_t i = 0; i < N_FIELDS; i++) {
+                double v = *slot((struct gantry_plan_input *)in, &fields[i]);
+
+                /* either-or fields left at 0 were not used */
+                if (sec[fields[i].section] && !(v == 0 && fields[i].dflt == OPTIONAL &&
+                                                !isnan(fields[i].dflt)))
+                        json_object_set_new(sec[fields[i].section], fields[i].key, json_real(v));
+        }
+        if (sec[SEC_CHECKPOINT]) {
+                tiers = json_array();
+                for (int t = 0; tiers && t < in->checkpoint.n_tiers; t++)
+                        json_array_append_new(tiers, json_pack("{s:s, s:f}", "name",
+                                                               in->checkpoint.tiers[t].name, "writeGBps",
+                                                               in->checkpoint.tiers[t].write_gbytes));
+                json_object_set_new(sec[SEC_CHECKPOINT], "tiers", tiers);
+        }
+        return root;
+}
+
 void gantry_plan_input_usage(void)
 {
         printf("usage: gantryctl plan [--input FILE.json] [--FIELD VALUE ...] [--tier NAME=GBPS ...]\n"

@@ -9,6 +9,7 @@
  */
 #pragma once
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "error.h"
@@ -36,6 +37,12 @@ int gantry_plan_input_parse(int argc, char **argv, struct gantry_plan_input *ret
 /* Parses a JSON document (the file's text) into *ret, then validates. */
 int gantry_plan_input_parse_json(const char *text, struct gantry_plan_input *ret,
                                  struct gantry_error *err);
+
+/*
+ * The inputs as used, defaults filled in, in the input file's shape (so a
+ * --json report can be fed back as --input). New object, or NULL (ENOMEM).
+ */
+json_t *gantry_plan_input_json(const struct gantry_plan_input *in);
 
 /* Writes the flag list to stdout. */
 void gantry_plan_input_usage(void);

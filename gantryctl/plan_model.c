@@ -13,9 +13,21 @@ static const char *const limit_names[GANTRY_PLAN_LIMIT_COUNT] = {
         [GANTRY_PLAN_LIMIT_NODE_NICS] = "GPU node NICs",
 };
 
+static const char *const limit_keys[GANTRY_PLAN_LIMIT_COUNT] = {
+        [GANTRY_PLAN_LIMIT_STORAGE] = "storage",
+        [GANTRY_PLAN_LIMIT_STORAGE_NICS] = "storageNics",
+        [GANTRY_PLAN_LIMIT_LEAF_UPLINKS] = "leafUplinks",
+        [GANTRY_PLAN_LIMIT_NODE_NICS] = "nodeNics",
+};
+
 const char *gantry_plan_limit_name(enum gantry_plan_limit l)
 {
         return (unsigned)l < GANTRY_PLAN_LIMIT_COUNT ? limit_names[l] : "unknown";
+}
+
+const char *gantry_plan_limit_key(enum gantry_plan_limit l)
+{
+        return (unsigned)l < GANTRY_PLAN_LIMIT_COUNT ? limit_keys[l] : "unknown";
 }
 
 double gantry_plan_nodes(const struct gantry_plan_cluster *c)

@@ -125,8 +125,10 @@ struct gantry_plan_checkpoint_out {
         struct gantry_plan_tier_out tiers[GANTRY_PLAN_MAX_TIERS];
 };
 
-/* Name of a limit for tables and JSON ("storage", "storage NICs", ...). */
+/* Name of a limit for tables ("storage", "storage NICs", ...). */
 const char *gantry_plan_limit_name(enum gantry_plan_limit l);
+/* Its JSON key ("storage", "storageNics", "leafUplinks", "nodeNics"). */
+const char *gantry_plan_limit_key(enum gantry_plan_limit l);
 
 /* GPU nodes the cluster's GPUs need: ceil(gpus / gpus_per_node). */
 double gantry_plan_nodes(const struct gantry_plan_cluster *c);

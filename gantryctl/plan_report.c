@@ -162,7 +162,7 @@ static json_t *json_limits(const double *limits)
         json_t *o = json_object();
 
         for (int i = 0; o && i < GANTRY_PLAN_LIMIT_COUNT; i++)
-                json_object_set_new(o, gantry_plan_limit_name(i), json_real(limits[i]));
+                json_object_set_new(o, gantry_plan_limit_key(i), json_real(limits[i]));
         return o;
 }
 
@@ -173,7 +173,7 @@ static json_t *json_reads(const struct gantry_plan_reads_out *o)
                               "nodes", o->nodes, "perGpuGBps", o->per_gpu_gbytes, "requiredGBps",
                               o->required_gbytes, "limitsGBps", json_limits(o->limit_gbytes),
                               "deliverableGBps", o->deliverable_gbytes, "bottleneck",
-                              gantry_plan_limit_name(o->bottleneck), "headroomGBps", o->headroom_gbytes,
+                              gantry_plan_limit_key(o->bottleneck), "headroomGBps", o->headroom_gbytes,
                               "headroomFraction", o->headroom_fraction, "fitsInNodeCache",
                               o->fits_in_cache, "cacheHit", o->cache_hit, "coldGBps", o->cold_gbytes,
                               "warmGBps", o->warm_gbytes, "coldUtilization", o->cold_utilization,
@@ -184,7 +184,7 @@ static json_t *json_reads(const struct gantry_plan_reads_out *o)
                 json_object_set_new(j, "rebuild",
                                     json_pack("{s:f, s:s, s:f, s:f, s:f}", "deliverableGBps",
                                               o->rebuild_deliverable_gbytes, "bottleneck",
-                                              gantry_plan_limit_name(o->rebuild_bottleneck),
+                                              gantry_plan_limit_key(o->rebuild_bottleneck),
                                               "GBps", o->rebuild_gbytes, "utilization",
                                               o->rebuild_utilization, "epochSeconds",
                                               o->epoch_rebuild_s));
@@ -233,6 +233,7 @@ json_t *gantry_plan_report_json(const struct gantry_plan_input *in,
 
         if (!j)
                 return NULL;
+        json_object_set_new(j, "inputs", gantry_plan_input_json(in));
         if (in->has_reads)
                 json_object_set_new(j, "reads", json_reads(&res->reads));
         if (in->has_capacity)

@@ -44,6 +44,16 @@ class PlanCli(unittest.TestCase):
         gds = doc["checkpoint"]["tiers"][0]["gds"]
         self.assertAlmostEqual(gds["windowSeconds"], 980 / 180)
         self.assertIn("optimalIntervalSeconds", gds)
+        self.assertEqual(doc["reads"]["limitsGBps"]["leafUplinks"], 1600)
+        # the inputs as used, defaults filled in, feed back as --input
+        self.assertEqual(doc["inputs"]["capacity"]["fill"], 0.85)
+        self.assertNotIn("sizeGB", doc["inputs"]["checkpoint"])
+        again = os.path.join(self.tmp.name, "again.json")
+        with open(again, "w") as f:
+            json.dump(doc["inputs"], f)
+        r = run("plan", "--input", again, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), doc)
 
     def test_svg_parses_as_xml(self):
         path = os.path.join(self.tmp.name, "plan.svg")
