@@ -2,8 +2,8 @@
  * The SVG line-chart writer; see svg.h.
  *
  * Each chart is a 640x360 panel: a title, a y axis from 0 (or the data's
- * minimum when negative) to a "nice" maximum, an x axis over the data's
- * range, five gridlines with labels, one polyline per series and a legend.
+ * minimum when negative) to a "nice" maximum, an x axis from 0 (or the
+ * data's minimum when negative) to the data's maximum, five gridlines with labels, one polyline per series and a legend.
  */
 #include "svg.h"
 
@@ -72,6 +72,8 @@ static void range(const struct gantry_svg_chart *c, double *xmin, double *xmax, 
                 *xmin = 0;
                 *xmax = 1;
         }
+        if (*xmin > 0) /* counts, times, bandwidths: read them from zero */
+                *xmin = 0;
         if (*xmax <= *xmin)
                 *xmax = *xmin + 1;
         *ymax = nice_ceil(*ymax);
