@@ -51,15 +51,16 @@ void gantry_sim_report_table(FILE *f, const struct gantry_sim_cluster *c, const 
         for (size_t i = 0; i < n; i++) {
                 const struct gantry_sim_result *r = runs[i];
 
-                fprintf(f, "\n%s: per job\n%-16s %5s %10s %10s %12s %8s %8s %8s %7s\n",
-                        gantry_sim_policy_name(r->policy), "job", "GPUs", "start s", "end s",
+                fprintf(f, "\n%s: per job\n%-16s %5s %10s %8s %10s %12s %8s %8s %8s %7s\n",
+                        gantry_sim_policy_name(r->policy), "job", "GPUs", "start s", "wait s", "end s",
                         "completion s", "steps/s", "util", "ckpt s", "leaves");
                 for (int j = 0; j < r->n_jobs; j++) {
                         const struct gantry_sim_job_result *jr = &r->jobs[j];
 
-                        fprintf(f, "%-16s %5d %10.1f %10.1f %12.1f %8.3f %7.1f%% %8.1f %7d\n",
-                                t->jobs[j].name, t->jobs[j].gpus, jr->start_s, jr->end_s,
-                                jr->completion_s, jr->steps_per_s, 100 * jr->utilization,
+                        fprintf(f, "%-16s %5d %10.1f %8.1f %10.1f %12.1f %8.3f %7.1f%% %8.1f %7d\n",
+                                t->jobs[j].name, t->jobs[j].gpus, jr->start_s,
+                                jr->start_s - t->jobs[j].arrival_s, jr->end_s, jr->completion_s,
+                                jr->steps_per_s, 100 * jr->utilization,
                                 jr->checkpoint_s, jr->leaves);
                 }
         }
