@@ -103,8 +103,11 @@ static int schedule(struct engine *e, int first_new, int arrived, bool retry, in
                         continue;
                 r = gantry_sim_placer_place(e->placer, &e->t->jobs[j], j, e->free_gpus, *running == 0,
                                             e->runs[j].nodes);
-                if (r == -ENOSPC)
+                if (r == -ENOSPC) {
+                        snprintf(e->res->jobs[j].wait_reason, sizeof(e->res->jobs[j].wait_reason), "%s",
+                                 gantry_sim_placer_last_reason(e->placer));
                         continue;
+                }
                 if (r == 0)
                         r = start_job(e, j, now);
                 if (r < 0) {

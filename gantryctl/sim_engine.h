@@ -32,6 +32,7 @@ struct gantry_sim_job_result {
         double utilization;     /* useful GPU time / allocated GPU time */
         double checkpoint_s;    /* total time spent checkpointing */
         int leaves;             /* leaves its pods spanned */
+        char wait_reason[192];  /* why it last could not be placed; "" if never */
 };
 
 struct gantry_sim_segment {

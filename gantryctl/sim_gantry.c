@@ -31,6 +31,7 @@ struct gantry_sim_gantry {
         int *index;                           /* candidate -> node index */
         struct gantry_node_verdict *verdicts;
         int *scores;
+        char reason[GANTRY_PLACEMENT_REASON_MAX];
 };
 
 static int build_model(struct gantry_sim_gantry *g, struct gantry_error *err)
@@ -150,8 +151,10 @@ int gantry_sim_gantry_place_pod(struct gantry_sim_gantry *g, const struct gantry
                         g->names[n] = g->c->nodes[v].name;
                         g->index[n++] = v;
                 }
-        if (n == 0)
+        if (n == 0) {
+                snprintf(g->reason, sizeof(g->reason), "no node has %d free GPUs", job->gpus_per_pod);
                 return -ENOSPC;
+        }
         r = gantry_cluster_filter(g->lib, &d, g->names, n, g->verdicts, &err);
         if (r < 0)
                 return r;
@@ -161,8 +164,11 @@ int gantry_sim_gantry_place_pod(struct gantry_sim_gantry *g, const struct gantry
                         g->names[fit] = g->names[i];
                         g->index[fit++] = g->index[i];
                 }
-        if (fit == 0 && !idle)
-                return -ENOSPC; /* the pod stays pending until bandwidth frees up */
+        if (fit == 0 && !idle) {
+                /* the pod stays pending until bandwidth frees up */
+                snprintf(g->reason, sizeof(g->reason), "%s", g->verdicts[0].reason);
+                return -ENOSPC;
+        }
         if (fit > 0)
                 n = fit;
         else /* nothing runs, nothing will free up: take the best of all */
@@ -187,9 +193,16 @@ int gantry_sim_gantry_place_pod(struct gantry_sim_gantry *g, const struct gantry
         }
         r = fit > 0 ? gantry_cluster_reserve(g->lib, &d, g->names[best], 0, &err)
                     : gantry_cluster_record(g->lib, &d, g->names[best], &err);
-        if (r == -ENOSPC) /* another pod of the gang took the headroom */
+        if (r == -ENOSPC) { /* another pod of the gang took the headroom */
+                snprintf(g->reason, sizeof(g->reason), "%.*s", (int)sizeof(g->reason) - 1, err.msg);
                 return r;
+        }
         return r < 0 ? r : g->index[best];
+}
+
+const char *gantry_sim_gantry_last_reason(const struct gantry_sim_gantry *g)
+{
+        return g->reason;
 }
 
 void gantry_sim_gantry_release_pod(struct gantry_sim_gantry *g, const struct gantry_sim_job *job,

@@ -29,6 +29,9 @@ void gantry_sim_gantry_free(struct gantry_sim_gantry *g);
 int gantry_sim_gantry_place_pod(struct gantry_sim_gantry *g, const struct gantry_sim_job *job,
                                 int job_index, int pod, const int *free_gpus, bool idle);
 
+/* Why the last pod that had to wait waited (the library's filter reason). */
+const char *gantry_sim_gantry_last_reason(const struct gantry_sim_gantry *g);
+
 /* Releases the ledger entry of pod @pod of @job. */
 void gantry_sim_gantry_release_pod(struct gantry_sim_gantry *g, const struct gantry_sim_job *job,
                                    int job_index, int pod);

@@ -5,6 +5,7 @@
 #include "sim_policy.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,7 @@ struct gantry_sim_placer {
         const struct gantry_sim_cluster *c;
         struct gantry_sim_rng rng;
         struct gantry_sim_gantry *lib; /* gantry policy only */
+        char reason[64];
 };
 
 const char *gantry_sim_policy_name(enum gantry_sim_policy p)
@@ -135,6 +137,8 @@ int gantry_sim_placer_place(struct gantry_sim_placer *p, const struct gantry_sim
                 } else {
                         n = pick_simple(p, job->gpus_per_pod, free_gpus);
                         if (n < 0) {
+                                snprintf(p->reason, sizeof(p->reason), "no node has %d free GPUs",
+                                         job->gpus_per_pod);
                                 r = -ENOSPC;
                                 break;
                         }
@@ -147,6 +151,11 @@ int gantry_sim_placer_place(struct gantry_sim_placer *p, const struct gantry_sim
         /* gang: all or nothing */
         release_pods(p, job, job_index, ret_nodes, placed, free_gpus);
         return r;
+}
+
+const char *gantry_sim_placer_last_reason(const struct gantry_sim_placer *p)
+{
+        return p->lib ? gantry_sim_gantry_last_reason(p->lib) : p->reason;
 }
 
 void gantry_sim_placer_release(struct gantry_sim_placer *p, const struct gantry_sim_job *job,

@@ -57,6 +57,9 @@ void gantry_sim_placer_free(struct gantry_sim_placer *p);
 int gantry_sim_placer_place(struct gantry_sim_placer *p, const struct gantry_sim_job *job,
                             int job_index, int *free_gpus, bool idle, int *ret_nodes);
 
+/* Why the last job that got -ENOSPC did not fit, for the report. Borrowed. */
+const char *gantry_sim_placer_last_reason(const struct gantry_sim_placer *p);
+
 /* The job finished: give back its GPUs (and its ledger entries). */
 void gantry_sim_placer_release(struct gantry_sim_placer *p, const struct gantry_sim_job *job,
                                int job_index, const int *nodes, int *free_gpus);

@@ -51,17 +51,17 @@ void gantry_sim_report_table(FILE *f, const struct gantry_sim_cluster *c, const 
         for (size_t i = 0; i < n; i++) {
                 const struct gantry_sim_result *r = runs[i];
 
-                fprintf(f, "\n%s: per job\n%-16s %5s %10s %8s %10s %12s %8s %8s %8s %7s\n",
+                fprintf(f, "\n%s: per job\n%-16s %5s %10s %8s %10s %12s %8s %8s %8s %7s  %s\n",
                         gantry_sim_policy_name(r->policy), "job", "GPUs", "start s", "wait s", "end s",
-                        "completion s", "steps/s", "util", "ckpt s", "leaves");
+                        "completion s", "steps/s", "util", "ckpt s", "leaves", "why it waited");
                 for (int j = 0; j < r->n_jobs; j++) {
                         const struct gantry_sim_job_result *jr = &r->jobs[j];
 
-                        fprintf(f, "%-16s %5d %10.1f %8.1f %10.1f %12.1f %8.3f %7.1f%% %8.1f %7d\n",
+                        fprintf(f, "%-16s %5d %10.1f %8.1f %10.1f %12.1f %8.3f %7.1f%% %8.1f %7d  %s\n",
                                 t->jobs[j].name, t->jobs[j].gpus, jr->start_s,
                                 jr->start_s - t->jobs[j].arrival_s, jr->end_s, jr->completion_s,
                                 jr->steps_per_s, 100 * jr->utilization,
-                                jr->checkpoint_s, jr->leaves);
+                                jr->checkpoint_s, jr->leaves, jr->wait_reason);
                 }
         }
 }
@@ -78,15 +78,18 @@ json_t *gantry_sim_report_json(const struct gantry_sim_cluster *c, const struct 
 
                 for (int j = 0; jobs && j < r->n_jobs; j++) {
                         const struct gantry_sim_job_result *jr = &r->jobs[j];
-
-                        json_array_append_new(jobs, json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:i}",
+                        json_t *o = json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:i}",
                                                               "name", t->jobs[j].name, "gpus",
                                                               t->jobs[j].gpus, "startSeconds", jr->start_s,
                                                               "endSeconds", jr->end_s, "completionSeconds",
                                                               jr->completion_s, "stepsPerSecond",
                                                               jr->steps_per_s, "utilization",
                                                               jr->utilization, "checkpointSeconds",
-                                                              jr->checkpoint_s, "leaves", jr->leaves));
+                                                              jr->checkpoint_s, "leaves", jr->leaves);
+
+                        if (o && jr->wait_reason[0])
+                                json_object_set_new(o, "waitReason", json_string(jr->wait_reason));
+                        json_array_append_new(jobs, o);
                 }
                 json_array_append_new(arr, json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f,"
                                                      " s:I, s:o}",

@@ -68,6 +68,9 @@ class SimReference(unittest.TestCase):
                 self.assertAlmostEqual(j["completionSeconds"], j["endSeconds"] - t["arrivalSeconds"],
                                        places=3)
                 self.assertGreaterEqual(j["leaves"], 1)
+                # a job that waited says why; one that did not has no reason
+                waited = j["startSeconds"] > t["arrivalSeconds"] + EPS
+                self.assertEqual(waited, bool(j.get("waitReason")), j)
                 # synchronized throughput never beats full speed
                 self.assertLessEqual(j["stepsPerSecond"], 1 / t["stepSeconds"] + EPS)
                 self.assertAlmostEqual(j["stepsPerSecond"] * t["stepSeconds"], j["utilization"],
@@ -94,6 +97,9 @@ class SimReference(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn("delivered/bound", r.stdout)
             self.assertIn("job-00-video", r.stdout)
+            self.assertIn("why it waited", r.stdout)
+            # the library's filter reason, as kubectl describe pod would show it
+            self.assertRegex(r.stdout, r"backend ceph-\d: [\d.]+ Gbps free, pod needs [\d.]+ Gbps")
             root = ET.parse(path).getroot()
             self.assertEqual(root.tag, SVG_NS + "svg")
             self.assertEqual(len(root.findall(SVG_NS + "g")), 2)
