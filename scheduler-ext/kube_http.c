@@ -119,9 +119,8 @@ static void share_lock(CURL *e, curl_lock_data data, curl_lock_access access, vo
         struct kube_http *h = userp;
 
         (void)e;
-        (void)data;
         (void)access;
-        pthread_mutex_lock(&h->share_lock);
+        pthread_mutex_lock(&h->share_lock[data]);
 }
 
 static void share_unlock(CURL *e, curl_lock_data data, void *userp)
@@ -129,8 +128,7 @@ static void share_unlock(CURL *e, curl_lock_data data, void *userp)
         struct kube_http *h = userp;
 
         (void)e;
-        (void)data;
-        pthread_mutex_unlock(&h->share_lock);
+        pthread_mutex_unlock(&h->share_lock[data]);
 }
 
 /* ------------------------------------------------------------------- token */
@@ -201,7 +199,8 @@ int kube_http_init(struct kube_http *h, struct kube_conn *conn,
         h->connect_timeout = opts && opts->connect_timeout_seconds > 0 ? opts->connect_timeout_seconds : 10;
         h->request_timeout = opts && opts->request_timeout_seconds > 0 ? opts->request_timeout_seconds : 60;
         pthread_mutex_init(&h->token_lock, NULL);
-        pthread_mutex_init(&h->share_lock, NULL);
+        for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+                pthread_mutex_init(&h->share_lock[i], NULL);
         if (conn->token) {
                 h->token = strdup(conn->token);
                 if (!h->token)
@@ -266,7 +265,8 @@ void kube_http_destroy(struct kube_http *h)
         free(h->url_base);
         h->connect_to = h->url_base = NULL;
         pthread_mutex_destroy(&h->token_lock);
-        pthread_mutex_destroy(&h->share_lock);
+        for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+                pthread_mutex_destroy(&h->share_lock[i]);
 }
 
 /* --------------------------------------------------------------- requests */
