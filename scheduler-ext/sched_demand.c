@@ -81,21 +81,25 @@ static void job_key(const json_t *pod, const char *ns, char *buf, size_t size)
         }
 }
 
-/* The StorageClass's per-GPU rate, 0 when absent. */
-static int sc_rate(struct gantry_sched_state *st, const char *sc_name, double *ret,
+/* The StorageClass's per-GPU rate for @tier (annotation, else parameter), 0 when absent. */
+static int sc_rate(struct gantry_sched_state *st, const char *sc_name, enum tier tier, double *ret,
                    struct gantry_error *err)
 {
+        const char *key = tier == TIER_CHECKPOINT ? GANTRY_SC_WRITE_PER_GPU : GANTRY_SC_READ_PER_GPU;
         json_t *sc = sc_name ? gantry_sched_state_get(st, GANTRY_OBJ_STORAGE_CLASS, NULL, sc_name) : NULL;
-        const char *v = s_(json_object_get(json_object_get(sc, "metadata"), "annotations"),
-                           GANTRY_ANN_GBPS_PER_GPU);
+        const char *v = s_(json_object_get(json_object_get(sc, "metadata"), "annotations"), key);
+        char field[96];
         int r = 0;
 
+        if (!v)
+                v = s_(json_object_get(sc, "parameters"), key);
         *ret = 0;
         if (v) {
-                r = gantry_sched_parse_gbps("StorageClass annotation " GANTRY_ANN_GBPS_PER_GPU, v,
-                                            ret, err);
-                if (r < 0)
-                        gantry_error_prefix(err, sc_name);
+                r = gantry_sched_parse_gbps(key, v, ret, err);
+                if (r < 0) {
+                        snprintf(field, sizeof(field), "StorageClass %.60s", sc_name);
+                        gantry_error_prefix(err, field);
+                }
         }
         json_decref(sc);
         return r;
@@ -135,7 +139,7 @@ static int resolve_volume(struct gantry_sched_state *st, const char *ns, const c
         vol->tier = tier && !strcmp(tier, "checkpoint") ? TIER_CHECKPOINT : TIER_DATASET;
         backend = s_(attrs, vol->tier == TIER_CHECKPOINT ? "targetID" : "clusterID");
         snprintf(vol->backend, sizeof(vol->backend), "%s", backend ? backend : "");
-        r = sc_rate(st, sc_name, &vol->gbps_per_gpu, err);
+        r = sc_rate(st, sc_name, vol->tier, &vol->gbps_per_gpu, err);
         if (r == 0)
                 r = 1;
 out:

@@ -11,7 +11,9 @@
  *   Gbps      annotation gantry.io/dataset-read-gbps (split over the pod's
  *             dataset volumes) and gantry.io/checkpoint-write-gbps (over its
  *             checkpoint volumes); without the annotation, each Gantry volume
- *             asks GPUs x its StorageClass's annotation gantry.io/gbps-per-gpu
+ *             asks GPUs x its StorageClass's gantry.io/read-gbps-per-gpu
+ *             (dataset) or gantry.io/write-gbps-per-gpu (checkpoint), read
+ *             from the StorageClass's annotations, else its parameters
  *
  * An annotation with no Gantry volume of its tier makes one flow with no
  * backend (NIC and leaf uplink only).
@@ -26,7 +28,8 @@
 
 #define GANTRY_ANN_DATASET_READ "gantry.io/dataset-read-gbps"
 #define GANTRY_ANN_CHECKPOINT_WRITE "gantry.io/checkpoint-write-gbps"
-#define GANTRY_ANN_GBPS_PER_GPU "gantry.io/gbps-per-gpu"
+#define GANTRY_SC_READ_PER_GPU "gantry.io/read-gbps-per-gpu"   /* dataset tier */
+#define GANTRY_SC_WRITE_PER_GPU "gantry.io/write-gbps-per-gpu" /* checkpoint tier */
 #define GANTRY_LABEL_JOB "gantry.io/job"
 #define GANTRY_CSI_DRIVER "csi.gantry.io"
 

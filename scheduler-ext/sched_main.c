@@ -2,17 +2,20 @@
  * gantry-scheduler: the kube-scheduler extender binary.
  *
  *   gantry-scheduler [--listen HOST:PORT] [--topology FILE]
- *                    [--state FILE] [--threads N] [--max-body-bytes N]
+ *                    [--kubeconfig FILE | --in-cluster | --state FILE]
+ *                    [--threads N] [--max-body-bytes N] [--sync-timeout S]
  *                    [--reservation-ttl SECONDS] [--tls-cert F --tls-key F]
  *                    [--ready-file PATH] [--log-level LEVEL]
  *
  * Checks every flag and file before it binds anything, builds the cluster
- * model (topology file, then the --state file of Kubernetes objects), serves
+ * model (topology file, then the API server's informers or a --state file of
+ * Kubernetes objects), serves
  * the extender until SIGTERM or SIGINT, then stops cleanly.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "placement.h"
+#include "sched_feed.h"
 #include "sched_state.h"
 #include "sched_topology.h"
 
@@ -34,6 +38,9 @@ struct args {
         const char *listen;
         const char *topology;
         const char *state;
+        const char *kubeconfig;
+        bool in_cluster;
+        int sync_timeout;
         const char *tls_cert, *tls_key;
         const char *ready_file;
         const char *log_level;
@@ -52,7 +59,11 @@ static void usage(FILE *f)
                 "\n"
                 "  --listen HOST:PORT        serve here (default 0.0.0.0:8888; port 0 picks one)\n"
                 "  --topology FILE           leaves, uplinks, oversubscription, backends (JSON)\n"
-                "  --state FILE              Kubernetes objects to start from (JSON; no API server)\n"
+                "  --kubeconfig FILE         follow the API server of this kubeconfig\n"
+                "  --in-cluster              follow the API server of the pod's service account\n"
+                "  --state FILE              Kubernetes objects to start from (JSON); without\n"
+                "                            --kubeconfig / --in-cluster, binds only reserve\n"
+                "  --sync-timeout S          seconds each informer may take to list (default 120)\n"
                 "  --threads N               HTTP thread pool (default 4)\n"
                 "  --max-body-bytes N        largest request body (default 67108864)\n"
                 "  --reservation-ttl S       seconds a bind holds headroom until the watch shows\n"
@@ -83,12 +94,15 @@ static int parse_number(const char *flag, const char *s, double min, double max,
 /* 0 to run, 1 to exit 0 (help, version), -EINVAL for bad usage. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-        enum { O_LISTEN = 256, O_TOPO, O_STATE, O_THREADS, O_MAXBODY, O_TTL, O_CERT, O_KEY,
+        enum { O_LISTEN = 256, O_TOPO, O_STATE, O_KUBECONFIG, O_INCLUSTER, O_SYNC, O_THREADS, O_MAXBODY, O_TTL, O_CERT, O_KEY,
                O_READY, O_LOG, O_VERSION, O_HELP };
         static const struct option opts[] = {
                 { "listen", required_argument, NULL, O_LISTEN },
                 { "topology", required_argument, NULL, O_TOPO },
                 { "state", required_argument, NULL, O_STATE },
+                { "kubeconfig", required_argument, NULL, O_KUBECONFIG },
+                { "in-cluster", no_argument, NULL, O_INCLUSTER },
+                { "sync-timeout", required_argument, NULL, O_SYNC },
                 { "threads", required_argument, NULL, O_THREADS },
                 { "max-body-bytes", required_argument, NULL, O_MAXBODY },
                 { "reservation-ttl", required_argument, NULL, O_TTL },
@@ -104,12 +118,19 @@ static int parse_args(int argc, char **argv, struct args *a)
         int c;
 
         *a = (struct args){ .listen = "0.0.0.0:8888", .threads = 4, .max_body = 64LL << 20,
-                            .ttl = 60 };
+                            .ttl = 60, .sync_timeout = 120 };
         while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
                 switch (c) {
                 case O_LISTEN: a->listen = optarg; break;
                 case O_TOPO: a->topology = optarg; break;
                 case O_STATE: a->state = optarg; break;
+                case O_KUBECONFIG: a->kubeconfig = optarg; break;
+                case O_INCLUSTER: a->in_cluster = true; break;
+                case O_SYNC:
+                        if (parse_number("--sync-timeout", optarg, 1, 3600, &v) < 0)
+                                return -EINVAL;
+                        a->sync_timeout = (int)v;
+                        break;
                 case O_CERT: a->tls_cert = optarg; break;
                 case O_KEY: a->tls_key = optarg; break;
                 case O_READY: a->ready_file = optarg; break;
@@ -136,6 +157,10 @@ static int parse_args(int argc, char **argv, struct args *a)
         }
         if (optind < argc) {
                 fprintf(stderr, "gantry-scheduler: unexpected argument: %s\n", argv[optind]);
+                return -EINVAL;
+        }
+        if (a->kubeconfig && a->in_cluster) {
+                fprintf(stderr, "gantry-scheduler: --kubeconfig and --in-cluster: give one\n");
                 return -EINVAL;
         }
         if (!a->tls_cert != !a->tls_key) {
@@ -176,6 +201,8 @@ int main(int argc, char **argv)
         struct gantry_extender *ext = NULL;
         struct gantry_sched_server *server = NULL;
         struct gantry_metrics *metrics = NULL;
+        struct gantry_kube_client *kube = NULL;
+        struct gantry_sched_feed *feed = NULL;
         struct gantry_error err = { 0 };
         struct args a;
         sigset_t sigs;
@@ -203,8 +230,18 @@ int main(int argc, char **argv)
                 fprintf(stderr, "gantry-scheduler: --state %s\n", err.msg);
                 goto out;
         }
+        if (a.kubeconfig || a.in_cluster) {
+                struct gantry_kube_client_options ko = { .kubeconfig = a.kubeconfig, .metrics = metrics };
+
+                if (gantry_kube_client_new(&ko, &kube, &err) < 0 ||
+                    gantry_sched_feed_start(kube, state, a.sync_timeout * 1000, &feed, &err) < 0) {
+                        fprintf(stderr, "gantry-scheduler: %s\n", err.msg);
+                        goto out;
+                }
+        }
         r = gantry_extender_new(state, &(struct gantry_extender_options){
-                .reservation_ttl_seconds = a.ttl, .metrics = metrics }, &ext);
+                .reservation_ttl_seconds = a.ttl, .metrics = metrics,
+                .bind = kube ? gantry_sched_feed_bind : NULL, .bind_ctx = kube }, &ext);
         if (r < 0)
                 goto out;
         r = gantry_sched_server_start(ext, &(struct gantry_sched_server_options){
@@ -219,9 +256,10 @@ int main(int argc, char **argv)
                 struct gantry_cluster_stats s;
 
                 gantry_cluster_stats(cluster, &s);
-                log_info("sched.serving", "listen=%s port=%d tls=%s nodes=%zu leaves=%zu backends=%zu "
-                         "pods=%zu version=%s", a.listen, port, a.tls_cert ? "on" : "off", s.nodes,
-                         s.leaves, s.backends, s.entries, GANTRY_VERSION);
+                        log_info("sched.serving", "listen=%s port=%d tls=%s api=%s nodes=%zu leaves=%zu "
+                         "backends=%zu pods=%zu version=%s", a.listen, port,
+                         a.tls_cert ? "on" : "off", kube ? gantry_kube_client_server(kube) : "none",
+                         s.nodes, s.leaves, s.backends, s.entries, GANTRY_VERSION);
         }
         if (a.ready_file && (r = write_ready_file(a.ready_file, port)) < 0) {
                 fprintf(stderr, "gantry-scheduler: --ready-file %s: %s\n", a.ready_file, strerror(-r));
@@ -232,6 +270,8 @@ int main(int argc, char **argv)
         ret = 0;
 out:
         gantry_sched_server_stop(server);
+        gantry_sched_feed_stop(feed);
+        gantry_kube_client_free(kube);
         gantry_extender_free(ext);
         gantry_sched_state_free(state);
         gantry_cluster_free(cluster);

@@ -8,7 +8,7 @@
  * Node labels read:
  *   network.topology.nvidia.com/leaf, .../spine, .../accelerator  (Topograph)
  *   gantry.io/nic-gbps            the node's NIC bandwidth in Gbps
- *   gantry.io/nvmf-transports     "tcp", "rdma" or "tcp,rdma"
+ *   gantry.io/nvmeof-transports   "tcp", "rdma" or "tcp,rdma" (default tcp)
  *   status.allocatable["nvidia.com/gpu"]  GPUs
  * The topology file (sched_topology.c) adds leaf uplinks, oversubscription
  * and where each backend attaches.
@@ -27,7 +27,7 @@
 #define GANTRY_LABEL_SPINE "network.topology.nvidia.com/spine"
 #define GANTRY_LABEL_ACCELERATOR "network.topology.nvidia.com/accelerator"
 #define GANTRY_LABEL_NIC_GBPS "gantry.io/nic-gbps"
-#define GANTRY_LABEL_TRANSPORTS "gantry.io/nvmf-transports"
+#define GANTRY_LABEL_TRANSPORTS "gantry.io/nvmeof-transports"
 #define GANTRY_RESOURCE_GPU "nvidia.com/gpu"
 
 enum gantry_obj_kind {
