@@ -102,7 +102,7 @@ int gantry_kube_client_new(const struct gantry_kube_client_options *opts,
                 return r;
         }
         {
-                char origin[300];
+                char origin[300], ns[300];
 
                 log_info("kube.client", "server=%s source=%s auth=%s tls=%s namespace=%s", conn->server,
                          gantry_log_quote(conn->origin, origin, sizeof(origin)), auth_kind(conn),
@@ -110,7 +110,7 @@ int gantry_kube_client_new(const struct gantry_kube_client_options *opts,
                          : conn->insecure                        ? "insecure-skip-verify"
                          : conn->ca.len                          ? "ca"
                                                                  : "system-ca",
-                         conn->namespace);
+                         gantry_log_quote(conn->namespace, ns, sizeof(ns)));
         }
         *ret_client = client;
         return 0;
@@ -195,14 +195,19 @@ int gantry_kube_bind_pod(struct gantry_kube_client *client, const char *namespac
         free(body);
         if (r < 0) {
                 gantry_error_prefix(err, what);
-                log_warn("kube.bind", "namespace=%s pod=%s node=%s result=error errno=%d", namespace, name,
-                         node, -r);
-                return r;
-        }
-        if (resp.status / 100 != 2)
+        } else if (resp.status / 100 != 2) {
                 r = kube_http_status_error(&resp, what, err);
-        log_info("kube.bind", "namespace=%s pod=%s node=%s result=%s status=%ld", namespace, name, node,
-                 r < 0 ? "refused" : "bound", resp.status);
+        }
+        if (r < 0) {
+                char quoted[GANTRY_ERROR_MSG_MAX + 8];
+
+                log_warn("kube.bind", "namespace=%s pod=%s node=%s result=%s status=%ld error=%s", namespace,
+                         name, node, resp.status ? "refused" : "error", resp.status,
+                         gantry_log_quote(err ? err->msg : "", quoted, sizeof(quoted)));
+        } else {
+                log_info("kube.bind", "namespace=%s pod=%s node=%s result=bound status=%ld", namespace, name,
+                         node, resp.status);
+        }
         kube_response_clear(&resp);
         return r;
 }

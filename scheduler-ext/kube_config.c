@@ -451,7 +451,14 @@ static int load_user(struct kc *kc, const char *name, struct kube_conn *conn)
 
         snprintf(field, sizeof(field), "%s.token", prefix);
         r = get_str(kc, u, "token", field, &token);
-        if (r < 0 || (r = dup_or_oom(kc, token, &conn->token)) < 0)
+        if (r < 0)
+                return r;
+        /* it goes into an HTTP header: no CR/LF or other control bytes */
+        for (const char *p = token; p && *p; p++)
+                if ((unsigned char)*p < ' ' || *p == 0x7f)
+                        return field_error(kc, EINVAL, field, "contains a control character");
+        r = dup_or_oom(kc, token, &conn->token);
+        if (r < 0)
                 return r;
         snprintf(field, sizeof(field), "%s.tokenFile", prefix);
         r = get_str(kc, u, "tokenFile", field, &token_file);

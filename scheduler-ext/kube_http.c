@@ -120,7 +120,8 @@ static void share_lock(CURL *e, curl_lock_data data, curl_lock_access access, vo
 
         (void)e;
         (void)access;
-        pthread_mutex_lock(&h->share_lock[data]);
+        /* one lock per kind of data: curl may hold one while taking another */
+        pthread_mutex_lock(&h->share_locks[(unsigned)data % CURL_LOCK_DATA_LAST]);
 }
 
 static void share_unlock(CURL *e, curl_lock_data data, void *userp)
@@ -128,7 +129,7 @@ static void share_unlock(CURL *e, curl_lock_data data, void *userp)
         struct kube_http *h = userp;
 
         (void)e;
-        pthread_mutex_unlock(&h->share_lock[data]);
+        pthread_mutex_unlock(&h->share_locks[(unsigned)data % CURL_LOCK_DATA_LAST]);
 }
 
 /* ------------------------------------------------------------------- token */
@@ -200,7 +201,7 @@ int kube_http_init(struct kube_http *h, struct kube_conn *conn,
         h->request_timeout = opts && opts->request_timeout_seconds > 0 ? opts->request_timeout_seconds : 60;
         pthread_mutex_init(&h->token_lock, NULL);
         for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
-                pthread_mutex_init(&h->share_lock[i], NULL);
+                pthread_mutex_init(&h->share_locks[i], NULL);
         if (conn->token) {
                 h->token = strdup(conn->token);
                 if (!h->token)
@@ -266,7 +267,7 @@ void kube_http_destroy(struct kube_http *h)
         h->connect_to = h->url_base = NULL;
         pthread_mutex_destroy(&h->token_lock);
         for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
-                pthread_mutex_destroy(&h->share_lock[i]);
+                pthread_mutex_destroy(&h->share_locks[i]);
 }
 
 /* --------------------------------------------------------------- requests */

@@ -285,10 +285,13 @@ static int list_all(struct gantry_kube_informer *inf)
         replace_store(inf, fresh);
         fresh = NULL;
         count(inf, "gantry_kube_relists_total", "Completed lists (initial and re-lists), by kind", NULL);
+        pthread_mutex_lock(&inf->lock);
+        inf->state.lists++;
+        inf->state.consecutive_errors = 0; /* a list that worked ends a run of errors */
+        pthread_mutex_unlock(&inf->lock);
         deliver(inf, GANTRY_KUBE_SYNCED, NULL);
         /* after the callback: a waiter then sees everything SYNCED covers */
         pthread_mutex_lock(&inf->lock);
-        inf->state.lists++;
         inf->state.synced = true;
         pthread_cond_broadcast(&inf->cond);
         pthread_mutex_unlock(&inf->lock);
@@ -502,7 +505,6 @@ static void *informer_main(void *arg)
                                 break;
                         if (r == 0) {
                                 inf->need_list = false;
-                                note_success(inf);
                                 continue;
                         }
                 } else {

@@ -83,7 +83,7 @@ struct kube_http {
         char *token;                 /* current token (file or static) */
         struct timespec token_mtime; /* of token_file when last read */
         CURLSH *share;               /* connection cache of non-informer requests */
-        pthread_mutex_t share_lock[CURL_LOCK_DATA_LAST]; /* one per data kind: curl nests them */
+        pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
         char *url_base;   /* with tls-server-name: the URL naming it, else NULL */
         char *connect_to; /* with tls-server-name: "name:port:host:port" */
 };

@@ -104,10 +104,11 @@ static const char *const type_names[] = {
 int kube_watch_decode(const char *line, size_t len, struct kube_watch_event *ret_ev,
                       struct gantry_error *err)
 {
+        const char *type, *rv, *problem = NULL;
         json_error_t jerr;
         json_t *root, *obj;
-        const char *type, *rv;
         char key[320];
+        long code = 0;
         int t = -1;
 
         root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -117,43 +118,43 @@ int kube_watch_decode(const char *line, size_t len, struct kube_watch_event *ret
         type = json_string_value(json_object_get(root, "type"));
         obj = json_object_get(root, "object");
         if (!type) {
-                json_decref(root);
-                return gantry_error_set(err, EBADMSG, "watch event: type: missing or not a string");
+                problem = "type: missing or not a string";
+                goto bad;
         }
         for (size_t i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++)
                 if (strcmp(type, type_names[i]) == 0)
                         t = (int)i;
         if (t < 0) {
+                /* the message is set while @type still lives in @root */
+                gantry_error_set(err, EBADMSG, "watch event: type: unknown \"%.32s\"", type);
                 json_decref(root);
-                return gantry_error_set(err, EBADMSG, "watch event: type: unknown \"%.32s\"", type);
+                return -EBADMSG;
         }
         if (!json_is_object(obj)) {
-                json_decref(root);
-                return gantry_error_set(err, EBADMSG, "watch event: object: missing or not an object");
+                problem = "object: missing or not an object";
+                goto bad;
         }
         rv = kube_object_resource_version(obj);
         if (t == KUBE_WATCH_ERROR) {
                 /* a Status: {"kind":"Status","code":410,"reason":"Expired",...} */
-                json_int_t code = json_integer_value(json_object_get(obj, "code"));
+                json_int_t c = json_integer_value(json_object_get(obj, "code"));
 
-                ret_ev->code = code > 0 && code < 1000 ? (long)code : 500;
-        } else {
-                if (!rv || !*rv) {
-                        json_decref(root);
-                        return gantry_error_set(err, EBADMSG,
-                                                "watch event: object.metadata.resourceVersion: missing");
-                }
+                code = c > 0 && c < 1000 ? (long)c : 500;
+        } else if (!rv || !*rv) {
+                problem = "object.metadata.resourceVersion: missing";
+                goto bad;
+        } else if (t != KUBE_WATCH_BOOKMARK && kube_object_key(obj, key, sizeof(key)) < 0) {
                 /* a BOOKMARK carries only the resourceVersion, no name */
-                if (t != KUBE_WATCH_BOOKMARK && kube_object_key(obj, key, sizeof(key)) < 0) {
-                        json_decref(root);
-                        return gantry_error_set(err, EBADMSG,
-                                                "watch event: object.metadata.name: missing or too long");
-                }
-                ret_ev->code = 0;
+                problem = "object.metadata.name: missing or too long";
+                goto bad;
         }
         ret_ev->type = (enum kube_watch_type)t;
+        ret_ev->code = code;
         ret_ev->object = json_incref(obj);
-        ret_ev->resource_version = rv;
+        ret_ev->resource_version = rv; /* lives in ret_ev->object */
         json_decref(root);
         return 0;
+bad:
+        json_decref(root);
+        return gantry_error_set(err, EBADMSG, "watch event: %s", problem);
 }

@@ -560,9 +560,29 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
+    tls_context = None
+
     def handle_error(self, request, client_address):  # a dropped client is normal here
         if self.verbose:
             super().handle_error(request, client_address)
+
+    def finish_request(self, request, client_address):
+        # TLS handshakes happen here, on the connection's own thread, so a
+        # client that connects and stalls cannot block the accept loop.
+        if self.tls_context is not None:
+            request.settimeout(10)
+            try:
+                request = self.tls_context.wrap_socket(request, server_side=True)
+            except (ssl.SSLError, OSError):
+                request.close()
+                return
+            request.settimeout(None)
+            try:
+                super().finish_request(request, client_address)
+            finally:
+                request.close()  # the raw socket was detached by wrap_socket
+            return
+        super().finish_request(request, client_address)
 
 
 # ---------------------------------------------------------------------- seed
@@ -699,7 +719,7 @@ def main():
         if args.client_ca:
             ctx.load_verify_locations(args.client_ca)
             ctx.verify_mode = ssl.CERT_OPTIONAL
-        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+        srv.tls_context = ctx
 
     parent = os.getppid()
     started = time.monotonic()

@@ -4,7 +4,8 @@
  * events, bookmarks advancing the resourceVersion, 410 Gone (as an ERROR
  * event and as HTTP 410) leading to a re-list whose diff reports what the
  * watch missed, a dropped watch resumed without losing or repeating
- * events, bounded error backoff and giving up after max_errors, an event
+ * events, a server-side watch timeout that is not an error, bounded error
+ * backoff and giving up after max_errors, an event
  * longer than the line limit, and a clean stop in the middle of a watch or
  * of a backoff.
  */
@@ -343,6 +344,38 @@ static void test_dropped_watch_resumes_without_loss(void **state)
         assert_int_equal(count_requests(&fx->fake, "list", NULL), 1);
 }
 
+static bool three_watches(void *ctx)
+{
+        struct gantry_kube_informer_state st;
+
+        gantry_kube_informer_state(ctx, &st);
+        return st.watches >= 3;
+}
+
+/* The server ends each watch after timeoutSeconds: a normal end, not an
+ * error; the informer watches again from where it was, without a re-list. */
+static void test_watch_timeout_reconnects_quietly(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = fast_opts();
+        struct gantry_kube_informer_state st;
+        char node[512];
+        int from;
+
+        o.watch_timeout_seconds = 1;
+        start(fx, GANTRY_KUBE_NODE, &o);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        assert_true(test_wait_for(three_watches, fx->inf, WAIT_MS));
+        from = recorder_count(&fx->rec);
+        node_json(node, sizeof(node), "gpu-after-timeouts", "leaf-3");
+        assert_int_equal(fake_upsert(&fx->fake, "nodes", node), 200);
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-after-timeouts", 1, WAIT_MS));
+        gantry_kube_informer_state(fx->inf, &st);
+        assert_int_equal(st.errors, 0);
+        assert_int_equal(st.lists, 1);
+        assert_int_equal(count_requests(&fx->fake, "watch", "timeoutSeconds"), count_requests(&fx->fake, "watch", NULL));
+}
+
 static void test_errors_back_off_then_recover(void **state)
 {
         struct fixture *fx = *state;
@@ -546,6 +579,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_gone_event_relists, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_gone_http_relists, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_dropped_watch_resumes_without_loss, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_watch_timeout_reconnects_quietly, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_errors_back_off_then_recover, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_gives_up_after_max_errors, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_watch_error_event_relists_with_backoff, setup, teardown),
