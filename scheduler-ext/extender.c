@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "extender.h"
+#include "json_out.h"
 #include "log.h"
 #include "metrics.h"
 #include "sched_demand.h"
@@ -97,7 +98,7 @@ static void expire_reservations(struct gantry_extender *ext)
         pthread_mutex_unlock(&ext->expire_lock);
 }
 
-/* A reply body {"Error": msg} plus, when @extra is given, its other keys. */
+/* A reply body {"Error": msg}. */
 static int error_reply(int status, const char *msg, char **ret_reply)
 {
         json_t *o = json_pack("{s:s}", "Error", msg);
@@ -105,13 +106,6 @@ static int error_reply(int status, const char *msg, char **ret_reply)
         *ret_reply = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
         return *ret_reply ? status : 500;
-}
-
-static int dump_reply(json_t *o, char **ret_reply)
-{
-        *ret_reply = o ? json_dumps(o, JSON_COMPACT) : NULL;
-        json_decref(o);
-        return *ret_reply ? 200 : 500;
 }
 
 /* Decoded ExtenderArgs: the pod, and the candidate nodes by name. */
@@ -239,11 +233,45 @@ static const char *refusal_resource(const struct gantry_node_verdict *v)
         return "backend";
 }
 
+/* Counts a refusal in the metrics, by the resource that was short. */
+static void count_refusal(struct gantry_extender *ext, const struct gantry_node_verdict *v)
+{
+        char labels[64];
+
+        if (!ext->opts.metrics)
+                return;
+        snprintf(labels, sizeof(labels), "resource=\"%s\"", refusal_resource(v));
+        gantry_metrics_counter_add(ext->opts.metrics, "gantry_scheduler_node_refusals_total",
+                                   "Nodes refused by filter, by the resource short", labels, 1);
+}
+
+/* Writes {"name": "reason", ...} of the refused nodes of one kind. */
+static void write_failed(struct json_out *o, const struct args *a,
+                         const struct gantry_node_verdict *v, bool unresolvable)
+{
+        bool first = true;
+
+        json_out_raw(o, "{");
+        for (size_t i = 0; i < a->n; i++) {
+                if (v[i].fits || v[i].unresolvable != unresolvable)
+                        continue;
+                json_out_raw(o, first ? "" : ",");
+                json_out_string(o, a->names[i]);
+                json_out_raw(o, ":");
+                json_out_string(o, v[i].reason);
+                first = false;
+        }
+        json_out_raw(o, "}");
+}
+
 static int do_filter(struct gantry_extender *ext, const struct args *a,
                      const struct gantry_sched_demand *d, char **ret_reply, struct gantry_error *err)
 {
         struct gantry_node_verdict *v = calloc(a->n ? a->n : 1, sizeof(*v));
-        json_t *reply = NULL, *passed = NULL, *failed = NULL, *unres = NULL;
+        struct json_out o = { 0 };
+        json_t *passed = NULL, *nodes = NULL;
+        bool first = true;
+        char *nodes_text = NULL;
         int r;
 
         if (!v)
@@ -251,46 +279,47 @@ static int do_filter(struct gantry_extender *ext, const struct args *a,
         r = gantry_cluster_filter(gantry_sched_state_cluster(ext->state), &d->d, a->names, a->n, v, err);
         if (r < 0)
                 goto out;
-        passed = json_array();
-        failed = json_object();
-        unres = json_object();
-        r = gantry_error_set(err, ENOMEM, "out of memory");
-        if (!passed || !failed || !unres)
-                goto out;
-        for (size_t i = 0; i < a->n; i++) {
-                if (v[i].fits) {
-                        json_array_append_new(passed, a->node_items
-                                                      ? json_incref(json_array_get(a->node_items, i))
-                                                      : json_string(a->names[i]));
-                        continue;
+        for (size_t i = 0; i < a->n; i++)
+                if (!v[i].fits)
+                        count_refusal(ext, &v[i]);
+        if (a->node_items) {
+                /* nodeCacheCapable false: the passing Node objects, as sent */
+                passed = json_array();
+                for (size_t i = 0; passed && i < a->n; i++)
+                        if (v[i].fits)
+                                json_array_append(passed, json_array_get(a->node_items, i));
+                nodes = passed ? json_pack("{s:{},s:O}", "metadata", "items", passed) : NULL;
+                nodes_text = nodes ? json_dumps(nodes, JSON_COMPACT) : NULL;
+                if (!nodes_text) {
+                        r = gantry_error_set(err, ENOMEM, "out of memory");
+                        goto out;
                 }
-                json_object_set_new(v[i].unresolvable ? unres : failed, a->names[i],
-                                    json_string(v[i].reason));
-                if (ext->opts.metrics) {
-                        char labels[64];
-
-                        snprintf(labels, sizeof(labels), "resource=\"%s\"", refusal_resource(&v[i]));
-                        gantry_metrics_counter_add(ext->opts.metrics,
-                                                   "gantry_scheduler_node_refusals_total",
-                                                   "Nodes refused by filter, by the resource short",
-                                                   labels, 1);
+                json_out_raw(&o, "{\"Nodes\":");
+                json_out_raw(&o, nodes_text);
+                json_out_raw(&o, ",\"NodeNames\":null");
+        } else {
+                json_out_raw(&o, "{\"Nodes\":null,\"NodeNames\":[");
+                for (size_t i = 0; i < a->n; i++) {
+                        if (!v[i].fits)
+                                continue;
+                        json_out_raw(&o, first ? "" : ",");
+                        json_out_string(&o, a->names[i]);
+                        first = false;
                 }
+                json_out_raw(&o, "]");
         }
-        if (a->node_items)
-                reply = json_pack("{s:{s:{},s:o},s:n,s:o,s:o,s:s}", "Nodes", "metadata", "items",
-                                  passed, "NodeNames", "FailedNodes", failed,
-                                  "FailedAndUnresolvableNodes", unres, "Error", "");
-        else
-                reply = json_pack("{s:n,s:o,s:o,s:o,s:s}", "Nodes", "NodeNames", passed,
-                                  "FailedNodes", failed, "FailedAndUnresolvableNodes", unres,
-                                  "Error", "");
-        passed = failed = unres = NULL; /* the "o" format took them, even on failure */
+        json_out_raw(&o, ",\"FailedNodes\":");
+        write_failed(&o, a, v, false);
+        json_out_raw(&o, ",\"FailedAndUnresolvableNodes\":");
+        write_failed(&o, a, v, true);
+        json_out_raw(&o, ",\"Error\":\"\"}");
+        *ret_reply = json_out_finish(&o);
+        r = *ret_reply ? 0 : gantry_error_set(err, ENOMEM, "out of memory");
         log_debug("sched.filter", "pod=%s nodes=%zu", d->name, a->n);
-        r = dump_reply(reply, ret_reply) == 200 ? 0 : gantry_error_set(err, ENOMEM, "out of memory");
 out:
+        free(nodes_text);
+        json_decref(nodes);
         json_decref(passed);
-        json_decref(failed);
-        json_decref(unres);
         free(v);
         return r;
 }
@@ -300,27 +329,31 @@ static int do_prioritize(struct gantry_extender *ext, const struct args *a,
                          struct gantry_error *err)
 {
         int *scores = calloc(a->n ? a->n : 1, sizeof(*scores));
-        json_t *list = json_array();
+        struct json_out o = { 0 };
         int r;
 
-        r = gantry_error_set(err, ENOMEM, "out of memory");
-        if (!scores || !list)
-                goto out;
+        if (!scores)
+                return gantry_error_set(err, ENOMEM, "out of memory");
         r = gantry_cluster_prioritize(gantry_sched_state_cluster(ext->state), &d->d, a->names, a->n,
                                       scores, err);
         if (r < 0)
                 goto out;
+        json_out_raw(&o, "[");
         for (size_t i = 0; i < a->n; i++) {
                 /* 0..100 -> 0..10, rounded */
                 int s = (scores[i] * MAX_EXTENDER_PRIORITY + GANTRY_PLACEMENT_SCORE_MAX / 2) /
                         GANTRY_PLACEMENT_SCORE_MAX;
 
-                json_array_append_new(list, json_pack("{s:s,s:i}", "Host", a->names[i], "Score", s));
+                json_out_raw(&o, i ? ",{\"Host\":" : "{\"Host\":");
+                json_out_string(&o, a->names[i]);
+                json_out_raw(&o, ",\"Score\":");
+                json_out_int(&o, s);
+                json_out_raw(&o, "}");
         }
-        r = dump_reply(list, ret_reply) == 200 ? 0 : gantry_error_set(err, ENOMEM, "out of memory");
-        list = NULL;
+        json_out_raw(&o, "]");
+        *ret_reply = json_out_finish(&o);
+        r = *ret_reply ? 0 : gantry_error_set(err, ENOMEM, "out of memory");
 out:
-        json_decref(list);
         free(scores);
         return r;
 }
