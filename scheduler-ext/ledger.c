@@ -92,11 +92,13 @@ static bool short_of(double cap, double used, double need, const char *what, cha
 }
 
 bool gp_charge_fits(const struct gantry_cluster *c, const struct gp_charge *ch, char *reason,
-                    size_t size)
+                    size_t size, bool *ret_unresolvable)
 {
         const struct gp_node *n = &c->nodes[ch->node];
         char what[GANTRY_PLACEMENT_NAME_MAX + 16];
 
+        if (ret_unresolvable)
+                *ret_unresolvable = true;
         /* reachability first: no amount of headroom fixes it */
         for (size_t k = 0; k < ch->n_backends; k++) {
                 const struct gp_backend *b = &c->backends[ch->backend[k]];
@@ -121,6 +123,8 @@ bool gp_charge_fits(const struct gantry_cluster *c, const struct gp_charge *ch, 
                         return false;
                 }
         }
+        if (ret_unresolvable)
+                *ret_unresolvable = false;
         if (n->gpus > 0 && ch->gpus > 0 && n->gpus_used + ch->gpus > n->gpus) {
                 if (reason)
                         snprintf(reason, size, "%s: %d GPUs free, pod needs %d", n->name,
@@ -226,7 +230,7 @@ static int ledger_add(struct gantry_cluster *c, const struct gantry_pod_demand *
         if (old)
                 entry_unlink(c, old);
         gp_charge_compute(c, d, i, &e->charge);
-        if (check && !gp_charge_fits(c, &e->charge, reason, sizeof(reason))) {
+        if (check && !gp_charge_fits(c, &e->charge, reason, sizeof(reason), NULL)) {
                 if (old)
                         entry_link(c, old); /* cannot fail: it was linked a moment ago */
                 r = gantry_error_set(err, ENOSPC, "%s", reason);

@@ -27,6 +27,7 @@ int gantry_cluster_filter(struct gantry_cluster *c, const struct gantry_pod_dema
                 struct gp_charge ch;
 
                 v->reason[0] = '\0';
+                v->unresolvable = false;
                 if (node < 0) {
                         v->fits = false;
                         snprintf(v->reason, sizeof(v->reason),
@@ -35,7 +36,7 @@ int gantry_cluster_filter(struct gantry_cluster *c, const struct gantry_pod_dema
                         continue;
                 }
                 gp_charge_compute(c, d, node, &ch);
-                v->fits = gp_charge_fits(c, &ch, v->reason, sizeof(v->reason));
+                v->fits = gp_charge_fits(c, &ch, v->reason, sizeof(v->reason), &v->unresolvable);
         }
         pthread_rwlock_unlock(&c->lock);
         return 0;

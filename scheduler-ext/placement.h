@@ -128,6 +128,7 @@ struct gantry_pod_demand {
 
 struct gantry_node_verdict {
         bool fits;
+        bool unresolvable; /* unreachable backend: preempting pods would not help */
         char reason[GANTRY_PLACEMENT_REASON_MAX]; /* why not, when !fits */
 };
 

@@ -101,10 +101,11 @@ void gp_charge_compute(const struct gantry_cluster *c, const struct gantry_pod_d
 void gp_charge_apply(struct gantry_cluster *c, const struct gp_charge *ch, int sign);
 /*
  * Whether charge @ch fits on top of what is used now. When not, writes the
- * reason into @reason (may be NULL) and returns false.
+ * reason into @reason (may be NULL) and returns false; *@ret_unresolvable
+ * (may be NULL) tells a reachability failure from a shortage.
  */
 bool gp_charge_fits(const struct gantry_cluster *c, const struct gp_charge *ch, char *reason,
-                    size_t size);
+                    size_t size, bool *ret_unresolvable);
 
 /* Frees every ledger entry (cluster teardown). */
 void gp_ledger_clear(struct gantry_cluster *c);

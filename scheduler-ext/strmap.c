@@ -51,6 +51,11 @@ int strmap_new(struct strmap **ret_map)
 
 void strmap_free(struct strmap *m)
 {
+        strmap_free_with(m, NULL);
+}
+
+void strmap_free_with(struct strmap *m, void (*free_value)(void *))
+{
         if (!m)
                 return;
         for (size_t i = 0; i < m->n_buckets; i++) {
@@ -59,6 +64,8 @@ void strmap_free(struct strmap *m)
                 while (it) {
                         struct strmap_item *next = it->next;
 
+                        if (free_value)
+                                free_value(it->value);
                         free(it);
                         it = next;
                 }

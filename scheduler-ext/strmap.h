@@ -15,6 +15,8 @@ struct strmap;
 int strmap_new(struct strmap **ret_map);
 /* Frees the map and its copied keys (not the values); NULL is a no-op. */
 void strmap_free(struct strmap *m);
+/* Same, after calling @free_value (may be NULL) on every value. */
+void strmap_free_with(struct strmap *m, void (*free_value)(void *));
 /* Sets @key to @value (replacing). Returns 0 or -ENOMEM. */
 int strmap_put(struct strmap *m, const char *key, void *value);
 /* The value of @key, or NULL. */

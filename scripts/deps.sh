@@ -16,6 +16,7 @@ PACKAGES=(
   libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev libyaml-dev
   # tests
   libcmocka-dev python3 python3-grpcio python3-grpc-tools python3-protobuf python3-yaml python3-kubernetes
+  openssl # the fake Kubernetes API server's test CA (tests/fakeapi/make_test_pki.sh)
   libclang-rt-14-dev
   # real parts for tests and demo: Ceph cluster, VM with Debian's kernel
   ceph-mon ceph-mgr ceph-osd ceph-common uuid-runtime

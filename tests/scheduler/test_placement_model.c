@@ -132,6 +132,7 @@ static void test_filter_reasons(void **state)
         assert_true(v[0].fits);                 /* same leaf as ceph-a: no uplink */
         assert_false(v[1].fits);                /* leaf-2 uplink is 30 */
         assert_string_equal(v[1].reason, "leaf-2 uplink: 30 Gbps free, pod needs 40 Gbps");
+        assert_false(v[1].unresolvable);
         assert_true(v[2].fits);                 /* leaf-3 uplink 50 */
         assert_false(v[3].fits);
         assert_string_equal(v[3].reason, "gpu-9: unknown to gantry-scheduler (no Node seen yet)");
@@ -160,6 +161,7 @@ static void test_filter_reasons(void **state)
         assert_int_equal(gantry_cluster_filter(c, &d, (const char *[]){ "gpu-3" }, 1, v, &err), 0);
         assert_false(v[0].fits);
         assert_string_equal(v[0].reason, "target tgt-rdma: serves rdma only, gpu-3 has no rdma");
+        assert_true(v[0].unresolvable);
         assert_int_equal(gantry_cluster_set_node(c, &(struct gantry_node_spec){
                 .name = "gpu-3", .leaf = "leaf-2", .nic_gbps = 100,
                 .transports = GANTRY_TRANSPORT_TCP | GANTRY_TRANSPORT_RDMA }, &err), 0);

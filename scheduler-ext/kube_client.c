@@ -1,0 +1,213 @@
+/*
+ * The Kubernetes API client object: made from a kubeconfig or the in-cluster
+ * config (kube_config.c), it owns the HTTP layer (kube_http.c) that the
+ * informers (kube_informer.c) and gantry_kube_bind_pod() use. Also the
+ * table of API kinds and of the (verb, resource) pairs the client requests,
+ * which the RBAC manifest of gantry-scheduler must grant.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube_internal.h"
+#include "log.h"
+
+static const struct kube_kind_info kinds[GANTRY_KUBE_KIND_COUNT] = {
+        [GANTRY_KUBE_NODE] = { "Node", "NodeList", "v1", "", "/api/v1", "nodes", false },
+        [GANTRY_KUBE_POD] = { "Pod", "PodList", "v1", "", "/api/v1", "pods", true },
+        [GANTRY_KUBE_PVC] = { "PersistentVolumeClaim", "PersistentVolumeClaimList", "v1", "",
+                              "/api/v1", "persistentvolumeclaims", true },
+        [GANTRY_KUBE_PV] = { "PersistentVolume", "PersistentVolumeList", "v1", "", "/api/v1",
+                             "persistentvolumes", false },
+        [GANTRY_KUBE_STORAGE_CLASS] = { "StorageClass", "StorageClassList", "storage.k8s.io/v1",
+                                        "storage.k8s.io", "/apis/storage.k8s.io/v1",
+                                        "storageclasses", false },
+};
+
+/* Every request the client makes; keep in step with the code (a test checks
+ * each request the fake API server saw against this table). */
+static const struct gantry_kube_api_call api_calls[] = {
+        { "list", "", "nodes" },
+        { "watch", "", "nodes" },
+        { "list", "", "pods" },
+        { "watch", "", "pods" },
+        { "list", "", "persistentvolumeclaims" },
+        { "watch", "", "persistentvolumeclaims" },
+        { "list", "", "persistentvolumes" },
+        { "watch", "", "persistentvolumes" },
+        { "list", "storage.k8s.io", "storageclasses" },
+        { "watch", "storage.k8s.io", "storageclasses" },
+        { "create", "", "pods/binding" },
+};
+
+const struct kube_kind_info *kube_kind_info(enum gantry_kube_kind kind)
+{
+        return (unsigned)kind < GANTRY_KUBE_KIND_COUNT ? &kinds[kind] : NULL;
+}
+
+const char *gantry_kube_kind_name(enum gantry_kube_kind kind)
+{
+        return (unsigned)kind < GANTRY_KUBE_KIND_COUNT ? kinds[kind].kind : "?";
+}
+
+const char *gantry_kube_event_name(enum gantry_kube_event event)
+{
+        static const char *const names[] = { "ADDED", "MODIFIED", "DELETED", "SYNCED" };
+
+        return (unsigned)event < sizeof(names) / sizeof(names[0]) ? names[event] : "?";
+}
+
+const struct gantry_kube_api_call *gantry_kube_api_calls(size_t *ret_n)
+{
+        *ret_n = sizeof(api_calls) / sizeof(api_calls[0]);
+        return api_calls;
+}
+
+static const char *auth_kind(const struct kube_conn *c)
+{
+        if (c->cert.len)
+                return "client-certificate";
+        if (c->token || c->token_file)
+                return "token";
+        if (c->username)
+                return "basic";
+        return "none";
+}
+
+int gantry_kube_client_new(const struct gantry_kube_client_options *opts,
+                           struct gantry_kube_client **ret_client, struct gantry_error *err)
+{
+        struct gantry_kube_client *client;
+        struct kube_conn *conn = NULL;
+        int r;
+
+        if (!ret_client)
+                return gantry_error_set(err, EINVAL, "kube client: ret_client is NULL");
+        if (opts && opts->kubeconfig && *opts->kubeconfig)
+                r = kube_conn_from_kubeconfig_file(opts->kubeconfig, opts->context, &conn, err);
+        else
+                r = kube_conn_in_cluster(opts ? opts->service_account_dir : NULL, &conn, err);
+        if (r < 0)
+                return r;
+        client = calloc(1, sizeof(*client));
+        if (!client) {
+                kube_conn_free(conn);
+                return gantry_error_set(err, ENOMEM, "out of memory");
+        }
+        r = kube_http_init(&client->http, conn, opts, err);
+        if (r < 0) {
+                kube_conn_free(conn);
+                free(client);
+                return r;
+        }
+        {
+                char origin[300], ns[300];
+
+                log_info("kube.client", "server=%s source=%s auth=%s tls=%s namespace=%s", conn->server,
+                         gantry_log_quote(conn->origin, origin, sizeof(origin)), auth_kind(conn),
+                         strncmp(conn->server, "http://", 7) == 0 ? "off"
+                         : conn->insecure                        ? "insecure-skip-verify"
+                         : conn->ca.len                          ? "ca"
+                                                                 : "system-ca",
+                         gantry_log_quote(conn->namespace, ns, sizeof(ns)));
+        }
+        *ret_client = client;
+        return 0;
+}
+
+void gantry_kube_client_free(struct gantry_kube_client *client)
+{
+        struct kube_conn *conn;
+
+        if (!client)
+                return;
+        conn = client->http.conn;
+        kube_http_destroy(&client->http);
+        kube_conn_free(conn);
+        free(client);
+}
+
+const char *gantry_kube_client_server(const struct gantry_kube_client *client)
+{
+        return client->http.conn->server;
+}
+
+const char *gantry_kube_client_namespace(const struct gantry_kube_client *client)
+{
+        return client->http.conn->namespace;
+}
+
+/* A DNS subdomain (pod, namespace and node names): [a-z0-9.-], at most 253. */
+static bool valid_name(const char *s)
+{
+        size_t n = s ? strlen(s) : 0;
+
+        if (n == 0 || n > 253)
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
+                        return false;
+        return true;
+}
+
+int gantry_kube_bind_pod(struct gantry_kube_client *client, const char *namespace,
+                         const char *name, const char *uid, const char *node,
+                         struct gantry_error *err)
+{
+        struct kube_response resp = { 0 };
+        char path[600], what[600];
+        json_t *binding;
+        char *body;
+        int r;
+
+        if (!client)
+                return gantry_error_set(err, EINVAL, "bind: client is NULL");
+        if (!valid_name(namespace))
+                return gantry_error_set(err, EINVAL, "bind: namespace: not a valid name");
+        if (!valid_name(name))
+                return gantry_error_set(err, EINVAL, "bind: pod name: not a valid name");
+        if (!valid_name(node))
+                return gantry_error_set(err, EINVAL, "bind: node: not a valid name");
+        if (uid && (strlen(uid) > 128 || !*uid))
+                return gantry_error_set(err, EINVAL, "bind: uid: empty or longer than 128");
+
+        binding = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s}}", "apiVersion", "v1", "kind",
+                            "Binding", "metadata", "name", name, "namespace", namespace, "target",
+                            "apiVersion", "v1", "kind", "Node", "name", node);
+        if (binding && uid)
+                json_object_set_new(json_object_get(binding, "metadata"), "uid", json_string(uid));
+        body = binding ? json_dumps(binding, JSON_COMPACT) : NULL;
+        json_decref(binding);
+        if (!body)
+                return gantry_error_set(err, ENOMEM, "out of memory");
+
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", namespace, name);
+        snprintf(what, sizeof(what), "bind %s/%s to %s", namespace, name, node);
+        {
+                struct kube_request req = {
+                        .method = "POST", .path = path, .body = body, .verb = "create",
+                        .resource = "pods/binding", .max_body = 1024 * 1024,
+                };
+
+                r = kube_http_do(&client->http, &req, &resp, err);
+        }
+        free(body);
+        if (r < 0) {
+                gantry_error_prefix(err, what);
+        } else if (resp.status / 100 != 2) {
+                r = kube_http_status_error(&resp, what, err);
+        }
+        if (r < 0) {
+                char quoted[GANTRY_ERROR_MSG_MAX + 8];
+
+                log_warn("kube.bind", "namespace=%s pod=%s node=%s result=%s status=%ld error=%s", namespace,
+                         name, node, resp.status ? "refused" : "error", resp.status,
+                         gantry_log_quote(err ? err->msg : "", quoted, sizeof(quoted)));
+        } else {
+                log_info("kube.bind", "namespace=%s pod=%s node=%s result=bound status=%ld", namespace, name,
+                         node, resp.status);
+        }
+        kube_response_clear(&resp);
+        return r;
+}

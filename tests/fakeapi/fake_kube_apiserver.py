@@ -1,0 +1,750 @@
+#!/usr/bin/env python3
+"""FAKE Kubernetes API server for Gantry's tests and demo (not a real one).
+
+A real kube-apiserver needs etcd and a cluster; this stands in for the small
+part gantry-scheduler talks to, with the same wire shapes:
+
+  GET  /api/v1/nodes, /api/v1/pods, /api/v1/persistentvolumeclaims,
+       /api/v1/persistentvolumes, /apis/storage.k8s.io/v1/storageclasses
+       (and /api/v1/namespaces/NS/{pods,persistentvolumeclaims})
+       -> a NodeList etc. with metadata.resourceVersion, paged by
+          limit/continue, filtered by simple label and field selectors
+  GET  same ?watch=1&resourceVersion=RV[&allowWatchBookmarks=true]
+       -> 200, chunked, one JSON event per line (ADDED/MODIFIED/DELETED,
+          BOOKMARK when asked), from RV on; an RV older than the last
+          compaction gets an ERROR event with a 410 Status (or HTTP 410 in
+          --gone-mode http), as the real server does
+  POST /api/v1/namespaces/NS/pods/NAME/binding
+       -> sets spec.nodeName (404 no pod, 409 already bound or UID mismatch)
+
+Every API request must carry "Authorization: Bearer TOKEN" (--token) or, with
+--client-ca, a client certificate signed by that CA; otherwise 401. TLS with
+--tls-cert/--tls-key. Tests steer it through /fake/... (no auth needed):
+
+  POST   /fake/objects/RESOURCE          upsert an object (ADDED / MODIFIED)
+  DELETE /fake/objects/RESOURCE/NS/NAME  delete (NS "_" for cluster-scoped)
+  POST   /fake/compact                   forget history: older RVs get 410
+  POST   /fake/drop                      cut every open watch (no final chunk)
+  POST   /fake/bookmark                  send a BOOKMARK on watches that asked
+  POST   /fake/hold, /fake/release       cut open watches and keep new ones
+                                         unanswered until released
+  POST   /fake/tokens {"tokens": [...]}  the bearer tokens accepted from now on
+  POST   /fake/fail {"verb","resource","status","count","mode"}
+         the next COUNT matching API requests fail with STATUS (mode "event":
+         a watch answers 200 + an ERROR event with that code)
+  GET    /fake/requests, /fake/bindings, /fake/state
+  DELETE /fake/requests
+
+Standard library only. Prints "fake-kube-apiserver ready port=N" when it
+listens, exits on SIGTERM/SIGINT, when its parent dies, or after
+--max-seconds, so a crashed test never leaves it running.
+"""
+
+import argparse
+import base64
+import copy
+import json
+import os
+import select
+import signal
+import socket
+import ssl
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+RESOURCES = {
+    # resource: (kind, apiVersion, namespaced, url prefix)
+    "nodes": ("Node", "v1", False, "/api/v1"),
+    "pods": ("Pod", "v1", True, "/api/v1"),
+    "persistentvolumeclaims": ("PersistentVolumeClaim", "v1", True, "/api/v1"),
+    "persistentvolumes": ("PersistentVolume", "v1", False, "/api/v1"),
+    "storageclasses": ("StorageClass", "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1"),
+}
+GROUPS = {"/api/v1": "", "/apis/storage.k8s.io/v1": "storage.k8s.io"}
+
+
+def status_obj(code, reason, message):
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+
+
+def obj_key(obj):
+    md = obj.get("metadata", {})
+    ns = md.get("namespace", "")
+    return f"{ns}/{md['name']}" if ns else md["name"]
+
+
+# ---------------------------------------------------------------- selectors
+
+def match_labels(obj, selector):
+    labels = obj.get("metadata", {}).get("labels") or {}
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            if labels.get(k) == v:
+                return False
+        elif "==" in term or "=" in term:
+            k, v = term.replace("==", "=").split("=", 1)
+            if labels.get(k) != v:
+                return False
+        elif term.startswith("!"):
+            if term[1:] in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+def field_value(obj, path):
+    cur = obj
+    for part in path.split("."):
+        if not isinstance(cur, dict):
+            return ""
+        cur = cur.get(part)
+    return "" if cur is None else str(cur)
+
+
+def match_fields(obj, selector):
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            if field_value(obj, k) == v:
+                return False
+        else:
+            k, v = term.replace("==", "=").split("=", 1)
+            if field_value(obj, k) != v:
+                return False
+    return True
+
+
+# -------------------------------------------------------------------- state
+
+class State:
+    def __init__(self, gone_mode):
+        self.cond = threading.Condition()
+        self.rv = 1000
+        self.objects = {r: {} for r in RESOURCES}
+        self.history = []          # (rv, type, resource, obj)
+        self.compacted_rv = 0      # watches from an RV below this get 410
+        self.snapshots = {}        # continue id -> (rv, items)
+        self.drop_gen = 0
+        self.bookmark_gen = 0
+        self.failures = []         # dicts from /fake/fail
+        self.requests = []
+        self.bindings = []
+        self.open_watches = 0
+        self.watch_count = 0
+        self.gone_mode = gone_mode
+        self.stopping = False
+        self.hold = False
+        self.held_watches = 0
+        self.tokens = set()
+
+    def next_rv(self):
+        self.rv += 1
+        return str(self.rv)
+
+    def upsert(self, resource, obj):
+        kind, api_version, namespaced, _ = RESOURCES[resource]
+        obj = copy.deepcopy(obj)
+        md = obj.setdefault("metadata", {})
+        if namespaced:
+            md.setdefault("namespace", "default")
+        else:
+            md.pop("namespace", None)
+        with self.cond:
+            key = obj_key(obj)
+            old = self.objects[resource].get(key)
+            md.setdefault("uid", old["metadata"]["uid"] if old else str(uuid.uuid4()))
+            md.setdefault("creationTimestamp", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            md["resourceVersion"] = self.next_rv()
+            obj["kind"], obj["apiVersion"] = kind, api_version
+            self.objects[resource][key] = obj
+            self.history.append((self.rv, "MODIFIED" if old else "ADDED", resource, obj))
+            self.cond.notify_all()
+            return obj
+
+    def delete(self, resource, key):
+        with self.cond:
+            obj = self.objects[resource].pop(key, None)
+            if obj is None:
+                return None
+            obj = copy.deepcopy(obj)
+            obj["metadata"]["resourceVersion"] = self.next_rv()
+            self.history.append((self.rv, "DELETED", resource, obj))
+            self.cond.notify_all()
+            return obj
+
+    def compact(self):
+        with self.cond:
+            self.compacted_rv = self.rv + 1
+            self.history = []
+            self.snapshots = {}
+
+    def take_failure(self, verb, resource):
+        with self.cond:
+            for f in self.failures:
+                if f["count"] > 0 and f.get("verb") in (None, verb) and f.get("resource") in (None, resource):
+                    f["count"] -= 1
+                    return f
+            return None
+
+
+# ------------------------------------------------------------------ handler
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-kube-apiserver/0"
+
+    def log_message(self, fmt, *args):  # quiet: tests read stdout for readiness
+        if self.server.verbose:
+            sys.stderr.write("fake-kube-apiserver: " + (fmt % args) + "\n")
+
+    # -- helpers
+    def send_json(self, code, body, headers=None):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_status(self, code, reason, message):
+        self.send_json(code, status_obj(code, reason, message))
+
+    def read_body(self, limit=4 << 20):
+        n = int(self.headers.get("Content-Length") or 0)
+        if n > limit:
+            raise ValueError("body too large")
+        return self.rfile.read(n) if n else b""
+
+    def authenticated(self):
+        srv, tokens = self.server, self.server.state.tokens
+        auth = self.headers.get("Authorization", "")
+        if tokens and auth.startswith("Bearer ") and auth[7:] in tokens:
+            return True
+        if srv.client_ca and isinstance(self.connection, ssl.SSLSocket):
+            if self.connection.getpeercert():
+                return True
+        return not tokens and not srv.client_ca
+
+    # -- routing
+    def do_GET(self):
+        self.route("GET")
+
+    def do_POST(self):
+        self.route("POST")
+
+    def do_DELETE(self):
+        self.route("DELETE")
+
+    def route(self, method):
+        url = urllib.parse.urlsplit(self.path)
+        q = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+        parts = [urllib.parse.unquote(p) for p in url.path.strip("/").split("/")]
+        try:
+            if parts and parts[0] == "fake":
+                return self.control(method, parts[1:], q)
+            return self.api(method, url.path, parts, q)
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            self.close_connection = True
+
+    def api(self, method, path, parts, q):
+        st = self.server.state
+        verb, resource, ns, name, sub = self.classify(method, parts, q)
+        authed = self.authenticated()
+        with st.cond:
+            st.requests.append({"method": method, "path": path, "query": q, "verb": verb,
+                                "group": GROUPS[RESOURCES[resource][3]] if resource else None,
+                                "resource": resource + ("/" + sub if sub else "") if resource else None,
+                                "authenticated": authed})
+        if not authed:
+            return self.send_status(401, "Unauthorized", "Unauthorized")
+        if resource is None:
+            return self.send_status(404, "NotFound", f"the server could not find the requested resource ({path})")
+        fail = st.take_failure(verb, resource + ("/" + sub if sub else ""))
+        if fail and not (verb == "watch" and fail.get("mode") == "event"):
+            return self.send_status(fail["status"], "InternalError" if fail["status"] >= 500 else "Failure",
+                                    f"fake failure injected for {verb} {resource}")
+        if verb == "create" and sub == "binding":
+            return self.bind(ns, name)
+        if verb == "list":
+            return self.list(resource, ns, q)
+        if verb == "watch":
+            return self.watch(resource, ns, q, fail)
+        return self.send_status(405, "MethodNotAllowed", f"{method} is not supported on {path}")
+
+    @staticmethod
+    def classify(method, parts, q):
+        """(verb, resource, namespace, name, subresource) of an API path."""
+        if parts[:2] == ["api", "v1"]:
+            rest, prefix = parts[2:], "/api/v1"
+        elif parts[:3] == ["apis", "storage.k8s.io", "v1"]:
+            rest, prefix = parts[3:], "/apis/storage.k8s.io/v1"
+        else:
+            return None, None, None, None, None
+        ns = None
+        if len(rest) >= 2 and rest[0] == "namespaces":
+            ns, rest = rest[1], rest[2:]
+        if not rest or rest[0] not in RESOURCES or RESOURCES[rest[0]][3] != prefix:
+            return None, None, None, None, None
+        if ns is not None and not RESOURCES[rest[0]][2]:
+            return None, None, None, None, None
+        resource, name = rest[0], rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if method == "POST" and resource == "pods" and sub == "binding" and ns:
+            return "create", resource, ns, name, sub
+        if method == "GET" and name is None:
+            watch = q.get("watch", "") in ("1", "true")
+            return ("watch" if watch else "list"), resource, ns, None, None
+        return method.lower(), resource, ns, name, sub
+
+    def selected(self, obj, ns, q):
+        if ns and obj.get("metadata", {}).get("namespace") != ns:
+            return False
+        if q.get("labelSelector") and not match_labels(obj, q["labelSelector"]):
+            return False
+        if q.get("fieldSelector") and not match_fields(obj, q["fieldSelector"]):
+            return False
+        return True
+
+    # -- list
+    def list(self, resource, ns, q):
+        st = self.server.state
+        kind, api_version, _, _ = RESOURCES[resource]
+        limit = int(q.get("limit") or 0)
+        cont = q.get("continue")
+        with st.cond:
+            if cont:
+                try:
+                    cid, start = json.loads(base64.urlsafe_b64decode(cont.encode()))
+                except (ValueError, TypeError):
+                    return self.send_status(400, "BadRequest", "invalid continue token")
+                snap = st.snapshots.get(cid)
+                if snap is None:
+                    return self.send_status(410, "Expired", "The provided continue parameter is too old "
+                                            "to display a consistent list result. You can start a new list "
+                                            "without the continue parameter.")
+                rv, items = snap
+            else:
+                rv = str(st.rv)
+                items = [copy.deepcopy(o) for _, o in sorted(st.objects[resource].items())
+                         if self.selected(o, ns, q)]
+                for o in items:  # list items carry no kind/apiVersion
+                    o.pop("kind", None)
+                    o.pop("apiVersion", None)
+                start, cid = 0, None
+            page = items[start:start + limit] if limit > 0 else items[start:]
+            meta = {"resourceVersion": rv}
+            if limit > 0 and start + limit < len(items):
+                if cid is None:
+                    cid = uuid.uuid4().hex
+                    st.snapshots[cid] = (rv, items)
+                meta["continue"] = base64.urlsafe_b64encode(json.dumps([cid, start + limit]).encode()).decode()
+                meta["remainingItemCount"] = len(items) - start - limit
+        self.send_json(200, {"kind": kind + "List", "apiVersion": api_version, "metadata": meta,
+                             "items": page})
+
+    # -- watch
+    def client_gone(self):
+        # A watch client sends nothing after its request: anything readable
+        # on the socket is its FIN (or a TLS close_notify).
+        try:
+            return bool(select.select([self.connection], [], [], 0)[0])
+        except (OSError, ValueError):
+            return True
+
+    def write_chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def watch(self, resource, ns, q, fail):
+        st = self.server.state
+        kind, api_version, _, _ = RESOURCES[resource]
+        rv_param = q.get("resourceVersion", "")
+        bookmarks = q.get("allowWatchBookmarks", "") in ("1", "true")
+        timeout = min(int(q.get("timeoutSeconds") or 1800), 1800)
+        deadline = time.monotonic() + timeout
+        with st.cond:  # /fake/hold: new watches wait here, unanswered
+            st.held_watches += 1
+            st.cond.notify_all()
+            while st.hold and not st.stopping and not self.client_gone():
+                st.cond.wait(0.2)
+            st.held_watches -= 1
+            since = int(rv_param) if rv_param.isdigit() and rv_param != "0" else None
+            gone = since is not None and since + 1 < st.compacted_rv
+            gone_msg = f"too old resource version: {since} ({st.compacted_rv - 1})"
+        if gone and st.gone_mode == "http":
+            return self.send_status(410, "Expired", gone_msg)
+        with st.cond:
+            pending = []
+            if since is None:  # "" or "0": the current state first, as ADDED
+                since = st.rv
+                pending = [(st.rv, "ADDED", resource, o) for _, o in sorted(st.objects[resource].items())]
+            drop_gen, bookmark_gen = st.drop_gen, st.bookmark_gen
+            st.open_watches += 1
+            st.watch_count += 1
+            st.cond.notify_all()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        clean_end = True
+        try:
+            if gone or (fail and fail.get("mode") == "event"):
+                code = 410 if gone else fail["status"]
+                msg = gone_msg if gone else "fake failure injected"
+                ev = {"type": "ERROR", "object": status_obj(code, "Expired" if code == 410 else "InternalError", msg)}
+                self.write_chunk(json.dumps(ev).encode() + b"\n")
+                return
+            last = since
+            while True:
+                with st.cond:
+                    while True:
+                        new = [h for h in st.history if h[0] > last and h[2] == resource]
+                        if (new or pending or st.drop_gen != drop_gen or st.stopping
+                                or st.bookmark_gen != bookmark_gen or time.monotonic() >= deadline):
+                            break
+                        st.cond.wait(min(0.5, max(0.01, deadline - time.monotonic())))
+                        if self.client_gone():
+                            break
+                    if st.drop_gen != drop_gen or st.stopping or self.client_gone():
+                        clean_end = False
+                        return
+                    send_bookmark = bookmarks and st.bookmark_gen != bookmark_gen
+                    bookmark_gen = st.bookmark_gen
+                    current_rv = st.rv
+                    expired = time.monotonic() >= deadline
+                events = pending + new
+                pending = []
+                for rv, etype, _, obj in events:
+                    last = max(last, rv)
+                    if self.selected(obj, ns, q):
+                        self.write_chunk(json.dumps({"type": etype, "object": obj}).encode() + b"\n")
+                if send_bookmark:
+                    last = max(last, current_rv)
+                    bm = {"type": "BOOKMARK", "object": {"kind": kind, "apiVersion": api_version,
+                                                         "metadata": {"resourceVersion": str(last)}}}
+                    self.write_chunk(json.dumps(bm).encode() + b"\n")
+                if expired and not events:
+                    return
+        finally:
+            with st.cond:
+                st.open_watches -= 1
+                st.cond.notify_all()
+            if clean_end:
+                try:
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except OSError:
+                    pass
+            else:  # a dropped connection: no final chunk, just gone
+                self.close_connection = True
+                try:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    # -- binding
+    def bind(self, ns, name):
+        st = self.server.state
+        try:
+            b = json.loads(self.read_body() or b"null")
+        except ValueError:
+            return self.send_status(400, "BadRequest", "the body is not JSON")
+        if not isinstance(b, dict) or b.get("kind") != "Binding" or b.get("apiVersion") != "v1":
+            return self.send_status(400, "BadRequest", "the body is not a v1 Binding")
+        target = b.get("target") or {}
+        md = b.get("metadata") or {}
+        if target.get("kind", "Node") != "Node" or not target.get("name"):
+            return self.send_status(422, "Invalid", "Binding.target: must name a Node")
+        if md.get("name") != name or md.get("namespace", ns) != ns:
+            return self.send_status(400, "BadRequest", "Binding.metadata.name does not match the path")
+        with st.cond:
+            pod = st.objects["pods"].get(f"{ns}/{name}")
+            if pod is None:
+                return self.send_status(404, "NotFound", f'pods "{name}" not found')
+            uid = md.get("uid")
+            if uid and uid != pod["metadata"]["uid"]:
+                return self.send_status(409, "Conflict", f"Operation cannot be fulfilled on pods/binding "
+                                        f'"{name}": Precondition failed: UID in precondition: {uid}, '
+                                        f"UID in object meta: {pod['metadata']['uid']}")
+            if pod.get("spec", {}).get("nodeName"):
+                return self.send_status(409, "Conflict", f'Operation cannot be fulfilled on pods/binding "{name}": '
+                                        f"pod {name} is already assigned to node \"{pod['spec']['nodeName']}\"")
+            st.bindings.append({"namespace": ns, "name": name, "uid": uid, "node": target["name"]})
+            pod = copy.deepcopy(pod)
+            pod.setdefault("spec", {})["nodeName"] = target["name"]
+            pod["metadata"].pop("resourceVersion", None)
+        st.upsert("pods", pod)
+        self.send_json(201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                             "code": 201})
+
+    # -- control
+    def control(self, method, parts, q):
+        st = self.server.state
+        try:
+            body = json.loads(self.read_body() or b"null")
+        except ValueError:
+            return self.send_json(400, {"error": "body is not JSON"})
+        op = parts[0] if parts else ""
+        if op == "objects" and len(parts) == 2 and method == "POST" and parts[1] in RESOURCES:
+            return self.send_json(200, st.upsert(parts[1], body))
+        if op == "objects" and len(parts) == 4 and method == "DELETE" and parts[1] in RESOURCES:
+            key = parts[3] if parts[2] == "_" else f"{parts[2]}/{parts[3]}"
+            obj = st.delete(parts[1], key)
+            return self.send_json(200 if obj else 404, obj or {"error": "no such object"})
+        if op == "objects" and len(parts) == 2 and method == "GET" and parts[1] in RESOURCES:
+            with st.cond:
+                return self.send_json(200, list(st.objects[parts[1]].values()))
+        if op == "compact" and method == "POST":
+            st.compact()
+            return self.send_json(200, {"compactedBelow": st.compacted_rv})
+        if op in ("hold", "release") and method == "POST":
+            with st.cond:
+                st.hold = op == "hold"
+                if st.hold:  # held watches cannot see what changes meanwhile
+                    st.drop_gen += 1
+                st.cond.notify_all()
+            return self.send_json(200, {})
+        if op == "tokens" and method == "POST":
+            with st.cond:
+                st.tokens = set(body.get("tokens", []))
+            return self.send_json(200, {})
+        if op in ("drop", "bookmark") and method == "POST":
+            with st.cond:
+                if op == "drop":
+                    st.drop_gen += 1
+                else:
+                    st.bookmark_gen += 1
+                st.cond.notify_all()
+            return self.send_json(200, {})
+        if op == "fail" and method == "POST":
+            f = {"verb": body.get("verb"), "resource": body.get("resource"),
+                 "status": int(body.get("status", 500)), "count": int(body.get("count", 1)),
+                 "mode": body.get("mode", "http")}
+            with st.cond:
+                st.failures.append(f)
+            return self.send_json(200, f)
+        if op == "gone-mode" and method == "POST":
+            st.gone_mode = body.get("mode", "event")
+            return self.send_json(200, {"mode": st.gone_mode})
+        if op == "requests" and method == "GET":
+            with st.cond:
+                return self.send_json(200, st.requests)
+        if op == "requests" and method == "DELETE":
+            with st.cond:
+                st.requests = []
+            return self.send_json(200, {})
+        if op == "bindings" and method == "GET":
+            with st.cond:
+                return self.send_json(200, st.bindings)
+        if op == "state" and method == "GET":
+            with st.cond:
+                return self.send_json(200, {"resourceVersion": str(st.rv), "openWatches": st.open_watches,
+                                            "watches": st.watch_count, "requests": len(st.requests),
+                                            "failuresLeft": sum(f["count"] for f in st.failures),
+                                            "heldWatches": st.held_watches,
+                                            "compactedBelow": st.compacted_rv})
+        return self.send_json(404, {"error": f"unknown control request {method} /fake/{'/'.join(parts)}"})
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    tls_context = None
+
+    def handle_error(self, request, client_address):  # a dropped client is normal here
+        if self.verbose:
+            super().handle_error(request, client_address)
+
+    def finish_request(self, request, client_address):
+        # TLS handshakes happen here, on the connection's own thread, so a
+        # client that connects and stalls cannot block the accept loop.
+        if self.tls_context is not None:
+            request.settimeout(10)
+            try:
+                request = self.tls_context.wrap_socket(request, server_side=True)
+            except (ssl.SSLError, OSError):
+                request.close()
+                return
+            request.settimeout(None)
+            try:
+                super().finish_request(request, client_address)
+            finally:
+                request.close()  # the raw socket was detached by wrap_socket
+            return
+        super().finish_request(request, client_address)
+
+
+# ---------------------------------------------------------------------- seed
+
+def seed_objects(nodes, leaves, pods):
+    """A GPU cluster as Gantry sees it: Topograph labels, training pods with
+    GPU requests, dataset and checkpoint PVCs/PVs of csi.gantry.io."""
+    out = {r: [] for r in RESOURCES}
+    spines = max(1, leaves // 4)
+    for i in range(nodes):
+        leaf = i % leaves
+        name = f"gpu-{i:04d}"
+        out["nodes"].append({
+            "metadata": {"name": name, "labels": {
+                "kubernetes.io/hostname": name,
+                "nvidia.com/gpu.present": "true",
+                "network.topology.nvidia.com/accelerator": f"nvl-{i // 8}",
+                "network.topology.nvidia.com/leaf": f"leaf-{leaf}",
+                "network.topology.nvidia.com/spine": f"spine-{leaf % spines}",
+                "network.topology.nvidia.com/core": "core-0",
+                "gantry.io/nic-gbps": "400",
+                "gantry.io/nvmeof-transports": "tcp,rdma"}},
+            "spec": {"podCIDR": f"10.{100 + i // 256}.{i % 256}.0/24"},
+            "status": {
+                "capacity": {"cpu": "128", "memory": "2Ti", "nvidia.com/gpu": "8", "pods": "110"},
+                "allocatable": {"cpu": "126", "memory": "1990Gi", "nvidia.com/gpu": "8", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                "addresses": [{"type": "InternalIP", "address": f"10.0.{i // 256}.{i % 256}"}]}})
+    out["storageclasses"] = [
+        {"metadata": {"name": "gantry-dataset"}, "provisioner": "csi.gantry.io",
+         "parameters": {"tier": "dataset", "clusterID": "nvme", "pool": "rbd", "dataPool": "ecdata",
+                        "fsType": "ext4", "gantry.io/read-gbps-per-gpu": "3"},
+         "reclaimPolicy": "Delete", "volumeBindingMode": "WaitForFirstConsumer", "allowVolumeExpansion": True},
+        {"metadata": {"name": "gantry-checkpoint"}, "provisioner": "csi.gantry.io",
+         "parameters": {"tier": "checkpoint", "fsType": "xfs", "gantry.io/write-gbps-per-gpu": "2"},
+         "reclaimPolicy": "Delete", "volumeBindingMode": "WaitForFirstConsumer", "allowVolumeExpansion": True},
+    ]
+    ds_uuid = "5f1c7a36-2b4e-4c1a-9a55-1d2e3f4a5b6c"
+    out["persistentvolumes"].append({
+        "metadata": {"name": "pvc-imagenet", "annotations": {"pv.kubernetes.io/provisioned-by": "csi.gantry.io"}},
+        "spec": {"capacity": {"storage": "2Ti"}, "accessModes": ["ReadOnlyMany"],
+                 "persistentVolumeReclaimPolicy": "Delete", "storageClassName": "gantry-dataset",
+                 "claimRef": {"kind": "PersistentVolumeClaim", "namespace": "training", "name": "imagenet"},
+                 "csi": {"driver": "csi.gantry.io", "fsType": "ext4",
+                         "volumeHandle": f"0001-0004-nvme-0000000000000002-{ds_uuid}",
+                         "volumeAttributes": {"tier": "dataset", "clusterID": "nvme",
+                                              "monitors": "10.0.9.1:3300,10.0.9.2:3300,10.0.9.3:3300",
+                                              "pool": "rbd", "dataPool": "ecdata",
+                                              "imageName": f"csi-vol-{ds_uuid}", "fsType": "ext4",
+                                              "mapOptions": "ms_mode=prefer-crc"}}},
+        "status": {"phase": "Bound"}})
+    out["persistentvolumeclaims"].append({
+        "metadata": {"name": "imagenet", "namespace": "training"},
+        "spec": {"accessModes": ["ReadOnlyMany"], "storageClassName": "gantry-dataset",
+                 "resources": {"requests": {"storage": "2Ti"}}, "volumeName": "pvc-imagenet"},
+        "status": {"phase": "Bound", "capacity": {"storage": "2Ti"}}})
+    for j in range(pods):
+        ck_uuid = str(uuid.UUID(int=j + 1))
+        pvc = f"ckpt-llm-{j}"
+        out["persistentvolumes"].append({
+            "metadata": {"name": f"pvc-{ck_uuid}"},
+            "spec": {"capacity": {"storage": "512Gi"}, "accessModes": ["ReadWriteOnce"],
+                     "persistentVolumeReclaimPolicy": "Delete", "storageClassName": "gantry-checkpoint",
+                     "claimRef": {"kind": "PersistentVolumeClaim", "namespace": "training", "name": pvc},
+                     "csi": {"driver": "csi.gantry.io", "fsType": "xfs",
+                             "volumeHandle": f"0002-0005-tgt-a-0000000000000000-{ck_uuid}",
+                             "volumeAttributes": {"tier": "checkpoint", "targetID": "tgt-a",
+                                                  "nqn": f"nqn.2026-11.io.gantry:{ck_uuid}",
+                                                  "addresses": "tcp:10.0.1.5:4420,rdma:10.0.1.5:4420",
+                                                  "nguid": ck_uuid.replace("-", ""), "uuid": ck_uuid,
+                                                  "fsType": "xfs"}}},
+            "status": {"phase": "Bound"}})
+        out["persistentvolumeclaims"].append({
+            "metadata": {"name": pvc, "namespace": "training"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gantry-checkpoint",
+                     "resources": {"requests": {"storage": "512Gi"}}, "volumeName": f"pvc-{ck_uuid}"},
+            "status": {"phase": "Bound"}})
+        out["pods"].append({
+            "metadata": {"name": f"llm-worker-{j}", "namespace": "training",
+                         "labels": {"gantry.io/job": "llm", "batch.kubernetes.io/job-name": "llm"},
+                         "annotations": {"gantry.io/dataset-read-gbps": "25",
+                                         "gantry.io/checkpoint-write-gbps": "10"},
+                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "llm",
+                                              "uid": "11111111-2222-3333-4444-555555555555",
+                                              "controller": True}]},
+            "spec": {"schedulerName": "gantry-scheduler",
+                     "containers": [{"name": "trainer", "image": "nvcr.io/nvidia/pytorch:24.10-py3",
+                                     "resources": {"requests": {"nvidia.com/gpu": "8", "cpu": "32"},
+                                                   "limits": {"nvidia.com/gpu": "8"}},
+                                     "volumeMounts": [{"name": "data", "mountPath": "/data", "readOnly": True},
+                                                      {"name": "ckpt", "mountPath": "/ckpt"}]}],
+                     "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "imagenet",
+                                                                             "readOnly": True}},
+                                 {"name": "ckpt", "persistentVolumeClaim": {"claimName": pvc}}]},
+            "status": {"phase": "Pending"}})
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description="FAKE Kubernetes API server for tests (not a real one)")
+    ap.add_argument("--bind", default="127.0.0.1", help="address to listen on (loopback only)")
+    ap.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    ap.add_argument("--token", action="append", help="a bearer token API requests may carry (repeatable)")
+    ap.add_argument("--tls-cert")
+    ap.add_argument("--tls-key")
+    ap.add_argument("--client-ca", help="accept client certificates signed by this CA")
+    ap.add_argument("--seed", help="JSON file {resource: [objects]} loaded at start")
+    ap.add_argument("--nodes", type=int, default=0, help="generate this many GPU nodes")
+    ap.add_argument("--leaves", type=int, default=4)
+    ap.add_argument("--pods", type=int, default=0, help="generate this many training pods (+ PVCs/PVs)")
+    ap.add_argument("--gone-mode", choices=["event", "http"], default="event")
+    ap.add_argument("--max-seconds", type=int, default=900, help="exit after this long (a safety net)")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+    if args.bind not in ("127.0.0.1", "::1", "localhost"):
+        ap.error("--bind: loopback only")
+
+    state = State(args.gone_mode)
+    seed = seed_objects(args.nodes, max(1, args.leaves), args.pods) if args.nodes or args.pods else {}
+    if args.seed:
+        with open(args.seed) as f:
+            for res, objs in json.load(f).items():
+                seed.setdefault(res, []).extend(objs)
+    for res, objs in seed.items():
+        for o in objs:
+            state.upsert(res, o)
+
+    srv = Server((args.bind, args.port), Handler)
+    srv.state, srv.client_ca, srv.verbose = state, args.client_ca, args.verbose
+    state.tokens = set(args.token or [])
+    if args.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+        if args.client_ca:
+            ctx.load_verify_locations(args.client_ca)
+            ctx.verify_mode = ssl.CERT_OPTIONAL
+        srv.tls_context = ctx
+
+    parent = os.getppid()
+    started = time.monotonic()
+
+    def stop(*_):
+        with state.cond:
+            state.stopping = True
+            state.cond.notify_all()
+        threading.Thread(target=srv.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+    def watchdog():
+        while not state.stopping:
+            if os.getppid() != parent or time.monotonic() - started > args.max_seconds:
+                stop()
+                return
+            time.sleep(0.5)
+
+    threading.Thread(target=watchdog, daemon=True).start()
+    print(f"fake-kube-apiserver ready port={srv.server_address[1]}", flush=True)
+    srv.serve_forever(poll_interval=0.2)
+    srv.server_close()
+
+
+if __name__ == "__main__":
+    main()

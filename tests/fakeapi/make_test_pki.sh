@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Makes a throwaway PKI for the FAKE Kubernetes API server's TLS tests in
+# DIR: ca.crt/ca.key (a test CA), server.crt/server.key (SANs 127.0.0.1,
+# ::1, localhost, fake-apiserver.test) and client.crt/client.key
+# (CN=gantry-scheduler, O=gantry), all signed by the CA. EC P-256 keys: fast.
+# Nothing here is a real credential; the caller deletes DIR.
+set -euo pipefail
+dir=${1:?usage: make_test_pki.sh DIR}
+mkdir -p "$dir"
+cd "$dir"
+key() { openssl ecparam -name prime256v1 -genkey -noout -out "$1" 2>/dev/null; }
+
+key ca.key
+openssl req -x509 -new -key ca.key -sha256 -days 2 -subj "/CN=gantry-test-ca" \
+  -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+  -out ca.crt 2>/dev/null
+
+sign() { # name subject extensions
+  key "$1.key"
+  openssl req -new -key "$1.key" -subj "$2" -out "$1.csr" 2>/dev/null
+  printf '%s\n' "$3" > "$1.ext"
+  openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -sha256 \
+    -extfile "$1.ext" -out "$1.crt" 2>/dev/null
+  rm -f "$1.csr" "$1.ext"
+}
+sign server "/CN=fake-apiserver" \
+  "subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost,DNS:fake-apiserver.test
+extendedKeyUsage=serverAuth"
+sign client "/O=gantry/CN=gantry-scheduler" "extendedKeyUsage=clientAuth"
+rm -f ca.srl

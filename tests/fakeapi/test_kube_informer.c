@@ -1,0 +1,593 @@
+/*
+ * The kube client's informers against the FAKE Kubernetes API server (a
+ * real kube-apiserver cannot run here): paged initial list + SYNCED, watch
+ * events, bookmarks advancing the resourceVersion, 410 Gone (as an ERROR
+ * event and as HTTP 410) leading to a re-list whose diff reports what the
+ * watch missed, a dropped watch resumed without losing or repeating
+ * events, a server-side watch timeout that is not an error, bounded error
+ * backoff and giving up after max_errors, an event
+ * longer than the line limit, and a clean stop in the middle of a watch or
+ * of a backoff.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fake_harness.h"
+#include "kube_client.h"
+#include "recorder.h"
+
+#define WAIT_MS 20000
+#define TOKEN "informer-test-token-4f9a"
+
+struct fixture {
+        struct fake_api fake;
+        char dir[256];
+        char kubeconfig[512];
+        struct gantry_kube_client *client;
+        struct recorder rec;
+        struct gantry_kube_informer *inf;
+};
+
+static int setup(void **state)
+{
+        static const char *const args[] = { "--token", TOKEN, "--nodes", "6", "--leaves", "2", NULL };
+        struct fixture *fx = calloc(1, sizeof(*fx));
+        struct gantry_kube_client_options opts = { 0 };
+        struct gantry_error err = { 0 };
+        char yaml[1024];
+
+        assert_non_null(fx);
+        recorder_init(&fx->rec);
+        assert_int_equal(test_tmpdir("informer", fx->dir, sizeof(fx->dir)), 0);
+        assert_int_equal(fake_start(&fx->fake, args, NULL), 0);
+        snprintf(yaml, sizeof(yaml),
+                 "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+                 "clusters:\n- name: fake\n  cluster:\n    server: %s\n"
+                 "users:\n- name: sched\n  user:\n    token: %s\n"
+                 "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: sched\n",
+                 fx->fake.base, TOKEN);
+        assert_int_equal(test_write_file(fx->dir, "kubeconfig", yaml, fx->kubeconfig, sizeof(fx->kubeconfig)), 0);
+        opts.kubeconfig = fx->kubeconfig;
+        assert_int_equal(gantry_kube_client_new(&opts, &fx->client, &err), 0);
+        *state = fx;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct fixture *fx = *state;
+
+        gantry_kube_informer_stop(fx->inf);
+        gantry_kube_client_free(fx->client);
+        fake_stop(&fx->fake);
+        test_rmtree(fx->dir);
+        recorder_destroy(&fx->rec);
+        free(fx);
+        return 0;
+}
+
+static struct gantry_kube_informer_options fast_opts(void)
+{
+        return (struct gantry_kube_informer_options){
+                .initial_backoff_ms = 10, .max_backoff_ms = 40, .watch_timeout_seconds = 60,
+        };
+}
+
+static void start(struct fixture *fx, enum gantry_kube_kind kind, const struct gantry_kube_informer_options *o)
+{
+        struct gantry_error err = { 0 };
+
+        assert_int_equal(gantry_kube_informer_start(fx->client, kind, o, recorder_cb, &fx->rec, &fx->inf, &err), 0);
+}
+
+static bool watching(void *ctx)
+{
+        struct gantry_kube_informer_state st;
+
+        gantry_kube_informer_state(ctx, &st);
+        return st.watching;
+}
+
+static bool fake_has_open_watch(void *ctx)
+{
+        return fake_state_long(ctx, "openWatches") >= 1;
+}
+
+static bool fake_has_held_watch(void *ctx)
+{
+        return fake_state_long(ctx, "heldWatches") >= 1;
+}
+
+/* Waits until the informer has a watch open on the fake's side too. */
+static void wait_watching(struct fixture *fx)
+{
+        assert_true(test_wait_for(watching, fx->inf, WAIT_MS));
+        assert_true(test_wait_for(fake_has_open_watch, &fx->fake, WAIT_MS));
+}
+
+static void node_json(char *buf, size_t size, const char *name, const char *leaf)
+{
+        snprintf(buf, size,
+                 "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"network.topology.nvidia.com/leaf\":\"%s\"}},"
+                 "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\"}}}",
+                 name, leaf);
+}
+
+/* Counts the requests the fake saw with @verb (and, when not NULL, a query
+ * parameter @param present). */
+static int count_requests(struct fake_api *f, const char *verb, const char *param)
+{
+        json_t *reqs = NULL, *r;
+        size_t i;
+        int n = 0;
+
+        assert_int_equal(fake_request(f, "GET", "/fake/requests", NULL, &reqs), 200);
+        json_array_foreach(reqs, i, r) {
+                const char *v = json_string_value(json_object_get(r, "verb"));
+
+                if (v && strcmp(v, verb) == 0 && (!param || json_object_get(json_object_get(r, "query"), param)))
+                        n++;
+        }
+        json_decref(reqs);
+        return n;
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void test_initial_list_paged_then_synced(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = fast_opts();
+        struct gantry_kube_informer_state st;
+        char key[16];
+
+        o.page_size = 4; /* 6 nodes: two pages, the second by continue */
+        start(fx, GANTRY_KUBE_NODE, &o);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_ADDED, NULL), 6);
+        assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_SYNCED, NULL), 1);
+        /* SYNCED comes after every ADDED of the list */
+        assert_int_equal(recorder_get(&fx->rec, 6).event, GANTRY_KUBE_SYNCED);
+        for (int i = 0; i < 6; i++) {
+                struct recorded_event e = recorder_get(&fx->rec, i);
+
+                snprintf(key, sizeof(key), "gpu-%04d", i);
+                assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_ADDED, key), 1);
+                assert_int_equal(e.kind, GANTRY_KUBE_NODE);
+                assert_true(e.has_kind); /* list items get kind and apiVersion back */
+        }
+        gantry_kube_informer_state(fx->inf, &st);
+        assert_true(st.synced);
+        assert_int_equal(st.lists, 1);
+        assert_int_equal(atol(st.resource_version), fake_state_rv(&fx->fake));
+        assert_int_equal(count_requests(&fx->fake, "list", "continue"), 1);
+        assert_int_equal(count_requests(&fx->fake, "list", NULL), 2);
+}
+
+static void test_watch_events(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = fast_opts();
+        char node[512];
+        int from;
+
+        start(fx, GANTRY_KUBE_NODE, &o);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        wait_watching(fx);
+        from = recorder_count(&fx->rec);
+
+        node_json(node, sizeof(node), "gpu-new", "leaf-9");
+        assert_int_equal(fake_upsert(&fx->fake, "nodes", node), 200);
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-new", 1, WAIT_MS));
+        node_json(node, sizeof(node), "gpu-new", "leaf-8");
+        assert_int_equal(fake_upsert(&fx->fake, "nodes", node), 200);
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_MODIFIED, "gpu-new", 1, WAIT_MS));
+        assert_int_equal(fake_request(&fx->fake, "DELETE", "/fake/objects/nodes/_/gpu-0001", NULL, NULL), 200);
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_DELETED, "gpu-0001", 1, WAIT_MS));
+
+        /* in order, and no SYNCED from a watch */
+        assert_int_equal(recorder_count(&fx->rec) - from, 3);
+        assert_int_equal(recorder_get(&fx->rec, from).event, GANTRY_KUBE_ADDED);
+        assert_int_equal(recorder_get(&fx->rec, from + 1).event, GANTRY_KUBE_MODIFIED);
+        assert_int_equal(recorder_get(&fx->rec, from + 2).event, GANTRY_KUBE_DELETED);
+        assert_true(recorder_get(&fx->rec, from + 2).has_kind);
+        assert_int_equal(count_requests(&fx->fake, "watch", "allowWatchBookmarks"),
+                         count_requests(&fx->fake, "watch", NULL));
+}
+
+struct rv_wait {
+        struct gantry_kube_informer *inf;
+        long rv;
+};
+
+static bool rv_reached(void *ctx)
+{
+        struct rv_wait *w = ctx;
+        struct gantry_kube_informer_state st;
+
+        gantry_kube_informer_state(w->inf, &st);
+        return atol(st.resource_version) == w->rv;
+}
+
+static void test_bookmark_advances_resource_version(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = fast_opts();
+        struct gantry_kube_informer_state st;
+        struct rv_wait w;
+        int from;
+
+        start(fx, GANTRY_KUBE_NODE, &o);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        wait_watching(fx);
+        from = recorder_count(&fx->rec);
+        /* changes to another kind move the server's resourceVersion on,
+         * but only a bookmark tells the node watch about it */
+        assert_int_equal(fake_upsert(&fx->fake, "storageclasses",
+                                     "{\"metadata\":{\"name\":\"sc-x\"},\"provisioner\":\"csi.gantry.io\"}"),
+                         200);
+        gantry_kube_informer_state(fx->inf, &st);
+        assert_true(atol(st.resource_version) < fake_state_rv(&fx->fake));
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/bookmark", "{}", NULL), 200);
+        w.inf = fx->inf;
+        w.rv = fake_state_rv(&fx->fake);
+        assert_true(test_wait_for(rv_reached, &w, WAIT_MS));
+        assert_int_equal(recorder_count(&fx->rec), from); /* a bookmark is not an event */
+
+        /* the next watch resumes from the bookmark: drop it and compact
+         * history; no 410 follows since the bookmark's RV is current */
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/compact", "{}", NULL), 200);
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/drop", "{}", NULL), 200);
+        assert_true(test_wait_for(fake_has_open_watch, &fx->fake, WAIT_MS));
+        wait_watching(fx);
+        gantry_kube_informer_state(fx->inf, &st);
+        assert_int_equal(st.lists, 1);
+}
+
+/*
+ * While the informer cannot watch (held by the fake), a node is added, one
+ * deleted and one modified, and history is compacted: the resumed watch
+ * gets 410 and the re-list must report exactly those three changes.
+ */
+static void relist_after_gone(struct fixture *fx, const char *gone_mode)
+{
+        struct gantry_kube_informer_options o = fast_opts();
+        struct gantry_kube_informer_state st;
+        char node[512], body[64];
+        int from;
+
+        snprintf(body, sizeof(body), "{\"mode\":\"%s\"}", gone_mode);
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/gone-mode", body, NULL), 200);
+        start(fx, GANTRY_KUBE_NODE, &o);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        wait_watching(fx);
+
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/hold", "{}", NULL), 200);
+        assert_true(test_wait_for(fake_has_held_watch, &fx->fake, WAIT_MS));
+        from = recorder_count(&fx->rec);
+        node_json(node, sizeof(node), "gpu-late", "leaf-1");
+        assert_int_equal(fake_upsert(&fx->fake, "nodes", node), 200);
+        node_json(node, sizeof(node), "gpu-0002", "leaf-7");
+        assert_int_equal(fake_upsert(&fx->fake, "nodes", node), 200);
+        assert_int_equal(fake_request(&fx->fake, "DELETE", "/fake/objects/nodes/_/gpu-0003", NULL, NULL), 200);
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/compact", "{}", NULL), 200);
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/release", "{}", NULL), 200);
+
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_SYNCED, NULL, 1, WAIT_MS));
+        assert_int_equal(recorder_find(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-late"), 1);
+        assert_int_equal(recorder_find(&fx->rec, from, GANTRY_KUBE_MODIFIED, "gpu-0002"), 1);
+        assert_int_equal(recorder_find(&fx->rec, from, GANTRY_KUBE_DELETED, "gpu-0003"), 1);
+        /* nothing else: unchanged nodes are not re-announced */
+        assert_int_equal(recorder_count(&fx->rec) - from, 4);
+        assert_int_equal(recorder_get(&fx->rec, recorder_count(&fx->rec) - 1).event, GANTRY_KUBE_SYNCED);
+        gantry_kube_informer_state(fx->inf, &st);
+        assert_int_equal(st.lists, 2);
+        assert_int_equal(atol(st.resource_version), fake_state_rv(&fx->fake));
+}
+
+static void test_gone_event_relists(void **state)
+{
+        relist_after_gone(*state, "event");
+}
+
+static void test_gone_http_relists(void **state)
+{
+        relist_after_gone(*state, "http");
+}
+
+static void test_dropped_watch_resumes_without_loss(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = fast_opts();
+        struct gantry_kube_informer_state st;
+        char node[512], name[32];
+        int from;
+
+        start(fx, GANTRY_KUBE_NODE, &o);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        wait_watching(fx);
+        from = recorder_count(&fx->rec);
+
+        /* one change seen live, then the connection is cut mid-stream */
+        node_json(node, sizeof(node), "gpu-live", "leaf-1");
+        assert_int_equal(fake_upsert(&fx->fake, "nodes", node), 200);
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-live", 1, WAIT_MS));
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/hold", "{}", NULL), 200);
+        assert_true(test_wait_for(fake_has_held_watch, &fx->fake, WAIT_MS));
+        for (int i = 0; i < 5; i++) {
+                snprintf(name, sizeof(name), "gpu-gap-%d", i);
+                node_json(node, sizeof(node), name, "leaf-0");
+                assert_int_equal(fake_upsert(&fx->fake, "nodes", node), 200);
+        }
+        assert_int_equal(fake_request(&fx->fake, "DELETE", "/fake/objects/nodes/_/gpu-live", NULL, NULL), 200);
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/release", "{}", NULL), 200);
+
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_DELETED, "gpu-live", 1, WAIT_MS));
+        for (int i = 0; i < 5; i++) {
+                snprintf(name, sizeof(name), "gpu-gap-%d", i);
+                assert_int_equal(recorder_find(&fx->rec, from, GANTRY_KUBE_ADDED, name), 1);
+        }
+        /* exactly once each, in order, and no re-list was needed */
+        assert_int_equal(recorder_count(&fx->rec) - from, 7);
+        assert_int_equal(recorder_find(&fx->rec, from, GANTRY_KUBE_SYNCED, NULL), 0);
+        gantry_kube_informer_state(fx->inf, &st);
+        assert_int_equal(st.lists, 1);
+        assert_true(st.watches >= 2);
+        assert_int_equal(count_requests(&fx->fake, "list", NULL), 1);
+}
+
+static bool three_watches(void *ctx)
+{
+        struct gantry_kube_informer_state st;
+
+        gantry_kube_informer_state(ctx, &st);
+        return st.watches >= 3;
+}
+
+/* The server ends each watch after timeoutSeconds: a normal end, not an
+ * error; the informer watches again from where it was, without a re-list. */
+static void test_watch_timeout_reconnects_quietly(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = fast_opts();
+        struct gantry_kube_informer_state st;
+        char node[512];
+        int from;
+
+        o.watch_timeout_seconds = 1;
+        start(fx, GANTRY_KUBE_NODE, &o);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        assert_true(test_wait_for(three_watches, fx->inf, WAIT_MS));
+        from = recorder_count(&fx->rec);
+        node_json(node, sizeof(node), "gpu-after-timeouts", "leaf-3");
+        assert_int_equal(fake_upsert(&fx->fake, "nodes", node), 200);
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-after-timeouts", 1, WAIT_MS));
+        gantry_kube_informer_state(fx->inf, &st);
+        assert_int_equal(st.errors, 0);
+        assert_int_equal(st.lists, 1);
+        assert_int_equal(count_requests(&fx->fake, "watch", "timeoutSeconds"), count_requests(&fx->fake, "watch", NULL));
+}
+
+static void test_errors_back_off_then_recover(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = fast_opts();
+        struct gantry_kube_informer_state st;
+
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/fail",
+                                      "{\"verb\":\"list\",\"status\":500,\"count\":3}", NULL), 200);
+        start(fx, GANTRY_KUBE_NODE, &o);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        gantry_kube_informer_state(fx->inf, &st);
+        assert_int_equal(st.errors, 3);
+        assert_int_equal(st.consecutive_errors, 0);
+        assert_int_equal(st.last_error.err, EIO);
+        assert_non_null(strstr(st.last_error.msg, "HTTP 500"));
+        assert_non_null(strstr(st.last_error.msg, "fake failure injected"));
+        assert_int_equal(count_requests(&fx->fake, "list", NULL), 4);
+        assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_SYNCED, NULL), 1);
+}
+
+static void test_gives_up_after_max_errors(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = fast_opts();
+        struct gantry_kube_informer_state st;
+
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/fail",
+                                      "{\"verb\":\"list\",\"status\":403,\"count\":100}", NULL), 200);
+        o.max_errors = 3;
+        start(fx, GANTRY_KUBE_POD, &o);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), -EACCES);
+        gantry_kube_informer_state(fx->inf, &st);
+        assert_true(st.failed);
+        assert_false(st.synced);
+        assert_int_equal(st.errors, 3);
+        assert_non_null(strstr(st.last_error.msg, "list pods: HTTP 403"));
+        /* exactly max_errors attempts, then nothing more */
+        assert_int_equal(count_requests(&fx->fake, "list", NULL), 3);
+        assert_int_equal(recorder_count(&fx->rec), 0);
+}
+
+static void test_watch_error_event_relists_with_backoff(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = fast_opts();
+        struct gantry_kube_informer_state st;
+        int from;
+
+        start(fx, GANTRY_KUBE_NODE, &o);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        wait_watching(fx);
+        /* the next watch answers 200 then an ERROR event with code 500 */
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/fail",
+                                      "{\"verb\":\"watch\",\"status\":500,\"count\":1,\"mode\":\"event\"}", NULL),
+                         200);
+        from = recorder_count(&fx->rec);
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/drop", "{}", NULL), 200);
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_SYNCED, NULL, 1, WAIT_MS));
+        gantry_kube_informer_state(fx->inf, &st);
+        assert_int_equal(st.lists, 2);
+        assert_int_equal(st.errors, 1);
+        assert_non_null(strstr(st.last_error.msg, "ERROR event 500"));
+        /* the re-list found nothing changed: SYNCED alone */
+        assert_int_equal(recorder_count(&fx->rec) - from, 1);
+}
+
+static void test_line_limit(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = fast_opts();
+        struct gantry_kube_informer_state st;
+        char *big;
+        size_t pad = 6000;
+        int from;
+
+        o.max_line_bytes = 4096;
+        o.page_size = 1; /* each list page holds one ~1 KiB node */
+        start(fx, GANTRY_KUBE_NODE, &o);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        wait_watching(fx);
+        from = recorder_count(&fx->rec);
+
+        big = malloc(pad + 256);
+        assert_non_null(big);
+        snprintf(big, 256, "{\"metadata\":{\"name\":\"gpu-huge\",\"annotations\":{\"x\":\"");
+        memset(big + strlen(big), 'a', pad);
+        strcpy(big + strlen("{\"metadata\":{\"name\":\"gpu-huge\",\"annotations\":{\"x\":\"") + pad, "\"}}}");
+        assert_int_equal(fake_upsert(&fx->fake, "nodes", big), 200);
+        free(big);
+
+        /* the watch line and then every list page with it are refused */
+        for (int i = 0; i < 2000; i++) {
+                gantry_kube_informer_state(fx->inf, &st);
+                if (st.errors >= 2)
+                        break;
+                usleep(10000);
+        }
+        assert_true(st.errors >= 2);
+        assert_true(strstr(st.last_error.msg, "longer than 4096") || strstr(st.last_error.msg, "larger than 4096"));
+        assert_int_equal(st.last_error.err, EMSGSIZE);
+        assert_int_equal(recorder_find(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-huge"), 0);
+
+        /* once the object is gone the informer recovers by itself */
+        assert_int_equal(fake_request(&fx->fake, "DELETE", "/fake/objects/nodes/_/gpu-huge", NULL, NULL), 200);
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_SYNCED, NULL, 1, WAIT_MS));
+        assert_int_equal(recorder_count(&fx->rec) - from, 1); /* nothing changed that it knew */
+}
+
+static void test_selectors_and_namespace(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = fast_opts();
+        json_t *reqs = NULL;
+        const char *q;
+
+        o.label_selector = "gantry.io/job=llm";
+        o.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
+        o.namespace = "training";
+        assert_int_equal(fake_upsert(&fx->fake, "pods",
+                                     "{\"metadata\":{\"name\":\"a\",\"namespace\":\"training\",\"labels\":{\"gantry.io/job\":\"llm\"}},"
+                                     "\"status\":{\"phase\":\"Pending\"}}"),
+                         200);
+        assert_int_equal(fake_upsert(&fx->fake, "pods",
+                                     "{\"metadata\":{\"name\":\"b\",\"namespace\":\"training\",\"labels\":{\"gantry.io/job\":\"llm\"}},"
+                                     "\"status\":{\"phase\":\"Succeeded\"}}"),
+                         200);
+        assert_int_equal(fake_upsert(&fx->fake, "pods",
+                                     "{\"metadata\":{\"name\":\"c\",\"namespace\":\"other\",\"labels\":{\"gantry.io/job\":\"llm\"}}}"),
+                         200);
+        start(fx, GANTRY_KUBE_POD, &o);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_ADDED, NULL), 1);
+        assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_ADDED, "training/a"), 1);
+        assert_int_equal(fake_request(&fx->fake, "GET", "/fake/requests", NULL, &reqs), 200);
+        q = json_string_value(json_object_get(json_array_get(reqs, json_array_size(reqs) - 1), "path"));
+        assert_string_equal(q, "/api/v1/namespaces/training/pods");
+        json_decref(reqs);
+}
+
+static void test_stop_during_watch_and_backoff(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = fast_opts();
+        struct gantry_error err = { 0 };
+        struct gantry_kube_informer *second = NULL;
+        struct recorder rec2;
+        int n;
+
+        /* a watch open and idle: stop must not wait for its timeout */
+        o.watch_timeout_seconds = 1800;
+        start(fx, GANTRY_KUBE_NODE, &o);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        wait_watching(fx);
+        gantry_kube_informer_stop(fx->inf);
+        fx->inf = NULL;
+        n = recorder_count(&fx->rec);
+        assert_int_equal(fake_upsert(&fx->fake, "nodes", "{\"metadata\":{\"name\":\"after-stop\"}}"), 200);
+
+        /* an informer in a 60 s backoff: stop must not wait for it either */
+        recorder_init(&rec2);
+        o.initial_backoff_ms = o.max_backoff_ms = 60000;
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/fail",
+                                      "{\"verb\":\"list\",\"resource\":\"persistentvolumes\",\"status\":503,\"count\":5}",
+                                      NULL),
+                         200);
+        assert_int_equal(gantry_kube_informer_start(fx->client, GANTRY_KUBE_PV, &o, recorder_cb, &rec2, &second, &err), 0);
+        for (int i = 0; i < 2000 && count_requests(&fx->fake, "list", NULL) < 2; i++)
+                usleep(10000);
+        gantry_kube_informer_stop(second);
+        assert_int_equal(recorder_count(&rec2), 0);
+        recorder_destroy(&rec2);
+        assert_int_equal(recorder_count(&fx->rec), n); /* nothing after stop */
+}
+
+static void test_bad_options(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = { .namespace = "Not_A_Label" };
+        struct gantry_kube_informer *inf = NULL;
+        struct gantry_error err = { 0 };
+
+        assert_int_equal(gantry_kube_informer_start(fx->client, GANTRY_KUBE_POD, &o, recorder_cb, &fx->rec, &inf, &err),
+                         -EINVAL);
+        assert_non_null(strstr(err.msg, "namespace"));
+        o = (struct gantry_kube_informer_options){ .max_errors = -1 };
+        assert_int_equal(gantry_kube_informer_start(fx->client, GANTRY_KUBE_POD, &o, recorder_cb, &fx->rec, &inf, &err),
+                         -EINVAL);
+        assert_int_equal(gantry_kube_informer_start(fx->client, GANTRY_KUBE_KIND_COUNT, NULL, recorder_cb, &fx->rec,
+                                                    &inf, &err),
+                         -EINVAL);
+        assert_int_equal(gantry_kube_informer_start(fx->client, GANTRY_KUBE_POD, NULL, NULL, NULL, &inf, &err), -EINVAL);
+        assert_null(inf);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_initial_list_paged_then_synced, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_watch_events, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_bookmark_advances_resource_version, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_gone_event_relists, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_gone_http_relists, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_dropped_watch_resumes_without_loss, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_watch_timeout_reconnects_quietly, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_errors_back_off_then_recover, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_gives_up_after_max_errors, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_watch_error_event_relists_with_backoff, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_line_limit, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_selectors_and_namespace, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stop_during_watch_and_backoff, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
