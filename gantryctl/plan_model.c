@@ -78,6 +78,9 @@ void gantry_plan_reads(const struct gantry_plan_cluster *c, const struct gantry_
         o.limit_gbytes[GANTRY_PLAN_LIMIT_LEAF_UPLINKS] =
                 o.nodes * c->node_nic_gbps / 8 / c->oversubscription;
         o.limit_gbytes[GANTRY_PLAN_LIMIT_NODE_NICS] = o.nodes * c->node_nic_gbps / 8;
+        o.network_gbytes = fmin(o.limit_gbytes[GANTRY_PLAN_LIMIT_STORAGE_NICS],
+                                fmin(o.limit_gbytes[GANTRY_PLAN_LIMIT_LEAF_UPLINKS],
+                                     o.limit_gbytes[GANTRY_PLAN_LIMIT_NODE_NICS]));
         o.bottleneck = smallest(o.limit_gbytes);
         o.deliverable_gbytes = o.limit_gbytes[o.bottleneck];
         o.headroom_gbytes = o.deliverable_gbytes - o.required_gbytes;

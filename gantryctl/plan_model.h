@@ -48,7 +48,8 @@ struct gantry_plan_reads_out {
         double per_gpu_gbytes;    /* GB/s one GPU consumes at full speed */
         double required_gbytes;   /* all GPUs at the barrier, GB/s */
         double limit_gbytes[GANTRY_PLAN_LIMIT_COUNT];
-        double deliverable_gbytes; /* min of the limits */
+        double network_gbytes;    /* network cap: min of the three network limits */
+        double deliverable_gbytes; /* min of the limits: min(storage, network cap) */
         enum gantry_plan_limit bottleneck;
         double headroom_gbytes;   /* deliverable - required (negative: short) */
         double headroom_fraction; /* headroom / required */

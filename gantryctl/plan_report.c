@@ -64,8 +64,10 @@ static void table_reads(FILE *f, const struct gantry_plan_input *in, const struc
         row(f, "GPUs / nodes", "%g GPUs on %g nodes", in->cluster.gpus, o->nodes);
         row(f, "per-GPU ingest", "%.3f GB/s", o->per_gpu_gbytes);
         row(f, "required at the barrier", "%.1f GB/s", o->required_gbytes);
-        for (int i = 0; i < GANTRY_PLAN_LIMIT_COUNT; i++)
-                row(f, gantry_plan_limit_name(i), "%.1f GB/s", o->limit_gbytes[i]);
+        row(f, "storage aggregate", "%.1f GB/s", o->limit_gbytes[GANTRY_PLAN_LIMIT_STORAGE]);
+        row(f, "network cap", "%.1f GB/s  (storage NICs %.1f, leaf uplinks %.1f, GPU node NICs %.1f)",
+            o->network_gbytes, o->limit_gbytes[GANTRY_PLAN_LIMIT_STORAGE_NICS],
+            o->limit_gbytes[GANTRY_PLAN_LIMIT_LEAF_UPLINKS], o->limit_gbytes[GANTRY_PLAN_LIMIT_NODE_NICS]);
         row(f, "deliverable", "%.1f GB/s  (bottleneck: %s)", o->deliverable_gbytes,
             gantry_plan_limit_name(o->bottleneck));
         row(f, "headroom", "%+.1f GB/s  (%+.1f%%)", o->headroom_gbytes, 100 * o->headroom_fraction);
@@ -168,11 +170,11 @@ static json_t *json_limits(const double *limits)
 
 static json_t *json_reads(const struct gantry_plan_reads_out *o)
 {
-        json_t *j = json_pack("{s:f, s:f, s:f, s:o, s:f, s:s, s:f, s:f, s:b, s:f, s:f, s:f, s:f, s:f,"
-                              " s:f, s:f}",
+        json_t *j = json_pack("{s:f, s:f, s:f, s:o, s:f, s:f, s:s, s:f, s:f, s:b, s:f, s:f, s:f, s:f,"
+                              " s:f, s:f, s:f}",
                               "nodes", o->nodes, "perGpuGBps", o->per_gpu_gbytes, "requiredGBps",
                               o->required_gbytes, "limitsGBps", json_limits(o->limit_gbytes),
-                              "deliverableGBps", o->deliverable_gbytes, "bottleneck",
+                              "networkCapGBps", o->network_gbytes, "deliverableGBps", o->deliverable_gbytes, "bottleneck",
                               gantry_plan_limit_key(o->bottleneck), "headroomGBps", o->headroom_gbytes,
                               "headroomFraction", o->headroom_fraction, "fitsInNodeCache",
                               o->fits_in_cache, "cacheHit", o->cache_hit, "coldGBps", o->cold_gbytes,

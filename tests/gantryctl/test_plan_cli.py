@@ -28,6 +28,7 @@ class PlanCli(unittest.TestCase):
         r = run("plan", "--input", EXAMPLE)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("deliverable", r.stdout)
+        self.assertRegex(r.stdout, r"network cap +400\.0 GB/s")
         self.assertIn("(bottleneck: storage)", r.stdout)
         self.assertIn("erasure code k=4 m=2", r.stdout)
         self.assertIn("GPUDirect Storage", r.stdout)
@@ -39,6 +40,7 @@ class PlanCli(unittest.TestCase):
         # 1024 GPUs x 0.4 GB/s; storage 8 x 40 GB/s is the smallest limit
         self.assertAlmostEqual(doc["reads"]["requiredGBps"], 409.6)
         self.assertEqual(doc["reads"]["bottleneck"], "storage")
+        self.assertAlmostEqual(doc["reads"]["networkCapGBps"], 400)
         self.assertAlmostEqual(doc["capacity"]["erasureCode"]["fraction"], 4 / 6)
         self.assertEqual([t["name"] for t in doc["checkpoint"]["tiers"]], ["nvmeof", "ceph"])
         gds = doc["checkpoint"]["tiers"][0]["gds"]

@@ -38,6 +38,8 @@ static void test_example1_reads_storage_bound(void **state)
         assert_near(o.limit_gbytes[GANTRY_PLAN_LIMIT_STORAGE_NICS], 400);
         assert_near(o.limit_gbytes[GANTRY_PLAN_LIMIT_LEAF_UPLINKS], 1600);
         assert_near(o.limit_gbytes[GANTRY_PLAN_LIMIT_NODE_NICS], 3200);
+        /* network cap min(400, 1600, 3200) = 400 GB/s; storage 320 is below it */
+        assert_near(o.network_gbytes, 400);
         assert_int_equal(o.bottleneck, GANTRY_PLAN_LIMIT_STORAGE);
         assert_near(o.deliverable_gbytes, 320);
         /* 320 - 409.6 = -89.6 GB/s; -89.6 / 409.6 = -0.21875 */
@@ -81,6 +83,7 @@ static void test_example2_reads_cached_uplink_bound(void **state)
         /* 8 nodes x 100/8 = 100 GB/s of NICs, / 8 = 12.5 GB/s of uplinks;
          * storage 4 x 10 = 40, storage NICs 4 x 12.5 = 50 */
         assert_near(o.limit_gbytes[GANTRY_PLAN_LIMIT_LEAF_UPLINKS], 12.5);
+        assert_near(o.network_gbytes, 12.5);
         assert_int_equal(o.bottleneck, GANTRY_PLAN_LIMIT_LEAF_UPLINKS);
         /* 12.5 - 19.2 = -6.7 GB/s */
         assert_near(o.headroom_gbytes, -6.7);
