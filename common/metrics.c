@@ -284,8 +284,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
         return ret;
 }
 
-/* Parses "HOST:PORT" / "[::1]:PORT" into a sockaddr. */
-static int parse_addr(const char *addr, struct sockaddr_storage *ss)
+int gantry_parse_listen_addr(const char *addr, struct sockaddr_storage *ss)
 {
         char host[128];
         const char *colon = strrchr(addr, ':');
@@ -333,7 +332,7 @@ int gantry_metrics_server_start(struct gantry_metrics *m, const char *addr,
 
         if (!m || !addr)
                 return -EINVAL;
-        r = parse_addr(addr, &ss);
+        r = gantry_parse_listen_addr(addr, &ss);
         if (r < 0)
                 return r;
         if (ss.ss_family == AF_INET6)

@@ -1,0 +1,334 @@
+/*
+ * Benchmark of gantry-scheduler's extender: filter + prioritize latency (p50,
+ * p99) over HTTP with nodeCacheCapable bodies (NodeNames) at 1,000, 5,000
+ * and 10,000 nodes, throughput with 8 concurrent clients, and in the same
+ * run a baseline that only parses the same request bodies with jansson.
+ * Prints figures and the ratio extender / parse-only; asserts nothing.
+ *
+ * The pod is the one kube-scheduler sent in the captured body
+ * (tests/scheduler/fixtures/nodecache-true-001-filter.json), given a dataset
+ * PVC and a read annotation; the cluster has 32 nodes per leaf, 4 leaves per
+ * spine, 8 Ceph clusters, and a ledger holding one bound pod per 4 nodes in
+ * jobs of 16.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "extender.h"
+#include "extender_http.h"
+#include "log.h"
+#include "metrics.h"
+#include "placement.h"
+#include "sched_state.h"
+#include "sched_topology.h"
+
+#define CLIENTS 8
+
+static double now(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+
+        return x < y ? -1 : x > y;
+}
+
+static double pct(double *v, size_t n, double p)
+{
+        qsort(v, n, sizeof(*v), cmp_double);
+        return v[(size_t)(p * (n - 1) + 0.5)];
+}
+
+static void die(const char *what)
+{
+        fprintf(stderr, "bench_extender: %s\n", what);
+        exit(1);
+}
+
+/* Nodes, topology, volumes and a ledger of bound pods for @n nodes. */
+static void build_cluster(struct gantry_sched_state *st, int n)
+{
+        struct gantry_error err;
+        json_t *topo = json_pack("{s:{s:f},s:[],s:[]}", "defaults", "nicGbps", 400.0, "leaves",
+                                 "backends");
+        int leaves = (n + 31) / 32;
+        char name[64], leaf[32], spine[32], uid[64], job[32];
+        char *text;
+
+        for (int l = 0; l < leaves; l++) {
+                snprintf(leaf, sizeof(leaf), "leaf-%d", l);
+                snprintf(spine, sizeof(spine), "spine-%d", l / 4);
+                json_array_append_new(json_object_get(topo, "leaves"),
+                                      json_pack("{s:s,s:s,s:f}", "name", leaf, "spine", spine,
+                                                "uplinkGbps", 32 * 400.0 / 2));
+        }
+        for (int b = 0; b < 8; b++) {
+                snprintf(name, sizeof(name), "ceph-%d", b);
+                snprintf(leaf, sizeof(leaf), "leaf-%d", (b * leaves) / 8);
+                json_array_append_new(json_object_get(topo, "backends"),
+                                      json_pack("{s:s,s:s,s:f,s:[s]}", "name", name, "kind", "ceph",
+                                                "gbps", 4000.0, "leaves", leaf));
+        }
+        text = json_dumps(topo, 0);
+        if (!text || gantry_sched_topology_parse(st, text, "bench", &err) < 0)
+                die(err.msg);
+        free(text);
+        json_decref(topo);
+
+        json_t *sc = json_pack("{s:{s:s},s:s,s:{s:s,s:s}}", "metadata", "name", "gantry-dataset",
+                               "provisioner", "csi.gantry.io", "parameters", "tier", "dataset",
+                               "clusterID", "ceph-3");
+        json_t *pv = json_pack("{s:{s:s},s:{s:{s:s,s:s,s:{s:s,s:s}}}}", "metadata", "name", "pv-1",
+                               "spec", "csi", "driver", "csi.gantry.io", "volumeHandle", "x",
+                               "volumeAttributes", "tier", "dataset", "clusterID", "ceph-3");
+        json_t *pvc = json_pack("{s:{s:s,s:s},s:{s:s,s:s}}", "metadata", "name", "train-data",
+                                "namespace", "default", "spec", "storageClassName",
+                                "gantry-dataset", "volumeName", "pv-1");
+        if (gantry_sched_state_apply(st, GANTRY_OBJ_STORAGE_CLASS, false, sc, &err) < 0 ||
+            gantry_sched_state_apply(st, GANTRY_OBJ_PV, false, pv, &err) < 0 ||
+            gantry_sched_state_apply(st, GANTRY_OBJ_PVC, false, pvc, &err) < 0)
+                die(err.msg);
+        json_decref(sc);
+        json_decref(pv);
+        json_decref(pvc);
+
+        for (int i = 0; i < n; i++) {
+                snprintf(name, sizeof(name), "gpu-%05d", i);
+                snprintf(leaf, sizeof(leaf), "leaf-%d", i / 32);
+                snprintf(spine, sizeof(spine), "spine-%d", i / 128);
+                json_t *node = json_pack(
+                        "{s:{s:s,s:{s:s,s:s,s:s}},s:{s:{s:s}}}", "metadata", "name", name, "labels",
+                        "network.topology.nvidia.com/leaf", leaf, "network.topology.nvidia.com/spine",
+                        spine, "gantry.io/nic-gbps", "400", "status", "allocatable",
+                        "nvidia.com/gpu", "8");
+                if (gantry_sched_state_apply(st, GANTRY_OBJ_NODE, false, node, &err) < 0)
+                        die(err.msg);
+                json_decref(node);
+        }
+        for (int i = 0; i < n / 4; i++) {
+                struct gantry_pod_demand d = { .uid = uid, .job = job, .gpus = 8, .n_flows = 1 };
+
+                snprintf(uid, sizeof(uid), "bound-%d", i);
+                snprintf(job, sizeof(job), "default/job-%d", i / 16);
+                snprintf(name, sizeof(name), "gpu-%05d", i * 4);
+                d.flows[0].backend = "ceph-3";
+                d.flows[0].gbps = 2;
+                if (gantry_cluster_record(gantry_sched_state_cluster(st), &d, name, &err) < 0)
+                        die(err.msg);
+        }
+}
+
+/* The captured pod, with a dataset PVC, a read annotation and a job, and NodeNames for @n nodes. */
+static char *make_body(const char *fixture, int n)
+{
+        json_error_t jerr;
+        json_t *args = json_load_file(fixture, 0, &jerr), *names;
+        char name[64], *text;
+
+        if (!args)
+                die("cannot read the captured fixture");
+        json_t *pod = json_object_get(args, "Pod");
+        json_object_set_new(json_object_get(pod, "metadata"), "annotations",
+                            json_pack("{s:s}", "gantry.io/dataset-read-gbps", "20"));
+        json_object_set_new(json_object_get(pod, "metadata"), "labels",
+                            json_pack("{s:s}", "gantry.io/job", "job-3"));
+        json_array_append_new(json_object_get(json_object_get(pod, "spec"), "volumes"),
+                              json_pack("{s:s,s:{s:s}}", "name", "data", "persistentVolumeClaim",
+                                        "claimName", "train-data"));
+        names = json_array();
+        for (int i = 0; i < n; i++) {
+                snprintf(name, sizeof(name), "gpu-%05d", i);
+                json_array_append_new(names, json_string(name));
+        }
+        json_object_set_new(args, "NodeNames", names);
+        text = json_dumps(args, JSON_COMPACT);
+        json_decref(args);
+        return text;
+}
+
+struct client {
+        CURL *curl;
+        char url_filter[128], url_prio[128];
+        const char *body;
+        size_t n_responses;
+};
+
+static size_t discard(char *p, size_t s, size_t n, void *u)
+{
+        (void)p;
+        (*(size_t *)u)++;
+        return s * n;
+}
+
+static void post(struct client *c, const char *url)
+{
+        long code = 0;
+
+        curl_easy_setopt(c->curl, CURLOPT_URL, url);
+        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, c->body);
+        if (curl_easy_perform(c->curl) != CURLE_OK)
+                die("request failed");
+        curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &code);
+        if (code != 200)
+                die("non-200 answer");
+}
+
+static void client_init(struct client *c, int port, const char *body)
+{
+        static struct curl_slist *hdr;
+
+        memset(c, 0, sizeof(*c));
+        c->curl = curl_easy_init();
+        if (!hdr)
+                hdr = curl_slist_append(NULL, "Content-Type: application/json");
+        snprintf(c->url_filter, sizeof(c->url_filter), "http://127.0.0.1:%d/filter", port);
+        snprintf(c->url_prio, sizeof(c->url_prio), "http://127.0.0.1:%d/prioritize", port);
+        c->body = body;
+        curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, hdr);
+        curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, discard);
+        curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &c->n_responses);
+}
+
+struct worker {
+        struct client c;
+        int pairs;
+};
+
+static void *worker_main(void *arg)
+{
+        struct worker *w = arg;
+
+        for (int i = 0; i < w->pairs; i++) {
+                post(&w->c, w->c.url_filter);
+                post(&w->c, w->c.url_prio);
+        }
+        return NULL;
+}
+
+static void run(int n, const char *fixture)
+{
+        struct gantry_cluster *cluster;
+        struct gantry_sched_state *st;
+        struct gantry_extender *ext;
+        struct gantry_sched_server *srv;
+        struct gantry_metrics *m = gantry_metrics_new();
+        struct gantry_error err;
+        int port, iters = n <= 1000 ? 200 : n <= 5000 ? 60 : 30;
+        double *lat = calloc(iters, sizeof(double)), *parse = calloc(iters, sizeof(double));
+        double *verbs = calloc(iters, sizeof(double));
+        char *body = make_body(fixture, n);
+        size_t len = strlen(body);
+        struct client c;
+
+        if (gantry_cluster_new(&cluster) < 0 || gantry_sched_state_new(cluster, &st) < 0)
+                die("out of memory");
+        build_cluster(st, n);
+        if (gantry_extender_new(st, &(struct gantry_extender_options){ .metrics = m }, &ext) < 0)
+                die("extender");
+        if (gantry_sched_server_start(ext, &(struct gantry_sched_server_options){
+                    .addr = "127.0.0.1:0", .threads = CLIENTS, .metrics = m }, &srv, &port, &err) < 0)
+                die(err.msg);
+        client_init(&c, port, body);
+        post(&c, c.url_filter); /* warm up the connection */
+
+        for (int i = 0; i < iters; i++) {
+                double t0 = now();
+                json_t *a = json_loadb(body, len, 0, NULL);
+                json_t *b = json_loadb(body, len, 0, NULL);
+                parse[i] = now() - t0;
+                json_decref(a);
+                json_decref(b);
+
+                t0 = now();
+                char *r1 = NULL, *r2 = NULL;
+                gantry_extender_handle(ext, GANTRY_VERB_FILTER, body, len, &r1);
+                gantry_extender_handle(ext, GANTRY_VERB_PRIORITIZE, body, len, &r2);
+                verbs[i] = now() - t0;
+                free(r1);
+                free(r2);
+
+                t0 = now();
+                post(&c, c.url_filter);
+                post(&c, c.url_prio);
+                lat[i] = now() - t0;
+        }
+        double p50 = pct(lat, iters, 0.5), p99 = pct(lat, iters, 0.99);
+        double v50 = pct(verbs, iters, 0.5), v99 = pct(verbs, iters, 0.99);
+        double b50 = pct(parse, iters, 0.5), b99 = pct(parse, iters, 0.99);
+
+        struct worker w[CLIENTS];
+        pthread_t t[CLIENTS];
+        int pairs = iters / 2 > 4 ? iters / 2 : 4;
+        double t0 = now();
+        for (int i = 0; i < CLIENTS; i++) {
+                client_init(&w[i].c, port, body);
+                w[i].pairs = pairs;
+                pthread_create(&t[i], NULL, worker_main, &w[i]);
+        }
+        for (int i = 0; i < CLIENTS; i++)
+                pthread_join(t[i], NULL);
+        double elapsed = now() - t0;
+        double pair_rate = CLIENTS * pairs / elapsed;
+
+        t0 = now();
+        for (int i = 0; i < CLIENTS * pairs; i++) {
+                json_t *a = json_loadb(body, len, 0, NULL);
+                json_t *b = json_loadb(body, len, 0, NULL);
+                json_decref(a);
+                json_decref(b);
+        }
+        double parse_rate = CLIENTS * pairs / (now() - t0);
+
+        printf("nodes=%d body_bytes=%zu iterations=%d\n", n, len, iters);
+        printf("  filter+prioritize over HTTP   p50 %8.3f ms   p99 %8.3f ms\n", p50 * 1e3, p99 * 1e3);
+        printf("  filter+prioritize in-process  p50 %8.3f ms   p99 %8.3f ms\n", v50 * 1e3, v99 * 1e3);
+        printf("  baseline: parse both bodies   p50 %8.3f ms   p99 %8.3f ms\n", b50 * 1e3, b99 * 1e3);
+        printf("  ratio HTTP/parse p50 %.2f   in-process/parse p50 %.2f\n", p50 / b50, v50 / b50);
+        printf("  throughput, %d clients: %.1f pairs/s (%.1f pods/s); parse-only 1 thread: %.1f pairs/s; "
+               "ratio %.2f\n", CLIENTS, pair_rate, pair_rate, parse_rate, pair_rate / parse_rate);
+        fflush(stdout);
+
+        for (int i = 0; i < CLIENTS; i++)
+                curl_easy_cleanup(w[i].c.curl);
+        curl_easy_cleanup(c.curl);
+        gantry_sched_server_stop(srv);
+        gantry_extender_free(ext);
+        gantry_sched_state_free(st);
+        gantry_cluster_free(cluster);
+        gantry_metrics_free(m);
+        free(body);
+        free(lat);
+        free(parse);
+        free(verbs);
+}
+
+int main(int argc, char **argv)
+{
+        const int sizes[] = { 1000, 5000, 10000 };
+
+        int only = argc == 3 ? atoi(argv[2]) : 0;
+
+        if (argc != 2 && argc != 3) {
+                fprintf(stderr, "usage: bench_extender CAPTURED-FILTER-BODY.json [NODES]\n");
+                return 2;
+        }
+        gantry_log_set_level(GANTRY_LOG_WARN);
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+                if (!only || only == sizes[i])
+                        run(sizes[i], argv[1]);
+        curl_global_cleanup();
+        return 0;
+}

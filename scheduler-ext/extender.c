@@ -1,0 +1,494 @@
+/*
+ * kube-scheduler's extender verbs over the placement library: decode the
+ * request (ExtenderArgs / ExtenderBindingArgs), ask filter / prioritize /
+ * reserve, encode the reply. See extender.h.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "extender.h"
+#include "json_out.h"
+#include "log.h"
+#include "metrics.h"
+#include "sched_demand.h"
+#include "status.h"
+
+#define MAX_EXTENDER_PRIORITY 10 /* kube-scheduler's MaxExtenderPriority */
+
+struct gantry_extender {
+        struct gantry_sched_state *state;
+        struct gantry_extender_options opts;
+        pthread_mutex_t expire_lock;
+        double last_expire;
+};
+
+static const char *const verb_names[GANTRY_VERB_COUNT] = { "filter", "prioritize", "bind" };
+
+int gantry_extender_verb_parse(const char *name, enum gantry_extender_verb *ret_verb)
+{
+        for (int v = 0; v < GANTRY_VERB_COUNT; v++)
+                if (name && !strcmp(name, verb_names[v])) {
+                        *ret_verb = v;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+const char *gantry_extender_verb_name(enum gantry_extender_verb verb)
+{
+        return verb < GANTRY_VERB_COUNT ? verb_names[verb] : "?";
+}
+
+double gantry_extender_now(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int gantry_extender_new(struct gantry_sched_state *state, const struct gantry_extender_options *opts,
+                        struct gantry_extender **ret_extender)
+{
+        struct gantry_extender *ext = calloc(1, sizeof(*ext));
+
+        if (!ext)
+                return -ENOMEM;
+        ext->state = state;
+        if (opts)
+                ext->opts = *opts;
+        if (ext->opts.reservation_ttl_seconds <= 0)
+                ext->opts.reservation_ttl_seconds = 60;
+        if (ext->opts.max_nodes == 0)
+                ext->opts.max_nodes = 100000;
+        pthread_mutex_init(&ext->expire_lock, NULL);
+        *ret_extender = ext;
+        return 0;
+}
+
+void gantry_extender_free(struct gantry_extender *ext)
+{
+        if (!ext)
+                return;
+        pthread_mutex_destroy(&ext->expire_lock);
+        free(ext);
+}
+
+/* Drops expired reservations, at most once a second whatever the request rate. */
+static void expire_reservations(struct gantry_extender *ext)
+{
+        double now = gantry_extender_now();
+        size_t n;
+
+        if (pthread_mutex_trylock(&ext->expire_lock) != 0)
+                return;
+        if (now - ext->last_expire >= 1.0) {
+                ext->last_expire = now;
+                n = gantry_cluster_expire(gantry_sched_state_cluster(ext->state), now);
+                if (n)
+                        log_info("sched.reservations_expired", "count=%zu", n);
+        }
+        pthread_mutex_unlock(&ext->expire_lock);
+}
+
+/* A reply body {"Error": msg}. */
+static int error_reply(int status, const char *msg, char **ret_reply)
+{
+        json_t *o = json_pack("{s:s}", "Error", msg);
+
+        *ret_reply = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+        return *ret_reply ? status : 500;
+}
+
+/* Decoded ExtenderArgs: the pod, and the candidate nodes by name. */
+struct args {
+        json_t *root;
+        const json_t *pod;
+        const json_t *node_items; /* Nodes.items when sent, else NULL */
+        const char **names;
+        size_t n;
+};
+
+static void args_free(struct args *a)
+{
+        free(a->names);
+        json_decref(a->root);
+}
+
+static int parse_body(const char *body, size_t len, json_t **ret_root, struct gantry_error *err)
+{
+        json_error_t jerr;
+        json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+
+        if (!root)
+                return gantry_error_set(err, EINVAL,
+                                        "request body: invalid JSON at line %d column %d: %s",
+                                        jerr.line, jerr.column, jerr.text);
+        if (!json_is_object(root)) {
+                json_decref(root);
+                return gantry_error_set(err, EINVAL, "request body: must be a JSON object");
+        }
+        *ret_root = root;
+        return 0;
+}
+
+static int parse_args(struct gantry_extender *ext, const char *body, size_t len, struct args *a,
+                      struct gantry_error *err)
+{
+        const json_t *nodes, *names, *v;
+        size_t i;
+        int r;
+
+        memset(a, 0, sizeof(*a));
+        if ((r = parse_body(body, len, &a->root, err)) < 0)
+                return r;
+        a->pod = json_object_get(a->root, "Pod");
+        if (!json_is_object(a->pod))
+                return gantry_error_set(err, EINVAL, "ExtenderArgs.Pod: must be a Pod object");
+        nodes = json_object_get(a->root, "Nodes");
+        names = json_object_get(a->root, "NodeNames");
+        if (nodes && !json_is_null(nodes)) {
+                a->node_items = json_object_get(nodes, "items");
+                if (!json_is_object(nodes) || !json_is_array(a->node_items))
+                        return gantry_error_set(err, EINVAL,
+                                                "ExtenderArgs.Nodes: must be a NodeList with items");
+                a->n = json_array_size(a->node_items);
+        } else if (names && !json_is_null(names)) {
+                if (!json_is_array(names))
+                        return gantry_error_set(err, EINVAL,
+                                                "ExtenderArgs.NodeNames: must be an array of names");
+                a->n = json_array_size(names);
+        } else {
+                return gantry_error_set(err, EINVAL,
+                                        "ExtenderArgs: Nodes and NodeNames are both missing or null");
+        }
+        if (a->n > ext->opts.max_nodes)
+                return gantry_error_set(err, E2BIG, "ExtenderArgs: %zu nodes, at most %zu", a->n,
+                                        ext->opts.max_nodes);
+        a->names = calloc(a->n ? a->n : 1, sizeof(*a->names));
+        if (!a->names)
+                return gantry_error_set(err, ENOMEM, "out of memory");
+        if (a->node_items) {
+                json_array_foreach(a->node_items, i, v) {
+                        a->names[i] = json_string_value(
+                                json_object_get(json_object_get(v, "metadata"), "name"));
+                        if (!a->names[i] || !*a->names[i])
+                                return gantry_error_set(err, EINVAL,
+                                                        "ExtenderArgs.Nodes.items[%zu].metadata.name: "
+                                                        "must be a non-empty string", i);
+                }
+        } else {
+                json_array_foreach(names, i, v) {
+                        a->names[i] = json_string_value(v);
+                        if (!a->names[i] || !*a->names[i])
+                                return gantry_error_set(err, EINVAL,
+                                                        "ExtenderArgs.NodeNames[%zu]: must be a "
+                                                        "non-empty string", i);
+                }
+        }
+        return 0;
+}
+
+/* nodeCacheCapable false: the request's Nodes are the freshest view of them. */
+static int apply_request_nodes(struct gantry_extender *ext, const struct args *a,
+                               struct gantry_error *err)
+{
+        const json_t *v;
+        size_t i;
+        int r;
+
+        json_array_foreach(a->node_items, i, v) {
+                r = gantry_sched_state_apply(ext->state, GANTRY_OBJ_NODE, false, v, err);
+                if (r < 0) {
+                        char where[64];
+
+                        snprintf(where, sizeof(where), "ExtenderArgs.Nodes.items[%zu]", i);
+                        return gantry_error_prefix(err, where);
+                }
+        }
+        return 0;
+}
+
+/* The metrics label of a refusal, from its reason's shape. */
+static const char *refusal_resource(const struct gantry_node_verdict *v)
+{
+        if (v->unresolvable)
+                return "reachability";
+        if (strstr(v->reason, " NIC: "))
+                return "nic";
+        if (strstr(v->reason, " uplink: "))
+                return "uplink";
+        if (strstr(v->reason, "GPUs free"))
+                return "gpus";
+        if (strstr(v->reason, "unknown to gantry-scheduler"))
+                return "unknown_node";
+        return "backend";
+}
+
+/* Counts a refusal in the metrics, by the resource that was short. */
+static void count_refusal(struct gantry_extender *ext, const struct gantry_node_verdict *v)
+{
+        char labels[64];
+
+        if (!ext->opts.metrics)
+                return;
+        snprintf(labels, sizeof(labels), "resource=\"%s\"", refusal_resource(v));
+        gantry_metrics_counter_add(ext->opts.metrics, "gantry_scheduler_node_refusals_total",
+                                   "Nodes refused by filter, by the resource short", labels, 1);
+}
+
+/* Writes {"name": "reason", ...} of the refused nodes of one kind. */
+static void write_failed(struct json_out *o, const struct args *a,
+                         const struct gantry_node_verdict *v, bool unresolvable)
+{
+        bool first = true;
+
+        json_out_raw(o, "{");
+        for (size_t i = 0; i < a->n; i++) {
+                if (v[i].fits || v[i].unresolvable != unresolvable)
+                        continue;
+                json_out_raw(o, first ? "" : ",");
+                json_out_string(o, a->names[i]);
+                json_out_raw(o, ":");
+                json_out_string(o, v[i].reason);
+                first = false;
+        }
+        json_out_raw(o, "}");
+}
+
+static int do_filter(struct gantry_extender *ext, const struct args *a,
+                     const struct gantry_sched_demand *d, char **ret_reply, struct gantry_error *err)
+{
+        struct gantry_node_verdict *v = calloc(a->n ? a->n : 1, sizeof(*v));
+        struct json_out o = { 0 };
+        json_t *passed = NULL, *nodes = NULL;
+        bool first = true;
+        char *nodes_text = NULL;
+        int r;
+
+        if (!v)
+                return gantry_error_set(err, ENOMEM, "out of memory");
+        r = gantry_cluster_filter(gantry_sched_state_cluster(ext->state), &d->d, a->names, a->n, v, err);
+        if (r < 0)
+                goto out;
+        for (size_t i = 0; i < a->n; i++)
+                if (!v[i].fits)
+                        count_refusal(ext, &v[i]);
+        if (a->node_items) {
+                /* nodeCacheCapable false: the passing Node objects, as sent */
+                passed = json_array();
+                for (size_t i = 0; passed && i < a->n; i++)
+                        if (v[i].fits)
+                                json_array_append(passed, json_array_get(a->node_items, i));
+                nodes = passed ? json_pack("{s:{},s:O}", "metadata", "items", passed) : NULL;
+                nodes_text = nodes ? json_dumps(nodes, JSON_COMPACT) : NULL;
+                if (!nodes_text) {
+                        r = gantry_error_set(err, ENOMEM, "out of memory");
+                        goto out;
+                }
+                json_out_raw(&o, "{\"Nodes\":");
+                json_out_raw(&o, nodes_text);
+                json_out_raw(&o, ",\"NodeNames\":null");
+        } else {
+                json_out_raw(&o, "{\"Nodes\":null,\"NodeNames\":[");
+                for (size_t i = 0; i < a->n; i++) {
+                        if (!v[i].fits)
+                                continue;
+                        json_out_raw(&o, first ? "" : ",");
+                        json_out_string(&o, a->names[i]);
+                        first = false;
+                }
+                json_out_raw(&o, "]");
+        }
+        json_out_raw(&o, ",\"FailedNodes\":");
+        write_failed(&o, a, v, false);
+        json_out_raw(&o, ",\"FailedAndUnresolvableNodes\":");
+        write_failed(&o, a, v, true);
+        json_out_raw(&o, ",\"Error\":\"\"}");
+        *ret_reply = json_out_finish(&o);
+        r = *ret_reply ? 0 : gantry_error_set(err, ENOMEM, "out of memory");
+        log_debug("sched.filter", "pod=%s nodes=%zu", d->name, a->n);
+out:
+        free(nodes_text);
+        json_decref(nodes);
+        json_decref(passed);
+        free(v);
+        return r;
+}
+
+static int do_prioritize(struct gantry_extender *ext, const struct args *a,
+                         const struct gantry_sched_demand *d, char **ret_reply,
+                         struct gantry_error *err)
+{
+        int *scores = calloc(a->n ? a->n : 1, sizeof(*scores));
+        struct json_out o = { 0 };
+        int r;
+
+        if (!scores)
+                return gantry_error_set(err, ENOMEM, "out of memory");
+        r = gantry_cluster_prioritize(gantry_sched_state_cluster(ext->state), &d->d, a->names, a->n,
+                                      scores, err);
+        if (r < 0)
+                goto out;
+        json_out_raw(&o, "[");
+        for (size_t i = 0; i < a->n; i++) {
+                /* 0..100 -> 0..10, rounded */
+                int s = (scores[i] * MAX_EXTENDER_PRIORITY + GANTRY_PLACEMENT_SCORE_MAX / 2) /
+                        GANTRY_PLACEMENT_SCORE_MAX;
+
+                json_out_raw(&o, i ? ",{\"Host\":" : "{\"Host\":");
+                json_out_string(&o, a->names[i]);
+                json_out_raw(&o, ",\"Score\":");
+                json_out_int(&o, s);
+                json_out_raw(&o, "}");
+        }
+        json_out_raw(&o, "]");
+        *ret_reply = json_out_finish(&o);
+        r = *ret_reply ? 0 : gantry_error_set(err, ENOMEM, "out of memory");
+out:
+        free(scores);
+        return r;
+}
+
+static int handle_args(struct gantry_extender *ext, enum gantry_extender_verb verb,
+                       const char *body, size_t len, char **ret_reply)
+{
+        struct gantry_sched_demand d;
+        struct gantry_error err = { 0 };
+        struct args a;
+        int r;
+
+        r = parse_args(ext, body, len, &a, &err);
+        if (r == 0 && a.node_items)
+                r = apply_request_nodes(ext, &a, &err);
+        if (r < 0) {
+                args_free(&a);
+                return error_reply(gantry_status_http_from_errno(r), err.msg, ret_reply);
+        }
+        if (verb == GANTRY_VERB_FILTER)
+                gantry_sched_state_remember_pod(ext->state, a.pod);
+        r = gantry_sched_demand_from_pod(ext->state, a.pod, &d, &err);
+        if (r < 0) {
+                /* a pod Gantry cannot read: the protocol's Error, not a bad request */
+                args_free(&a);
+                return error_reply(r == -ENOMEM ? 500 : 200, err.msg, ret_reply);
+        }
+        if (verb == GANTRY_VERB_FILTER)
+                r = do_filter(ext, &a, &d, ret_reply, &err);
+        else
+                r = do_prioritize(ext, &a, &d, ret_reply, &err);
+        args_free(&a);
+        if (r < 0)
+                return error_reply(gantry_status_http_from_errno(r), err.msg, ret_reply);
+        return 200;
+}
+
+static int handle_bind(struct gantry_extender *ext, const char *body, size_t len, char **ret_reply)
+{
+        struct gantry_cluster *c = gantry_sched_state_cluster(ext->state);
+        struct gantry_error err = { 0 };
+        struct gantry_sched_demand d;
+        const char *ns, *name, *uid, *node;
+        json_t *root = NULL, *pod = NULL;
+        const char *result = "bound";
+        int r, status = 200;
+
+        if ((r = parse_body(body, len, &root, &err)) < 0)
+                return error_reply(400, err.msg, ret_reply);
+        ns = json_string_value(json_object_get(root, "PodNamespace"));
+        name = json_string_value(json_object_get(root, "PodName"));
+        uid = json_string_value(json_object_get(root, "PodUID"));
+        node = json_string_value(json_object_get(root, "Node"));
+        if (!name || !*name)
+                r = gantry_error_set(&err, EINVAL, "ExtenderBindingArgs.PodName: must be a non-empty string");
+        else if (!ns || !*ns)
+                r = gantry_error_set(&err, EINVAL, "ExtenderBindingArgs.PodNamespace: must be a non-empty string");
+        else if (!uid || !*uid)
+                r = gantry_error_set(&err, EINVAL, "ExtenderBindingArgs.PodUID: must be a non-empty string");
+        else if (!node || !*node)
+                r = gantry_error_set(&err, EINVAL, "ExtenderBindingArgs.Node: must be a non-empty string");
+        if (r < 0) {
+                json_decref(root);
+                return error_reply(400, err.msg, ret_reply);
+        }
+        expire_reservations(ext);
+        pod = gantry_sched_state_get_pod(ext->state, uid);
+        if (pod)
+                r = gantry_sched_demand_from_pod(ext->state, pod, &d, &err);
+        if (!pod || r < 0) {
+                /* never seen in a filter: bind it, charging nothing we cannot know */
+                memset(&d, 0, sizeof(d));
+                snprintf(d.name, sizeof(d.name), "%s/%s", ns, name);
+                d.d.name = d.name;
+        }
+        snprintf(d.uid, sizeof(d.uid), "%s", uid);
+        d.d.uid = d.uid;
+        r = gantry_cluster_reserve(c, &d.d, node, gantry_extender_now() + ext->opts.reservation_ttl_seconds,
+                                   &err);
+        if (r == 0 && ext->opts.bind) {
+                r = ext->opts.bind(ext->opts.bind_ctx, ns, name, uid, node, &err);
+                if (r < 0)
+                        gantry_cluster_release(c, uid);
+        }
+        if (r < 0) {
+                char q[256];
+
+                result = r == -ENOSPC ? "no_headroom" : "error";
+                log_warn("sched.bind_failed", "pod=%s/%s node=%s error=%s", ns, name, node,
+                         gantry_log_quote(err.msg, q, sizeof(q)));
+                status = error_reply(200, err.msg, ret_reply);
+        } else {
+                log_info("sched.bound", "pod=%s/%s node=%s flows=%zu", ns, name, node, d.d.n_flows);
+                status = error_reply(200, "", ret_reply);
+        }
+        if (ext->opts.metrics) {
+                char labels[64];
+
+                snprintf(labels, sizeof(labels), "result=\"%s\"", result);
+                gantry_metrics_counter_add(ext->opts.metrics, "gantry_scheduler_binds_total",
+                                           "Bind requests by result", labels, 1);
+        }
+        json_decref(pod);
+        json_decref(root);
+        return status;
+}
+
+int gantry_extender_handle(struct gantry_extender *ext, enum gantry_extender_verb verb,
+                           const char *body, size_t len, char **ret_reply)
+{
+        *ret_reply = NULL;
+        if (verb == GANTRY_VERB_BIND)
+                return handle_bind(ext, body, len, ret_reply);
+        if (verb == GANTRY_VERB_FILTER || verb == GANTRY_VERB_PRIORITIZE) {
+                expire_reservations(ext);
+                return handle_args(ext, verb, body, len, ret_reply);
+        }
+        return error_reply(404, "unknown verb", ret_reply);
+}
+
+void gantry_extender_update_gauges(struct gantry_extender *ext)
+{
+        struct gantry_cluster_stats s;
+        struct gantry_metrics *m = ext->opts.metrics;
+
+        if (!m)
+                return;
+        gantry_cluster_stats(gantry_sched_state_cluster(ext->state), &s);
+        gantry_metrics_gauge_set(m, "gantry_scheduler_nodes", "Nodes in the model", NULL, (double)s.nodes);
+        gantry_metrics_gauge_set(m, "gantry_scheduler_leaves", "Leaves in the model", NULL, (double)s.leaves);
+        gantry_metrics_gauge_set(m, "gantry_scheduler_backends", "Storage backends in the model", NULL,
+                                 (double)s.backends);
+        gantry_metrics_gauge_set(m, "gantry_scheduler_ledger_entries", "Pods charged in the ledger",
+                                 NULL, (double)s.entries);
+        gantry_metrics_gauge_set(m, "gantry_scheduler_reservations",
+                                 "Bind reservations not yet confirmed by the watch", NULL,
+                                 (double)s.reservations);
+}

@@ -1,0 +1,74 @@
+/*
+ * The kube-scheduler extender verbs, transport-free: a request body in, a
+ * reply body and an HTTP status out. extender_http.c serves them over HTTP;
+ * tests and the benchmark may call them directly.
+ *
+ *   filter      ExtenderArgs {Pod, Nodes | NodeNames} -> ExtenderFilterResult
+ *               {Nodes | NodeNames, FailedNodes, FailedAndUnresolvableNodes, Error}
+ *   prioritize  ExtenderArgs -> HostPriorityList [{Host, Score 0..10}]
+ *   bind        ExtenderBindingArgs {PodName, PodNamespace, PodUID, Node}
+ *               -> ExtenderBindingResult {Error}
+ *
+ * Keys are kube-scheduler's Go field names (capitalised), as it sends them.
+ * With nodeCacheCapable false the request carries whole Node objects: they
+ * are applied to the model before deciding (their labels are the freshest).
+ * A malformed body (bad JSON, wrong types, neither Nodes nor NodeNames) is a
+ * 400 with {"Error": "..."} naming the field; a pod Gantry cannot place is a
+ * 200 with its reasons, as the protocol expects.
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "error.h"
+#include "sched_state.h"
+
+struct gantry_metrics;
+
+enum gantry_extender_verb {
+        GANTRY_VERB_FILTER = 0,
+        GANTRY_VERB_PRIORITIZE,
+        GANTRY_VERB_BIND,
+        GANTRY_VERB_COUNT,
+};
+
+/*
+ * Posts the Binding to the API server (the Kubernetes client's
+ * gantry_kube_bind_pod). Returns 0 or -errno with @err filled. Called from
+ * HTTP threads concurrently.
+ */
+typedef int (*gantry_extender_bind_fn)(void *ctx, const char *namespace, const char *name,
+                                       const char *uid, const char *node, struct gantry_error *err);
+
+struct gantry_extender_options {
+        double reservation_ttl_seconds;  /* a bind's reservation until the watch confirms; default 60 */
+        gantry_extender_bind_fn bind;    /* NULL: reserve only (no API server, e.g. --state) */
+        void *bind_ctx;
+        struct gantry_metrics *metrics;  /* may be NULL; borrowed */
+        size_t max_nodes;                /* per request; default 100000 */
+};
+
+struct gantry_extender;
+
+/* A new extender over @state (borrowed). Returns 0 or -ENOMEM. */
+int gantry_extender_new(struct gantry_sched_state *state, const struct gantry_extender_options *opts,
+                        struct gantry_extender **ret_extender);
+void gantry_extender_free(struct gantry_extender *ext);
+
+/* "filter", "prioritize", "bind"; -EINVAL for anything else. */
+int gantry_extender_verb_parse(const char *name, enum gantry_extender_verb *ret_verb);
+const char *gantry_extender_verb_name(enum gantry_extender_verb verb);
+
+/*
+ * Handles one request. Returns the HTTP status (200, 400, 500) and in
+ * *ret_reply a malloc'd JSON text (caller frees); *ret_reply is NULL only
+ * when out of memory (status 500). Thread-safe.
+ */
+int gantry_extender_handle(struct gantry_extender *ext, enum gantry_extender_verb verb,
+                           const char *body, size_t len, char **ret_reply);
+
+/* Refreshes the model gauges in the metrics registry (before a /metrics render). */
+void gantry_extender_update_gauges(struct gantry_extender *ext);
+
+/* Monotonic clock in seconds, the time base of reservations. */
+double gantry_extender_now(void);

@@ -1,0 +1,291 @@
+/*
+ * The HTTP face of gantry-scheduler on libmicrohttpd: routing, body
+ * accumulation with a size limit, request metrics, TLS. The verbs
+ * themselves are in extender.c. See extender_http.h.
+ */
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "extender_http.h"
+#include "log.h"
+#include "metrics.h"
+
+#define DEFAULT_MAX_BODY (64u << 20)
+#define TLS_FILE_MAX (1u << 20)
+
+struct gantry_sched_server {
+        struct MHD_Daemon *daemon;
+        struct gantry_extender *ext;
+        struct gantry_metrics *metrics;
+        size_t max_body;
+        char *tls_cert, *tls_key; /* PEM in memory for MHD; the key is never logged */
+};
+
+/* One request's body as it arrives. */
+struct request {
+        char *buf;
+        size_t len, cap;
+        bool too_large;
+        double start;
+};
+
+static enum MHD_Result send_text(struct MHD_Connection *conn, unsigned int status,
+                                 const char *type, char *text, bool owned)
+{
+        struct MHD_Response *resp = MHD_create_response_from_buffer(
+                strlen(text), text, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+        enum MHD_Result ret;
+
+        if (!resp) {
+                if (owned)
+                        free(text);
+                return MHD_NO;
+        }
+        MHD_add_response_header(resp, "Content-Type", type);
+        ret = MHD_queue_response(conn, status, resp);
+        MHD_destroy_response(resp);
+        return ret;
+}
+
+static void count_request(struct gantry_sched_server *s, const char *verb, int status, double start)
+{
+        char labels[96];
+
+        if (!s->metrics)
+                return;
+        snprintf(labels, sizeof(labels), "verb=\"%s\",code=\"%d\"", verb, status);
+        gantry_metrics_counter_add(s->metrics, "gantry_scheduler_requests_total",
+                                   "Extender requests by verb and HTTP status", labels, 1);
+        snprintf(labels, sizeof(labels), "verb=\"%s\"", verb);
+        gantry_metrics_histogram_observe(s->metrics, "gantry_scheduler_request_seconds",
+                                         "Extender request latency by verb", labels,
+                                         gantry_extender_now() - start);
+}
+
+static enum MHD_Result serve_get(struct gantry_sched_server *s, struct MHD_Connection *conn,
+                                 const char *url)
+{
+        char *text = NULL;
+
+        if (!strcmp(url, "/healthz"))
+                return send_text(conn, MHD_HTTP_OK, "text/plain", "ok\n", false);
+        if (!strcmp(url, "/metrics") && s->metrics) {
+                gantry_extender_update_gauges(s->ext);
+                if (gantry_metrics_render(s->metrics, &text) < 0)
+                        return send_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",
+                                         "render failed\n", false);
+                return send_text(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", text, true);
+        }
+        return send_text(conn, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n", false);
+}
+
+static enum MHD_Result reply_json(struct gantry_sched_server *s, struct MHD_Connection *conn,
+                                  const char *verb, int status, char *json, double start)
+{
+        count_request(s, verb, status, start);
+        if (!json)
+                return send_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "application/json",
+                                 "{\"Error\":\"out of memory\"}", false);
+        return send_text(conn, (unsigned int)status, "application/json", json, true);
+}
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **con_cls)
+{
+        struct gantry_sched_server *s = cls;
+        struct request *req = *con_cls;
+        enum gantry_extender_verb verb;
+        const char *slash, *cl;
+        char *reply = NULL, msg[128];
+        int status;
+
+        (void)version;
+        if (strcmp(method, "POST") != 0) {
+                if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
+                        return serve_get(s, conn, url);
+                return send_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
+                                 "method not allowed\n", false);
+        }
+        slash = strrchr(url, '/');
+        if (gantry_extender_verb_parse(slash ? slash + 1 : url, &verb) < 0)
+                return send_text(conn, MHD_HTTP_NOT_FOUND, "application/json",
+                                 "{\"Error\":\"no such verb: POST to .../filter, .../prioritize "
+                                 "or .../bind\"}", false);
+        if (!req) {
+                /* first call: headers only; refuse an announced oversized body now */
+                cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+                if (cl && strtoull(cl, NULL, 10) > s->max_body) {
+                        snprintf(msg, sizeof(msg), "request body: %s bytes, the limit is %zu", cl,
+                                 s->max_body);
+                        reply = NULL;
+                        status = 413;
+                        goto too_large;
+                }
+                req = calloc(1, sizeof(*req));
+                if (!req)
+                        return MHD_NO;
+                req->start = gantry_extender_now();
+                *con_cls = req;
+                return MHD_YES;
+        }
+        if (*upload_data_size) {
+                size_t n = *upload_data_size;
+
+                *upload_data_size = 0;
+                if (req->too_large || req->len + n > s->max_body) {
+                        req->too_large = true;
+                        return MHD_YES; /* keep reading, answer 413 at the end */
+                }
+                if (req->len + n + 1 > req->cap) {
+                        size_t cap = (req->len + n + 1) * 2;
+                        char *p;
+
+                        if (cap > s->max_body + 1)
+                                cap = s->max_body + 1;
+                        p = realloc(req->buf, cap);
+                        if (!p)
+                                return MHD_NO;
+                        req->buf = p;
+                        req->cap = cap;
+                }
+                memcpy(req->buf + req->len, upload_data, n);
+                req->len += n;
+                return MHD_YES;
+        }
+        if (req->too_large) {
+                snprintf(msg, sizeof(msg), "request body: more than %zu bytes", s->max_body);
+                status = 413;
+                goto too_large;
+        }
+        status = gantry_extender_handle(s->ext, verb, req->buf ? req->buf : "", req->len, &reply);
+        return reply_json(s, conn, gantry_extender_verb_name(verb), status, reply, req->start);
+
+too_large:
+        log_warn("sched.request_too_large", "verb=%s", gantry_extender_verb_name(verb));
+        {
+                char body[200];
+
+                snprintf(body, sizeof(body), "{\"Error\":\"%s\"}", msg);
+                reply = strdup(body);
+        }
+        return reply_json(s, conn, gantry_extender_verb_name(verb), status, reply,
+                          req ? req->start : gantry_extender_now());
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                      enum MHD_RequestTerminationCode toe)
+{
+        struct request *req = *con_cls;
+
+        (void)cls;
+        (void)conn;
+        (void)toe;
+        if (req) {
+                free(req->buf);
+                free(req);
+                *con_cls = NULL;
+        }
+}
+
+static int read_pem(const char *flag, const char *path, char **ret, struct gantry_error *err)
+{
+        FILE *f = fopen(path, "re");
+        char *buf;
+        size_t n;
+
+        if (!f)
+                return gantry_error_set(err, errno, "%s %s: %s", flag, path, strerror(errno));
+        buf = calloc(1, TLS_FILE_MAX + 1);
+        if (!buf) {
+                fclose(f);
+                return gantry_error_set(err, ENOMEM, "out of memory");
+        }
+        n = fread(buf, 1, TLS_FILE_MAX + 1, f);
+        fclose(f);
+        if (n == 0 || n > TLS_FILE_MAX) {
+                free(buf);
+                return gantry_error_set(err, EINVAL, "%s %s: empty or larger than 1 MiB", flag, path);
+        }
+        *ret = buf;
+        return 0;
+}
+
+int gantry_sched_server_start(struct gantry_extender *ext,
+                              const struct gantry_sched_server_options *opts,
+                              struct gantry_sched_server **ret_server, int *ret_port,
+                              struct gantry_error *err)
+{
+        unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+        struct gantry_sched_server *s;
+        struct sockaddr_storage ss;
+        const union MHD_DaemonInfo *info;
+        unsigned int threads = opts->threads > 0 ? (unsigned int)opts->threads : 4;
+        int r;
+
+        if (!opts->addr || gantry_parse_listen_addr(opts->addr, &ss) < 0)
+                return gantry_error_set(err, EINVAL, "--listen %s: must be HOST:PORT",
+                                        opts->addr ? opts->addr : "(none)");
+        if (!opts->tls_cert_file != !opts->tls_key_file)
+                return gantry_error_set(err, EINVAL, "--tls-cert and --tls-key: give both or neither");
+        if (ss.ss_family == AF_INET6)
+                flags |= MHD_USE_IPv6;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return gantry_error_set(err, ENOMEM, "out of memory");
+        s->ext = ext;
+        s->metrics = opts->metrics;
+        s->max_body = opts->max_body_bytes ? opts->max_body_bytes : DEFAULT_MAX_BODY;
+        if (opts->tls_cert_file) {
+                if ((r = read_pem("--tls-cert", opts->tls_cert_file, &s->tls_cert, err)) < 0 ||
+                    (r = read_pem("--tls-key", opts->tls_key_file, &s->tls_key, err)) < 0)
+                        goto fail;
+                flags |= MHD_USE_TLS;
+                s->daemon = MHD_start_daemon(
+                        flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+                        (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+                        MHD_OPTION_HTTPS_MEM_CERT, s->tls_cert, MHD_OPTION_HTTPS_MEM_KEY, s->tls_key,
+                        MHD_OPTION_END);
+        } else {
+                s->daemon = MHD_start_daemon(
+                        flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+                        (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+                        MHD_OPTION_END);
+        }
+        if (!s->daemon) {
+                r = gantry_error_set(err, EADDRNOTAVAIL,
+                                     "--listen %s: cannot serve there (address in use, or a bad "
+                                     "TLS certificate or key)", opts->addr);
+                goto fail;
+        }
+        if (ret_port) {
+                info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+                *ret_port = info ? info->port : 0;
+        }
+        *ret_server = s;
+        return 0;
+fail:
+        free(s->tls_cert);
+        free(s->tls_key);
+        free(s);
+        return r;
+}
+
+void gantry_sched_server_stop(struct gantry_sched_server *s)
+{
+        if (!s)
+                return;
+        MHD_stop_daemon(s->daemon);
+        free(s->tls_cert);
+        if (s->tls_key) {
+                explicit_bzero(s->tls_key, strlen(s->tls_key));
+                free(s->tls_key);
+        }
+        free(s);
+}

@@ -1,0 +1,39 @@
+/*
+ * gantry-scheduler's HTTP server (libmicrohttpd, a thread pool): the
+ * extender verbs at POST <prefix>/filter, /prioritize, /bind (the last path
+ * segment names the verb, so any urlPrefix works), GET /healthz and GET
+ * /metrics (Prometheus text). Optional TLS from PEM files. A body over the
+ * size limit is refused with 413 before it is read when Content-Length says
+ * so, or as soon as it passes the limit.
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "error.h"
+#include "extender.h"
+
+struct gantry_metrics;
+
+struct gantry_sched_server_options {
+        const char *addr;            /* "HOST:PORT"; port 0 picks a free one */
+        int threads;                 /* thread pool size; default 4 */
+        size_t max_body_bytes;       /* default 64 MiB */
+        const char *tls_cert_file;   /* both or neither: HTTPS */
+        const char *tls_key_file;
+        struct gantry_metrics *metrics; /* for /metrics and request metrics; may be NULL */
+};
+
+struct gantry_sched_server;
+
+/*
+ * Starts serving @ext (borrowed; must outlive the server). Returns 0, the
+ * server and (when @ret_port is not NULL) the bound port; or -errno with
+ * @err ("--listen: ...", "--tls-cert FILE: ...").
+ */
+int gantry_sched_server_start(struct gantry_extender *ext,
+                              const struct gantry_sched_server_options *opts,
+                              struct gantry_sched_server **ret_server, int *ret_port,
+                              struct gantry_error *err);
+/* Stops (requests in flight finish) and frees; NULL is a no-op. */
+void gantry_sched_server_stop(struct gantry_sched_server *s);

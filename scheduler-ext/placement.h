@@ -1,0 +1,250 @@
+/*
+ * The placement library: Gantry's cluster model, bandwidth ledger and the
+ * filter / score / reserve decisions of the scheduler extender.
+ *
+ * Plain C over an in-memory model: no HTTP, no Kubernetes client, no JSON.
+ * gantry-scheduler feeds it from the API server's watch; `gantryctl sim`
+ * feeds it from a topology file and a job trace. Both ask it the very same
+ * questions, so the simulator measures the code that runs in the cluster.
+ *
+ * The model
+ *   spine ─┬─ leaf ─┬─ node (NIC Gbps, GPUs, NVMe-oF transports)
+ *          │        └─ node ...
+ *          └─ leaf ── backend (a Ceph cluster or an NVMe-oF target:
+ *                      capacity Gbps, the leaves it attaches to)
+ *   Capacities: each node's NIC, each leaf's uplink to its spine, each
+ *   backend's aggregate bandwidth. A capacity of 0 means "unknown": it is
+ *   never checked. A leaf's uplink is either given in Gbps, or derived as
+ *   (sum of its nodes' NIC Gbps) / oversubscription when that ratio is given.
+ *
+ * What a pod consumes on node N (its "charge")
+ *   Each flow (backend B, g Gbps) takes g from N's NIC and g from B; when B
+ *   does not attach to N's leaf, the traffic crosses the fabric and takes g
+ *   from N's leaf uplink too. A flow with no backend (an annotation without a
+ *   Gantry volume) is assumed to cross the fabric. GPUs are taken from N's
+ *   GPU count when the node has one (0 = not tracked). One pool per link:
+ *   reads and writes add up (conservative for full-duplex links).
+ *
+ * The ledger
+ *   One entry per pod UID: the node, and the amounts charged. Entries come
+ *   from two sources: gantry_cluster_record() (a bound pod seen by the watch,
+ *   or a job running in the simulator: no capacity check, reality wins) and
+ *   gantry_cluster_reserve() (the extender's bind: check and charge in one
+ *   step under the write lock, so two pods can never take the same
+ *   headroom). A reservation carries an expiry time; gantry_cluster_expire()
+ *   drops it if the watch has not confirmed it (record() of the same UID
+ *   replaces it and clears the expiry). Times are caller-supplied seconds
+ *   (monotonic clock in the server, virtual time in the simulator).
+ *
+ * How a caller uses it
+ *     struct gantry_cluster *c;
+ *     gantry_cluster_new(&c);
+ *     gantry_cluster_set_leaf(c, &(struct gantry_leaf_spec){
+ *             .name = "leaf-1", .spine = "spine-1", .uplink_gbps = 400 });
+ *     gantry_cluster_set_node(c, &(struct gantry_node_spec){
+ *             .name = "gpu-1", .leaf = "leaf-1", .nic_gbps = 200, .gpus = 8,
+ *             .transports = GANTRY_TRANSPORT_TCP });
+ *     gantry_cluster_set_backend(c, &(struct gantry_backend_spec){
+ *             .name = "ceph-a", .kind = GANTRY_BACKEND_CEPH, .gbps = 800,
+ *             .leaves = (const char *[]){ "leaf-2" }, .n_leaves = 1 });
+ *     struct gantry_pod_demand d = { .uid = "u1", .name = "ns/p1", .job = "ns/j",
+ *             .gpus = 8, .n_flows = 1,
+ *             .flows = { { .backend = "ceph-a", .gbps = 25 } } };
+ *     gantry_cluster_filter(c, &d, names, n, verdicts);    // fits + reason
+ *     gantry_cluster_prioritize(c, &d, names, n, scores);  // 0..100
+ *     gantry_cluster_reserve(c, &d, "gpu-1", now + 30, &err); // atomic
+ *     gantry_cluster_record(c, &d, "gpu-1");  // the watch saw it bound
+ *     gantry_cluster_release(c, "u1");        // the pod finished / deleted
+ *
+ * Leaves and spines referenced by a node or backend spec are created on first
+ * use (unknown capacities); set_* of an existing name updates it in place.
+ * Every function is thread-safe: one reader-writer lock per cluster; filter
+ * and prioritize take it shared, every change takes it exclusive. Strings in
+ * specs and demands are copied; the caller keeps ownership of its own.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+#define GANTRY_PLACEMENT_NAME_MAX 253    /* a Kubernetes object name */
+#define GANTRY_PLACEMENT_MAX_FLOWS 16    /* flows (volumes) per pod */
+#define GANTRY_PLACEMENT_MAX_ATTACH 64   /* leaves a backend attaches to */
+#define GANTRY_PLACEMENT_REASON_MAX 192  /* one filter reason, with NUL */
+#define GANTRY_PLACEMENT_SCORE_MAX 100
+
+enum gantry_transport {
+        GANTRY_TRANSPORT_TCP = 1 << 0,
+        GANTRY_TRANSPORT_RDMA = 1 << 1,
+};
+
+enum gantry_backend_kind {
+        GANTRY_BACKEND_CEPH = 1,   /* a Ceph cluster (dataset volumes) */
+        GANTRY_BACKEND_NVMEOF = 2, /* an NVMe-oF target (checkpoint volumes) */
+};
+
+struct gantry_leaf_spec {
+        const char *name;           /* required */
+        const char *spine;          /* may be NULL: unknown spine */
+        double uplink_gbps;         /* 0: derive from oversubscription, or unknown */
+        double oversubscription;    /* downlink:uplink, e.g. 2.0; 0: none given */
+};
+
+struct gantry_node_spec {
+        const char *name;           /* required */
+        const char *leaf;           /* may be NULL: no uplink check, no locality */
+        const char *spine;          /* may be NULL: taken from the leaf */
+        const char *accelerator;    /* NVLink domain; may be NULL (informational) */
+        double nic_gbps;            /* 0: unknown, not checked */
+        int gpus;                   /* 0: GPUs not tracked here */
+        unsigned transports;        /* GANTRY_TRANSPORT_*; 0 means TCP only */
+};
+
+struct gantry_backend_spec {
+        const char *name;           /* clusterID or targetID; required */
+        enum gantry_backend_kind kind;
+        double gbps;                /* aggregate bandwidth; 0: unknown */
+        const char *const *leaves;  /* leaves it attaches to; may be empty */
+        size_t n_leaves;
+        enum gantry_transport transport; /* NVMe-oF: TCP or RDMA; 0 = TCP */
+        bool same_leaf_only;        /* reachable only from its own leaves */
+};
+
+struct gantry_flow {
+        const char *backend;        /* NULL: not served by a known backend */
+        double gbps;                /* >= 0 */
+};
+
+struct gantry_pod_demand {
+        const char *uid;            /* ledger key; required for reserve/record */
+        const char *name;           /* "namespace/name", for logs */
+        const char *job;            /* gang key ("namespace/job"); may be NULL */
+        int gpus;
+        size_t n_flows;
+        struct gantry_flow flows[GANTRY_PLACEMENT_MAX_FLOWS];
+};
+
+struct gantry_node_verdict {
+        bool fits;
+        bool unresolvable; /* unreachable backend: preempting pods would not help */
+        char reason[GANTRY_PLACEMENT_REASON_MAX]; /* why not, when !fits */
+};
+
+/* Relative weights of the three parts of a score (any scale; >= 0). */
+struct gantry_score_weights {
+        double locality;  /* gang: keep a job within few leaves and spines */
+        double headroom;  /* bandwidth left on the node's links after placement */
+        double closeness; /* the pod's backends on the node's leaf / spine */
+};
+
+/* Headroom of one node's links as seen now (for /metrics, the simulator). */
+struct gantry_node_usage {
+        double nic_gbps, nic_used_gbps;
+        double uplink_gbps, uplink_used_gbps; /* the node's leaf */
+        int gpus, gpus_used;
+};
+
+struct gantry_cluster;
+
+/* A new empty cluster in *ret_cluster. Returns 0 or -ENOMEM. */
+int gantry_cluster_new(struct gantry_cluster **ret_cluster);
+/* Frees the cluster and its ledger; NULL is a no-op. No call may be in flight. */
+void gantry_cluster_free(struct gantry_cluster *c);
+
+/* Default score weights: locality 5, headroom 3, closeness 2. */
+void gantry_cluster_set_weights(struct gantry_cluster *c, const struct gantry_score_weights *w);
+
+/*
+ * Adds or updates a leaf / node / backend. Validates the spec first (names
+ * non-empty, at most GANTRY_PLACEMENT_NAME_MAX, numbers finite and >= 0);
+ * returns 0, -EINVAL with @err naming the field, or -ENOMEM. A node that
+ * moves to another leaf keeps its ledger entries charged where they were
+ * charged (they are released from there).
+ */
+int gantry_cluster_set_leaf(struct gantry_cluster *c, const struct gantry_leaf_spec *spec,
+                            struct gantry_error *err);
+int gantry_cluster_set_node(struct gantry_cluster *c, const struct gantry_node_spec *spec,
+                            struct gantry_error *err);
+int gantry_cluster_set_backend(struct gantry_cluster *c, const struct gantry_backend_spec *spec,
+                               struct gantry_error *err);
+/* Forgets a node (deleted from the cluster). Returns 0 or -ENOENT. */
+int gantry_cluster_remove_node(struct gantry_cluster *c, const char *name);
+/* True when @name is a node of the model. */
+bool gantry_cluster_has_node(struct gantry_cluster *c, const char *name);
+
+/*
+ * Checks a demand before use: flows <= GANTRY_PLACEMENT_MAX_FLOWS, Gbps finite
+ * and >= 0, gpus >= 0. Returns 0 or -EINVAL with @err naming the field.
+ * Every function below that takes a demand calls it.
+ */
+int gantry_pod_demand_validate(const struct gantry_pod_demand *d, struct gantry_error *err);
+
+/*
+ * Filter: for each of @n node names, whether the pod fits there now, and if
+ * not, one reason that reads well in `kubectl describe pod`:
+ *   "leaf-3 uplink: 12 Gbps free, pod needs 25 Gbps"
+ *   "gpu-7 NIC: 40 Gbps free, pod needs 50 Gbps"
+ *   "backend ceph-a: 10 Gbps free, pod needs 25 Gbps"
+ *   "target tgt-a: serves rdma only, gpu-7 has no rdma"
+ *   "gpu-9: unknown to gantry-scheduler (no Node seen yet)"
+ * @ret_verdicts has room for @n. Returns 0 or -EINVAL (bad demand, @err).
+ */
+int gantry_cluster_filter(struct gantry_cluster *c, const struct gantry_pod_demand *d,
+                          const char *const *nodes, size_t n,
+                          struct gantry_node_verdict *ret_verdicts, struct gantry_error *err);
+
+/*
+ * Prioritize: a score 0..GANTRY_PLACEMENT_SCORE_MAX per node (higher is
+ * better), a weighted mean of: gang locality (the job's pods already in the
+ * ledger: same leaf best, then same spine; a job's first pod prefers the leaf
+ * with the most uplink headroom), the smallest headroom fraction left on the
+ * links the pod would use, and closeness to the pod's backends (attached to
+ * the node's leaf 1, same spine 0.5, else 0, weighted by Gbps). Unknown nodes
+ * score 0. Returns 0 or -EINVAL / -ENOMEM.
+ */
+int gantry_cluster_prioritize(struct gantry_cluster *c, const struct gantry_pod_demand *d,
+                              const char *const *nodes, size_t n, int *ret_scores,
+                              struct gantry_error *err);
+
+/*
+ * Bind-time reservation: checks the pod fits on @node and charges it, in one
+ * step under the write lock. The entry expires at @expires_at (caller's
+ * clock; 0 = never) unless gantry_cluster_record() confirms it first. If the
+ * UID already holds an entry, that entry is replaced (a retried bind never
+ * charges twice). Returns 0; -ENOSPC with the reason in @err; -ENOENT when
+ * @node is unknown; -EINVAL for a bad demand (uid required).
+ */
+int gantry_cluster_reserve(struct gantry_cluster *c, const struct gantry_pod_demand *d,
+                           const char *node, double expires_at, struct gantry_error *err);
+
+/*
+ * A pod known to run (or be bound) on @node: charges it without a capacity
+ * check, replacing any entry of the same UID (and its expiry). Returns 0,
+ * -ENOENT (unknown node), -EINVAL or -ENOMEM.
+ */
+int gantry_cluster_record(struct gantry_cluster *c, const struct gantry_pod_demand *d,
+                          const char *node, struct gantry_error *err);
+
+/* Drops the entry of @uid and gives back its charge. Returns 0 or -ENOENT. */
+int gantry_cluster_release(struct gantry_cluster *c, const char *uid);
+
+/* Drops every reservation whose expiry is <= @now. Returns how many. */
+size_t gantry_cluster_expire(struct gantry_cluster *c, double now);
+
+/* Node name of @uid's entry copied into @buf; 0, -ENOENT or -ENAMETOOLONG. */
+int gantry_cluster_lookup(struct gantry_cluster *c, const char *uid, char *buf, size_t size);
+
+/* Counts for /metrics: nodes, leaves, backends, ledger entries, pending reservations. */
+struct gantry_cluster_stats {
+        size_t nodes, leaves, spines, backends, entries, reservations;
+};
+void gantry_cluster_stats(struct gantry_cluster *c, struct gantry_cluster_stats *ret_stats);
+
+/* Usage of one node's links. Returns 0 or -ENOENT. */
+int gantry_cluster_node_usage(struct gantry_cluster *c, const char *node,
+                              struct gantry_node_usage *ret_usage);
+/* Used and capacity Gbps of a backend. Returns 0 or -ENOENT. */
+int gantry_cluster_backend_usage(struct gantry_cluster *c, const char *backend,
+                                 double *ret_gbps, double *ret_used_gbps);

@@ -1,0 +1,113 @@
+/*
+ * Private state of the placement library (placement.h): the fabric model,
+ * the ledger, and the helpers the model, ledger and decision files share.
+ * Every function here expects the caller to hold the cluster's lock.
+ */
+#pragma once
+
+#include <pthread.h>
+
+#include "placement.h"
+#include "strmap.h"
+
+#define GANTRY_GBPS_EPSILON 1e-9
+
+struct gp_spine {
+        char *name;
+};
+
+struct gp_leaf {
+        char *name;
+        int spine;             /* index, -1 unknown */
+        double uplink_gbps;    /* as given; 0 = derive or unknown */
+        double oversub;        /* 0 = none given */
+        double nic_sum;        /* NIC Gbps of the present nodes on it */
+        double uplink_used;
+};
+
+struct gp_node {
+        char *name;
+        char *accelerator;
+        int leaf;              /* -1: none */
+        int spine;             /* -1: take the leaf's */
+        double nic_gbps, nic_used;
+        int gpus, gpus_used;
+        unsigned transports;
+        bool present;          /* false once removed; the slot is reused on re-add */
+};
+
+struct gp_backend {
+        char *name;
+        enum gantry_backend_kind kind;
+        double gbps, used;
+        int *leaves;
+        size_t n_leaves;
+        enum gantry_transport transport;
+        bool same_leaf_only;
+};
+
+/* What one pod takes, and where it was charged. */
+struct gp_charge {
+        int node, leaf;        /* leaf -1: no uplink charged */
+        double nic, uplink;
+        int gpus;
+        size_t n_backends;     /* distinct backends, flows merged */
+        int backend[GANTRY_PLACEMENT_MAX_FLOWS];
+        double backend_gbps[GANTRY_PLACEMENT_MAX_FLOWS];
+};
+
+struct gp_entry {
+        char *uid;
+        char *job;             /* NULL: none */
+        size_t index;          /* position in cluster->entries */
+        double expires_at;     /* 0: confirmed, never expires */
+        struct gp_charge charge;
+};
+
+struct gantry_cluster {
+        pthread_rwlock_t lock;
+        struct gantry_score_weights weights;
+
+        struct gp_spine *spines;
+        size_t n_spines, cap_spines;
+        struct gp_leaf *leaves;
+        size_t n_leaves, cap_leaves;
+        struct gp_node *nodes;
+        size_t n_nodes, cap_nodes, n_present;
+        struct gp_backend *backends;
+        size_t n_backends, cap_backends;
+        struct strmap *spine_by_name, *leaf_by_name, *node_by_name, *backend_by_name;
+
+        struct gp_entry **entries; /* dense, for scans by job */
+        size_t n_entries, cap_entries, n_reservations;
+        struct strmap *entry_by_uid;
+};
+
+/* Index lookups; -1 when absent (nodes: also when not present). */
+int gp_find_leaf(const struct gantry_cluster *c, const char *name);
+int gp_find_node(const struct gantry_cluster *c, const char *name);
+int gp_find_backend(const struct gantry_cluster *c, const char *name);
+/* The node's spine (its own, else its leaf's), -1 when unknown. */
+int gp_node_spine(const struct gantry_cluster *c, const struct gp_node *n);
+/* The leaf's uplink capacity in Gbps (given, or derived), 0 when unknown. */
+double gp_leaf_uplink_capacity(const struct gp_leaf *l);
+/* True when backend @b attaches to leaf @leaf. */
+bool gp_backend_on_leaf(const struct gp_backend *b, int leaf);
+
+/* Computes what @d would take on node @node (present). */
+void gp_charge_compute(const struct gantry_cluster *c, const struct gantry_pod_demand *d,
+                       int node, struct gp_charge *ret_charge);
+/* Adds (@sign 1) or gives back (@sign -1) a charge. */
+void gp_charge_apply(struct gantry_cluster *c, const struct gp_charge *ch, int sign);
+/*
+ * Whether charge @ch fits on top of what is used now. When not, writes the
+ * reason into @reason (may be NULL) and returns false; *@ret_unresolvable
+ * (may be NULL) tells a reachability failure from a shortage.
+ */
+bool gp_charge_fits(const struct gantry_cluster *c, const struct gp_charge *ch, char *reason,
+                    size_t size, bool *ret_unresolvable);
+
+/* Frees every ledger entry (cluster teardown). */
+void gp_ledger_clear(struct gantry_cluster *c);
+/* Grows a dynamic array of @elem bytes to hold one more; 0 or -ENOMEM. */
+int gp_grow(void **array, size_t *cap, size_t n, size_t elem);

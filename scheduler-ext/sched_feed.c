@@ -1,0 +1,100 @@
+/*
+ * Informers -> sched_state: the glue between the Kubernetes API client and
+ * the extender's cluster view. See sched_feed.h.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "log.h"
+#include "sched_feed.h"
+
+/* Start order: what a pod's demand needs is known before the pod. */
+static const enum gantry_kube_kind start_order[] = {
+        GANTRY_KUBE_STORAGE_CLASS, GANTRY_KUBE_PV, GANTRY_KUBE_PVC, GANTRY_KUBE_NODE, GANTRY_KUBE_POD,
+};
+#define N_INFORMERS (sizeof(start_order) / sizeof(start_order[0]))
+
+struct gantry_sched_feed {
+        struct gantry_sched_state *state;
+        struct gantry_kube_informer *informers[N_INFORMERS];
+};
+
+static enum gantry_obj_kind obj_kind(enum gantry_kube_kind k)
+{
+        switch (k) {
+        case GANTRY_KUBE_NODE: return GANTRY_OBJ_NODE;
+        case GANTRY_KUBE_POD: return GANTRY_OBJ_POD;
+        case GANTRY_KUBE_PVC: return GANTRY_OBJ_PVC;
+        case GANTRY_KUBE_PV: return GANTRY_OBJ_PV;
+        case GANTRY_KUBE_STORAGE_CLASS: return GANTRY_OBJ_STORAGE_CLASS;
+        default: return GANTRY_OBJ_KIND_COUNT;
+        }
+}
+
+static void on_event(void *ctx, enum gantry_kube_kind kind, enum gantry_kube_event event,
+                     const json_t *obj)
+{
+        struct gantry_sched_feed *feed = ctx;
+        struct gantry_error err = { 0 };
+        char q[GANTRY_ERROR_MSG_MAX + 8];
+        int r;
+
+        if (event == GANTRY_KUBE_SYNCED || !obj)
+                return;
+        r = gantry_sched_state_apply(feed->state, obj_kind(kind), event == GANTRY_KUBE_DELETED, obj,
+                                     &err);
+        if (r < 0)
+                log_warn("sched.object_ignored", "kind=%s event=%s error=%s",
+                         gantry_kube_kind_name(kind), gantry_kube_event_name(event),
+                         gantry_log_quote(err.msg, q, sizeof(q)));
+}
+
+int gantry_sched_feed_start(struct gantry_kube_client *client, struct gantry_sched_state *st,
+                            int sync_timeout_ms, struct gantry_sched_feed **ret_feed,
+                            struct gantry_error *err)
+{
+        struct gantry_sched_feed *feed = calloc(1, sizeof(*feed));
+        int r;
+
+        if (!feed)
+                return gantry_error_set(err, ENOMEM, "out of memory");
+        feed->state = st;
+        for (size_t i = 0; i < N_INFORMERS; i++) {
+                enum gantry_kube_kind k = start_order[i];
+
+                r = gantry_kube_informer_start(client, k, NULL, on_event, feed, &feed->informers[i], err);
+                if (r < 0)
+                        goto fail;
+                r = gantry_kube_informer_wait_synced(feed->informers[i], sync_timeout_ms);
+                if (r < 0) {
+                        struct gantry_kube_informer_state s;
+
+                        gantry_kube_informer_state(feed->informers[i], &s);
+                        r = gantry_error_set(err, -r, "%s informer did not sync: %s",
+                                             gantry_kube_kind_name(k),
+                                             s.last_error.err ? s.last_error.msg : "timed out");
+                        goto fail;
+                }
+                log_info("sched.synced", "kind=%s", gantry_kube_kind_name(k));
+        }
+        *ret_feed = feed;
+        return 0;
+fail:
+        gantry_sched_feed_stop(feed);
+        return r;
+}
+
+void gantry_sched_feed_stop(struct gantry_sched_feed *feed)
+{
+        if (!feed)
+                return;
+        for (size_t i = N_INFORMERS; i-- > 0;)
+                gantry_kube_informer_stop(feed->informers[i]);
+        free(feed);
+}
+
+int gantry_sched_feed_bind(void *ctx, const char *namespace, const char *name, const char *uid,
+                           const char *node, struct gantry_error *err)
+{
+        return gantry_kube_bind_pod(ctx, namespace, name, uid, node, err);
+}

@@ -1,0 +1,280 @@
+/*
+ * gantry-scheduler: the kube-scheduler extender binary.
+ *
+ *   gantry-scheduler [--listen HOST:PORT] [--topology FILE]
+ *                    [--kubeconfig FILE | --in-cluster | --state FILE]
+ *                    [--threads N] [--max-body-bytes N] [--sync-timeout S]
+ *                    [--reservation-ttl SECONDS] [--tls-cert F --tls-key F]
+ *                    [--ready-file PATH] [--log-level LEVEL]
+ *
+ * Checks every flag and file before it binds anything, builds the cluster
+ * model (topology file, then the API server's informers or a --state file of
+ * Kubernetes objects), serves
+ * the extender until SIGTERM or SIGINT, then stops cleanly.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "extender.h"
+#include "extender_http.h"
+#include "log.h"
+#include "metrics.h"
+#include "placement.h"
+#include "sched_feed.h"
+#include "sched_state.h"
+#include "sched_topology.h"
+
+#ifndef GANTRY_VERSION
+#define GANTRY_VERSION "unknown"
+#endif
+
+struct args {
+        const char *listen;
+        const char *topology;
+        const char *state;
+        const char *kubeconfig;
+        bool in_cluster;
+        int sync_timeout;
+        const char *tls_cert, *tls_key;
+        const char *ready_file;
+        const char *log_level;
+        int threads;
+        long long max_body;
+        double ttl;
+};
+
+static void usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: gantry-scheduler [options]\n"
+                "\n"
+                "The Gantry kube-scheduler extender: filters and ranks nodes for GPU pods by\n"
+                "fabric topology and storage-bandwidth headroom, and binds them.\n"
+                "\n"
+                "  --listen HOST:PORT        serve here (default 0.0.0.0:8888; port 0 picks one)\n"
+                "  --topology FILE           leaves, uplinks, oversubscription, backends (JSON)\n"
+                "  --kubeconfig FILE         follow the API server of this kubeconfig\n"
+                "  --in-cluster              follow the API server of the pod's service account\n"
+                "  --state FILE              Kubernetes objects to start from (JSON); without\n"
+                "                            --kubeconfig / --in-cluster, binds only reserve\n"
+                "  --sync-timeout S          seconds each informer may take to list (default 120)\n"
+                "  --threads N               HTTP thread pool (default 4)\n"
+                "  --max-body-bytes N        largest request body (default 67108864)\n"
+                "  --reservation-ttl S       seconds a bind holds headroom until the watch shows\n"
+                "                            the pod bound (default 60)\n"
+                "  --tls-cert FILE           serve HTTPS with this PEM certificate ...\n"
+                "  --tls-key FILE            ... and this PEM key\n"
+                "  --ready-file PATH         write the bound port there once serving\n"
+                "  --log-level LEVEL         debug, info, warn or error (default info)\n"
+                "  --version                 print the version and exit\n"
+                "  --help                    print this help and exit\n");
+}
+
+static int parse_number(const char *flag, const char *s, double min, double max, double *ret)
+{
+        char *end;
+        double v;
+
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno || end == s || *end || v < min || v > max) {
+                fprintf(stderr, "gantry-scheduler: %s: must be a number from %g to %g\n", flag, min, max);
+                return -EINVAL;
+        }
+        *ret = v;
+        return 0;
+}
+
+/* 0 to run, 1 to exit 0 (help, version), -EINVAL for bad usage. */
+static int parse_args(int argc, char **argv, struct args *a)
+{
+        enum { O_LISTEN = 256, O_TOPO, O_STATE, O_KUBECONFIG, O_INCLUSTER, O_SYNC, O_THREADS, O_MAXBODY, O_TTL, O_CERT, O_KEY,
+               O_READY, O_LOG, O_VERSION, O_HELP };
+        static const struct option opts[] = {
+                { "listen", required_argument, NULL, O_LISTEN },
+                { "topology", required_argument, NULL, O_TOPO },
+                { "state", required_argument, NULL, O_STATE },
+                { "kubeconfig", required_argument, NULL, O_KUBECONFIG },
+                { "in-cluster", no_argument, NULL, O_INCLUSTER },
+                { "sync-timeout", required_argument, NULL, O_SYNC },
+                { "threads", required_argument, NULL, O_THREADS },
+                { "max-body-bytes", required_argument, NULL, O_MAXBODY },
+                { "reservation-ttl", required_argument, NULL, O_TTL },
+                { "tls-cert", required_argument, NULL, O_CERT },
+                { "tls-key", required_argument, NULL, O_KEY },
+                { "ready-file", required_argument, NULL, O_READY },
+                { "log-level", required_argument, NULL, O_LOG },
+                { "version", no_argument, NULL, O_VERSION },
+                { "help", no_argument, NULL, O_HELP },
+                { 0 },
+        };
+        double v;
+        int c;
+
+        *a = (struct args){ .listen = "0.0.0.0:8888", .threads = 4, .max_body = 64LL << 20,
+                            .ttl = 60, .sync_timeout = 120 };
+        while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+                switch (c) {
+                case O_LISTEN: a->listen = optarg; break;
+                case O_TOPO: a->topology = optarg; break;
+                case O_STATE: a->state = optarg; break;
+                case O_KUBECONFIG: a->kubeconfig = optarg; break;
+                case O_INCLUSTER: a->in_cluster = true; break;
+                case O_SYNC:
+                        if (parse_number("--sync-timeout", optarg, 1, 3600, &v) < 0)
+                                return -EINVAL;
+                        a->sync_timeout = (int)v;
+                        break;
+                case O_CERT: a->tls_cert = optarg; break;
+                case O_KEY: a->tls_key = optarg; break;
+                case O_READY: a->ready_file = optarg; break;
+                case O_LOG: a->log_level = optarg; break;
+                case O_THREADS:
+                        if (parse_number("--threads", optarg, 1, 256, &v) < 0)
+                                return -EINVAL;
+                        a->threads = (int)v;
+                        break;
+                case O_MAXBODY:
+                        if (parse_number("--max-body-bytes", optarg, 1024, 1 << 30, &v) < 0)
+                                return -EINVAL;
+                        a->max_body = (long long)v;
+                        break;
+                case O_TTL:
+                        if (parse_number("--reservation-ttl", optarg, 1, 3600, &v) < 0)
+                                return -EINVAL;
+                        a->ttl = v;
+                        break;
+                case O_VERSION: printf("gantry-scheduler %s\n", GANTRY_VERSION); return 1;
+                case O_HELP: usage(stdout); return 1;
+                default: usage(stderr); return -EINVAL;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "gantry-scheduler: unexpected argument: %s\n", argv[optind]);
+                return -EINVAL;
+        }
+        if (a->kubeconfig && a->in_cluster) {
+                fprintf(stderr, "gantry-scheduler: --kubeconfig and --in-cluster: give one\n");
+                return -EINVAL;
+        }
+        if (!a->tls_cert != !a->tls_key) {
+                fprintf(stderr, "gantry-scheduler: --tls-cert and --tls-key: give both or neither\n");
+                return -EINVAL;
+        }
+        if (a->log_level) {
+                enum gantry_log_level lvl;
+
+                if (gantry_log_level_parse(a->log_level, &lvl) < 0) {
+                        fprintf(stderr, "gantry-scheduler: --log-level: debug, info, warn or error\n");
+                        return -EINVAL;
+                }
+                gantry_log_set_level(lvl);
+        }
+        return 0;
+}
+
+static int write_ready_file(const char *path, int port)
+{
+        char tmp[4096];
+        FILE *f;
+
+        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+        f = fopen(tmp, "we");
+        if (!f)
+                return -errno;
+        fprintf(f, "%d\n", port);
+        if (fclose(f) != 0 || rename(tmp, path) != 0)
+                return -errno;
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        struct gantry_cluster *cluster = NULL;
+        struct gantry_sched_state *state = NULL;
+        struct gantry_extender *ext = NULL;
+        struct gantry_sched_server *server = NULL;
+        struct gantry_metrics *metrics = NULL;
+        struct gantry_kube_client *kube = NULL;
+        struct gantry_sched_feed *feed = NULL;
+        struct gantry_error err = { 0 };
+        struct args a;
+        sigset_t sigs;
+        int r, port = 0, sig, ret = 1;
+
+        r = parse_args(argc, argv, &a);
+        if (r != 0)
+                return r > 0 ? 0 : 2;
+        sigemptyset(&sigs);
+        sigaddset(&sigs, SIGTERM);
+        sigaddset(&sigs, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+        signal(SIGPIPE, SIG_IGN);
+
+        metrics = gantry_metrics_new();
+        if (!metrics || gantry_cluster_new(&cluster) < 0 || gantry_sched_state_new(cluster, &state) < 0) {
+                fprintf(stderr, "gantry-scheduler: out of memory\n");
+                goto out;
+        }
+        if (a.topology && gantry_sched_topology_load(state, a.topology, &err) < 0) {
+                fprintf(stderr, "gantry-scheduler: --topology %s\n", err.msg);
+                goto out;
+        }
+        if (a.state && gantry_sched_state_load_file(state, a.state, &err) < 0) {
+                fprintf(stderr, "gantry-scheduler: --state %s\n", err.msg);
+                goto out;
+        }
+        if (a.kubeconfig || a.in_cluster) {
+                struct gantry_kube_client_options ko = { .kubeconfig = a.kubeconfig, .metrics = metrics };
+
+                if (gantry_kube_client_new(&ko, &kube, &err) < 0 ||
+                    gantry_sched_feed_start(kube, state, a.sync_timeout * 1000, &feed, &err) < 0) {
+                        fprintf(stderr, "gantry-scheduler: %s\n", err.msg);
+                        goto out;
+                }
+        }
+        r = gantry_extender_new(state, &(struct gantry_extender_options){
+                .reservation_ttl_seconds = a.ttl, .metrics = metrics,
+                .bind = kube ? gantry_sched_feed_bind : NULL, .bind_ctx = kube }, &ext);
+        if (r < 0)
+                goto out;
+        r = gantry_sched_server_start(ext, &(struct gantry_sched_server_options){
+                .addr = a.listen, .threads = a.threads, .max_body_bytes = (size_t)a.max_body,
+                .tls_cert_file = a.tls_cert, .tls_key_file = a.tls_key, .metrics = metrics },
+                &server, &port, &err);
+        if (r < 0) {
+                fprintf(stderr, "gantry-scheduler: %s\n", err.msg);
+                goto out;
+        }
+        {
+                struct gantry_cluster_stats s;
+
+                gantry_cluster_stats(cluster, &s);
+                        log_info("sched.serving", "listen=%s port=%d tls=%s api=%s nodes=%zu leaves=%zu "
+                         "backends=%zu pods=%zu version=%s", a.listen, port,
+                         a.tls_cert ? "on" : "off", kube ? gantry_kube_client_server(kube) : "none",
+                         s.nodes, s.leaves, s.backends, s.entries, GANTRY_VERSION);
+        }
+        if (a.ready_file && (r = write_ready_file(a.ready_file, port)) < 0) {
+                fprintf(stderr, "gantry-scheduler: --ready-file %s: %s\n", a.ready_file, strerror(-r));
+                goto out;
+        }
+        if (sigwait(&sigs, &sig) == 0)
+                log_info("sched.stopping", "signal=%s", sig == SIGTERM ? "TERM" : "INT");
+        ret = 0;
+out:
+        gantry_sched_server_stop(server);
+        gantry_sched_feed_stop(feed);
+        gantry_kube_client_free(kube);
+        gantry_extender_free(ext);
+        gantry_sched_state_free(state);
+        gantry_cluster_free(cluster);
+        gantry_metrics_free(metrics);
+        return ret;
+}

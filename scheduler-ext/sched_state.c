@@ -1,0 +1,441 @@
+/*
+ * gantry-scheduler's cluster view: Kubernetes objects in, the placement
+ * library's model and ledger out. See sched_state.h.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_demand.h"
+#include "sched_state.h"
+#include "strmap.h"
+
+#define REMEMBERED_PODS_MAX 4096
+
+struct gantry_sched_state {
+        struct gantry_cluster *cluster;
+        pthread_mutex_t lock; /* guards everything below */
+        struct gantry_sched_defaults defaults;
+        struct strmap *declared_leaves;             /* leaf -> (void *)1 */
+        struct strmap *objs[GANTRY_OBJ_KIND_COUNT]; /* key -> json_t * (owned) */
+        /* pods remembered from filter requests: a ring of UIDs */
+        char *remembered[REMEMBERED_PODS_MAX];
+        size_t next_remembered;
+        struct strmap *remembered_pods; /* uid -> json_t * */
+};
+
+static const char *const kind_names[GANTRY_OBJ_KIND_COUNT] = {
+        [GANTRY_OBJ_NODE] = "Node",
+        [GANTRY_OBJ_POD] = "Pod",
+        [GANTRY_OBJ_PVC] = "PersistentVolumeClaim",
+        [GANTRY_OBJ_PV] = "PersistentVolume",
+        [GANTRY_OBJ_STORAGE_CLASS] = "StorageClass",
+};
+
+int gantry_sched_obj_kind_parse(const char *kind, enum gantry_obj_kind *ret_kind)
+{
+        for (int k = 0; k < GANTRY_OBJ_KIND_COUNT; k++)
+                if (kind && strcmp(kind, kind_names[k]) == 0) {
+                        *ret_kind = k;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+int gantry_sched_state_new(struct gantry_cluster *cluster, struct gantry_sched_state **ret_state)
+{
+        struct gantry_sched_state *st = calloc(1, sizeof(*st));
+        int r = 0;
+
+        if (!st)
+                return -ENOMEM;
+        st->cluster = cluster;
+        pthread_mutex_init(&st->lock, NULL);
+        r |= strmap_new(&st->declared_leaves);
+        r |= strmap_new(&st->remembered_pods);
+        for (int k = 0; k < GANTRY_OBJ_KIND_COUNT; k++)
+                r |= strmap_new(&st->objs[k]);
+        if (r) {
+                gantry_sched_state_free(st);
+                return -ENOMEM;
+        }
+        *ret_state = st;
+        return 0;
+}
+
+static void value_decref(void *v)
+{
+        json_decref(v);
+}
+
+void gantry_sched_state_free(struct gantry_sched_state *st)
+{
+        if (!st)
+                return;
+        for (int k = 0; k < GANTRY_OBJ_KIND_COUNT; k++)
+                strmap_free_with(st->objs[k], value_decref);
+        strmap_free_with(st->remembered_pods, value_decref);
+        for (size_t i = 0; i < REMEMBERED_PODS_MAX; i++)
+                free(st->remembered[i]);
+        strmap_free(st->declared_leaves);
+        pthread_mutex_destroy(&st->lock);
+        free(st);
+}
+
+struct gantry_cluster *gantry_sched_state_cluster(struct gantry_sched_state *st)
+{
+        return st->cluster;
+}
+
+void gantry_sched_state_set_defaults(struct gantry_sched_state *st,
+                                     const struct gantry_sched_defaults *d)
+{
+        pthread_mutex_lock(&st->lock);
+        st->defaults = *d;
+        pthread_mutex_unlock(&st->lock);
+}
+
+int gantry_sched_state_declare_leaf(struct gantry_sched_state *st, const char *leaf)
+{
+        int r;
+
+        pthread_mutex_lock(&st->lock);
+        r = strmap_put(st->declared_leaves, leaf, (void *)1);
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+/* Parses a Gbps label / annotation: a finite number >= 0. */
+int gantry_sched_parse_gbps(const char *field, const char *s, double *ret, struct gantry_error *err)
+{
+        char *end;
+        double v;
+
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno || end == s || *end || !isfinite(v) || v < 0)
+                return gantry_error_set(err, EINVAL, "%s: \"%.64s\" is not a number of Gbps >= 0",
+                                        field, s);
+        *ret = v;
+        return 0;
+}
+
+/* A Kubernetes quantity of whole units ("4", 4); 0 when absent. */
+int gantry_sched_parse_count(const char *field, const json_t *q, int *ret, struct gantry_error *err)
+{
+        char *end;
+        long v;
+
+        if (!q || json_is_null(q)) {
+                *ret = 0;
+                return 0;
+        }
+        if (json_is_integer(q)) {
+                v = (long)json_integer_value(q);
+        } else if (json_is_string(q)) {
+                errno = 0;
+                v = strtol(json_string_value(q), &end, 10);
+                if (errno || end == json_string_value(q) || *end)
+                        v = -1;
+        } else {
+                v = -1;
+        }
+        if (v < 0 || v > 1000000)
+                return gantry_error_set(err, EINVAL, "%s: must be a whole number >= 0", field);
+        *ret = (int)v;
+        return 0;
+}
+
+int gantry_sched_node_spec(const json_t *node, const struct gantry_sched_defaults *defaults,
+                           struct gantry_node_spec *ret_spec, struct gantry_error *err)
+{
+        const json_t *labels = json_object_get(json_object_get(node, "metadata"), "labels");
+        const char *name = json_string_value(json_object_get(json_object_get(node, "metadata"), "name"));
+        const char *nic, *tr;
+        struct gantry_node_spec s = { .name = name };
+        int r;
+
+        if (!name || !*name)
+                return gantry_error_set(err, EINVAL, "Node: metadata.name: must be a non-empty string");
+        if (labels && !json_is_object(labels))
+                return gantry_error_set(err, EINVAL, "Node %s: metadata.labels: must be an object", name);
+        s.leaf = json_string_value(json_object_get(labels, GANTRY_LABEL_LEAF));
+        s.spine = json_string_value(json_object_get(labels, GANTRY_LABEL_SPINE));
+        s.accelerator = json_string_value(json_object_get(labels, GANTRY_LABEL_ACCELERATOR));
+        s.nic_gbps = defaults ? defaults->nic_gbps : 0;
+        nic = json_string_value(json_object_get(labels, GANTRY_LABEL_NIC_GBPS));
+        if (nic && (r = gantry_sched_parse_gbps("Node label " GANTRY_LABEL_NIC_GBPS, nic,
+                                                &s.nic_gbps, err)) < 0)
+                return gantry_error_prefix(err, name);
+        tr = json_string_value(json_object_get(labels, GANTRY_LABEL_TRANSPORTS));
+        if (tr) {
+                char buf[64], *save = NULL, *t;
+
+                snprintf(buf, sizeof(buf), "%s", tr);
+                for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                        if (!strcmp(t, "tcp"))
+                                s.transports |= GANTRY_TRANSPORT_TCP;
+                        else if (!strcmp(t, "rdma"))
+                                s.transports |= GANTRY_TRANSPORT_RDMA;
+                        else
+                                return gantry_error_set(err, EINVAL,
+                                                        "Node %s: label " GANTRY_LABEL_TRANSPORTS
+                                                        ": unknown transport \"%.16s\" (tcp, rdma)",
+                                                        name, t);
+                }
+        }
+        r = gantry_sched_parse_count(
+                "Node status.allocatable[nvidia.com/gpu]",
+                json_object_get(json_object_get(json_object_get(node, "status"), "allocatable"),
+                                GANTRY_RESOURCE_GPU),
+                &s.gpus, err);
+        if (r < 0)
+                return gantry_error_prefix(err, name);
+        *ret_spec = s;
+        return 0;
+}
+
+static int apply_node(struct gantry_sched_state *st, bool deleted, const json_t *obj,
+                      struct gantry_error *err)
+{
+        struct gantry_node_spec spec;
+        struct gantry_sched_defaults defaults;
+        bool declare = false;
+        int r;
+
+        pthread_mutex_lock(&st->lock);
+        defaults = st->defaults;
+        pthread_mutex_unlock(&st->lock);
+        if ((r = gantry_sched_node_spec(obj, &defaults, &spec, err)) < 0)
+                return r;
+        if (deleted) {
+                gantry_cluster_remove_node(st->cluster, spec.name);
+                return 0;
+        }
+        if (spec.leaf && *spec.leaf && defaults.oversubscription > 0) {
+                pthread_mutex_lock(&st->lock);
+                declare = !strmap_get(st->declared_leaves, spec.leaf);
+                pthread_mutex_unlock(&st->lock);
+        }
+        if (declare) {
+                /* a leaf the topology file does not describe: the default ratio */
+                r = gantry_cluster_set_leaf(st->cluster, &(struct gantry_leaf_spec){
+                        .name = spec.leaf, .spine = spec.spine,
+                        .oversubscription = defaults.oversubscription }, err);
+                if (r < 0)
+                        return r;
+                gantry_sched_state_declare_leaf(st, spec.leaf);
+        }
+        return gantry_cluster_set_node(st->cluster, &spec, err);
+}
+
+static bool pod_finished(const json_t *pod)
+{
+        const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+
+        return phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
+}
+
+static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *obj,
+                     struct gantry_error *err)
+{
+        const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
+        const char *node = json_string_value(json_object_get(json_object_get(obj, "spec"), "nodeName"));
+        struct gantry_sched_demand d;
+        int r;
+
+        if (!uid || !*uid)
+                return gantry_error_set(err, EINVAL, "Pod: metadata.uid: must be a non-empty string");
+        if (deleted || pod_finished(obj)) {
+                gantry_cluster_release(st->cluster, uid);
+                return 0;
+        }
+        if (!node || !*node) {
+                /* pending: kept so that bind finds its demand */
+                gantry_sched_state_remember_pod(st, obj);
+                return 0;
+        }
+        if ((r = gantry_sched_demand_from_pod(st, obj, &d, err)) < 0)
+                return r;
+        r = gantry_cluster_record(st->cluster, &d.d, node, err);
+        /* a pod on a node not (yet) in the model takes nothing we track */
+        return r == -ENOENT ? 0 : r;
+}
+
+/* Key of a cached object: "namespace/name" or "name". */
+static void obj_key(const char *namespace, const char *name, char *buf, size_t size)
+{
+        if (namespace)
+                snprintf(buf, size, "%s/%s", namespace, name);
+        else
+                snprintf(buf, size, "%s", name);
+}
+
+static int apply_cached(struct gantry_sched_state *st, enum gantry_obj_kind kind, bool deleted,
+                        const json_t *obj, struct gantry_error *err)
+{
+        const json_t *md = json_object_get(obj, "metadata");
+        const char *name = json_string_value(json_object_get(md, "name"));
+        const char *ns = kind == GANTRY_OBJ_PVC ? json_string_value(json_object_get(md, "namespace"))
+                                                : NULL;
+        char key[2 * GANTRY_PLACEMENT_NAME_MAX + 2];
+        json_t *old;
+        int r = 0;
+
+        if (!name || !*name || (kind == GANTRY_OBJ_PVC && (!ns || !*ns)))
+                return gantry_error_set(err, EINVAL, "%s: metadata.name/namespace: missing",
+                                        kind_names[kind]);
+        if (strlen(name) > GANTRY_PLACEMENT_NAME_MAX || (ns && strlen(ns) > GANTRY_PLACEMENT_NAME_MAX))
+                return gantry_error_set(err, EINVAL, "%s: metadata.name: too long", kind_names[kind]);
+        obj_key(ns, name, key, sizeof(key));
+        pthread_mutex_lock(&st->lock);
+        old = strmap_remove(st->objs[kind], key);
+        if (!deleted) {
+                json_t *copy = json_deep_copy(obj);
+
+                if (!copy || strmap_put(st->objs[kind], key, copy) < 0) {
+                        json_decref(copy);
+                        r = gantry_error_set(err, ENOMEM, "out of memory");
+                }
+        }
+        pthread_mutex_unlock(&st->lock);
+        json_decref(old);
+        return r;
+}
+
+int gantry_sched_state_apply(struct gantry_sched_state *st, enum gantry_obj_kind kind,
+                             bool deleted, const json_t *obj, struct gantry_error *err)
+{
+        if (!json_is_object(obj))
+                return gantry_error_set(err, EINVAL, "object: must be a JSON object");
+        switch (kind) {
+        case GANTRY_OBJ_NODE:
+                return apply_node(st, deleted, obj, err);
+        case GANTRY_OBJ_POD:
+                return apply_pod(st, deleted, obj, err);
+        case GANTRY_OBJ_PVC:
+        case GANTRY_OBJ_PV:
+        case GANTRY_OBJ_STORAGE_CLASS:
+                return apply_cached(st, kind, deleted, obj, err);
+        default:
+                return gantry_error_set(err, EINVAL, "kind: not followed");
+        }
+}
+
+json_t *gantry_sched_state_get(struct gantry_sched_state *st, enum gantry_obj_kind kind,
+                               const char *namespace, const char *name)
+{
+        char key[2 * GANTRY_PLACEMENT_NAME_MAX + 2];
+        json_t *v;
+
+        if (!name || strlen(name) > GANTRY_PLACEMENT_NAME_MAX ||
+            (namespace && strlen(namespace) > GANTRY_PLACEMENT_NAME_MAX))
+                return NULL;
+        obj_key(kind == GANTRY_OBJ_PVC ? namespace : NULL, name, key, sizeof(key));
+        pthread_mutex_lock(&st->lock);
+        v = json_incref(strmap_get(st->objs[kind], key));
+        pthread_mutex_unlock(&st->lock);
+        return v;
+}
+
+json_t *gantry_sched_state_get_pod(struct gantry_sched_state *st, const char *uid)
+{
+        json_t *v;
+
+        pthread_mutex_lock(&st->lock);
+        v = json_incref(strmap_get(st->remembered_pods, uid));
+        pthread_mutex_unlock(&st->lock);
+        return v;
+}
+
+void gantry_sched_state_remember_pod(struct gantry_sched_state *st, const json_t *pod)
+{
+        const char *uid = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
+        size_t slot;
+        json_t *copy;
+
+        if (!uid || !*uid || strlen(uid) > GANTRY_PLACEMENT_NAME_MAX)
+                return;
+        copy = json_deep_copy(pod);
+        if (!copy)
+                return;
+        pthread_mutex_lock(&st->lock);
+        json_t *old = strmap_get(st->remembered_pods, uid);
+        if (old) {
+                /* already in the ring: refresh the object only */
+                json_decref(old);
+                strmap_put(st->remembered_pods, uid, copy);
+                pthread_mutex_unlock(&st->lock);
+                return;
+        }
+        slot = st->next_remembered;
+        st->next_remembered = (slot + 1) % REMEMBERED_PODS_MAX;
+        if (st->remembered[slot]) {
+                json_decref(strmap_remove(st->remembered_pods, st->remembered[slot]));
+                free(st->remembered[slot]);
+        }
+        st->remembered[slot] = strdup(uid);
+        if (!st->remembered[slot] || strmap_put(st->remembered_pods, uid, copy) < 0) {
+                free(st->remembered[slot]);
+                st->remembered[slot] = NULL;
+                json_decref(copy);
+        }
+        pthread_mutex_unlock(&st->lock);
+}
+
+static const struct {
+        const char *key;
+        enum gantry_obj_kind kind;
+} state_file_keys[] = {
+        /* the order matters: storage objects before the pods that use them */
+        { "storageClasses", GANTRY_OBJ_STORAGE_CLASS },
+        { "persistentVolumes", GANTRY_OBJ_PV },
+        { "persistentVolumeClaims", GANTRY_OBJ_PVC },
+        { "nodes", GANTRY_OBJ_NODE },
+        { "pods", GANTRY_OBJ_POD },
+};
+
+int gantry_sched_state_load_file(struct gantry_sched_state *st, const char *path,
+                                 struct gantry_error *err)
+{
+        json_error_t jerr;
+        json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+        int r = 0;
+
+        if (!root)
+                return gantry_error_set(err, EINVAL, "%s: line %d: %s", path, jerr.line, jerr.text);
+        if (!json_is_object(root)) {
+                r = gantry_error_set(err, EINVAL, "%s: must be a JSON object", path);
+                goto out;
+        }
+        for (size_t i = 0; i < sizeof(state_file_keys) / sizeof(state_file_keys[0]); i++) {
+                const json_t *arr = json_object_get(root, state_file_keys[i].key);
+                size_t j;
+                json_t *obj;
+
+                if (!arr)
+                        continue;
+                if (!json_is_array(arr)) {
+                        r = gantry_error_set(err, EINVAL, "%s: %s: must be an array", path,
+                                             state_file_keys[i].key);
+                        goto out;
+                }
+                json_array_foreach(arr, j, obj) {
+                        r = gantry_sched_state_apply(st, state_file_keys[i].kind, false, obj, err);
+                        if (r < 0) {
+                                char where[256];
+
+                                snprintf(where, sizeof(where), "%s: %s[%zu]", path,
+                                         state_file_keys[i].key, j);
+                                gantry_error_prefix(err, where);
+                                goto out;
+                        }
+                }
+        }
+out:
+        json_decref(root);
+        return r;
+}

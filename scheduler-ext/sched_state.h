@@ -1,0 +1,103 @@
+/*
+ * gantry-scheduler's view of the cluster, fed by Kubernetes objects: it turns
+ * Nodes into the placement library's model (topology labels), bound Pods into
+ * ledger entries, and keeps the PVCs, PVs and StorageClasses a pod's demand
+ * is derived from (sched_demand.c). Objects come from the API client's
+ * informers, from a --state file, or from a filter request's Nodes.
+ *
+ * Node labels read:
+ *   network.topology.nvidia.com/leaf, .../spine, .../accelerator  (Topograph)
+ *   gantry.io/nic-gbps            the node's NIC bandwidth in Gbps
+ *   gantry.io/nvmeof-transports   "tcp", "rdma" or "tcp,rdma" (default tcp)
+ *   status.allocatable["nvidia.com/gpu"]  GPUs
+ * The topology file (sched_topology.c) adds leaf uplinks, oversubscription
+ * and where each backend attaches.
+ *
+ * Thread-safe: informer threads and HTTP threads call in at the same time.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <jansson.h>
+
+#include "error.h"
+#include "placement.h"
+
+#define GANTRY_LABEL_LEAF "network.topology.nvidia.com/leaf"
+#define GANTRY_LABEL_SPINE "network.topology.nvidia.com/spine"
+#define GANTRY_LABEL_ACCELERATOR "network.topology.nvidia.com/accelerator"
+#define GANTRY_LABEL_NIC_GBPS "gantry.io/nic-gbps"
+#define GANTRY_LABEL_TRANSPORTS "gantry.io/nvmeof-transports"
+#define GANTRY_RESOURCE_GPU "nvidia.com/gpu"
+
+enum gantry_obj_kind {
+        GANTRY_OBJ_NODE = 0,
+        GANTRY_OBJ_POD,
+        GANTRY_OBJ_PVC,
+        GANTRY_OBJ_PV,
+        GANTRY_OBJ_STORAGE_CLASS,
+        GANTRY_OBJ_KIND_COUNT,
+};
+
+/* Defaults the topology file may set for what labels do not say. */
+struct gantry_sched_defaults {
+        double nic_gbps;          /* a node without gantry.io/nic-gbps; 0 unknown */
+        double oversubscription;  /* a leaf the file does not list; 0 none */
+};
+
+struct gantry_sched_state;
+
+/*
+ * A new state over @cluster (borrowed; must outlive the state).
+ * Returns 0 or -ENOMEM.
+ */
+int gantry_sched_state_new(struct gantry_cluster *cluster, struct gantry_sched_state **ret_state);
+void gantry_sched_state_free(struct gantry_sched_state *st);
+
+/* The cluster it feeds (borrowed). */
+struct gantry_cluster *gantry_sched_state_cluster(struct gantry_sched_state *st);
+
+void gantry_sched_state_set_defaults(struct gantry_sched_state *st,
+                                     const struct gantry_sched_defaults *d);
+/* Marks @leaf as described by the topology file (its defaults are not applied). */
+int gantry_sched_state_declare_leaf(struct gantry_sched_state *st, const char *leaf);
+
+/* "Node" -> GANTRY_OBJ_NODE ...; -EINVAL for a kind it does not follow. */
+int gantry_sched_obj_kind_parse(const char *kind, enum gantry_obj_kind *ret_kind);
+
+/*
+ * Applies one object: @deleted false for ADDED/MODIFIED, true for DELETED.
+ * Returns 0, or -EINVAL with @err naming the field of a malformed object
+ * (the object is then ignored), or -ENOMEM.
+ */
+int gantry_sched_state_apply(struct gantry_sched_state *st, enum gantry_obj_kind kind,
+                             bool deleted, const json_t *obj, struct gantry_error *err);
+
+/*
+ * Loads a --state file: a JSON object with optional arrays "nodes", "pods",
+ * "persistentVolumeClaims", "persistentVolumes", "storageClasses" of
+ * Kubernetes objects as the API server serves them. Returns 0 or -errno with
+ * @err naming the file and the element.
+ */
+int gantry_sched_state_load_file(struct gantry_sched_state *st, const char *path,
+                                 struct gantry_error *err);
+
+/*
+ * Looks up a cached object: a PVC by namespace+name, a PV or StorageClass by
+ * name (@namespace NULL). Returns a new reference (json_decref it) or NULL.
+ */
+json_t *gantry_sched_state_get(struct gantry_sched_state *st, enum gantry_obj_kind kind,
+                               const char *namespace, const char *name);
+
+/*
+ * The pod with @uid, as last seen (from the watch or a filter request), or
+ * NULL. A new reference. Pods seen in filter requests are kept so that bind
+ * (which carries only names and the UID) can find their demand.
+ */
+json_t *gantry_sched_state_get_pod(struct gantry_sched_state *st, const char *uid);
+/* Remembers @pod (a filter request's Pod) by its UID; bounded, oldest dropped. */
+void gantry_sched_state_remember_pod(struct gantry_sched_state *st, const json_t *pod);
+
+/* Node spec from a Node object (strings borrowed from @node). 0 or -EINVAL. */
+int gantry_sched_node_spec(const json_t *node, const struct gantry_sched_defaults *defaults,
+                           struct gantry_node_spec *ret_spec, struct gantry_error *err);

@@ -1,0 +1,325 @@
+"""gantry-scheduler over HTTP, with request bodies captured from a real
+kube-scheduler v1.26 (fixtures/), in both node-cache modes: their reply
+shapes, Gantry's refusals and scores, bind reservations, concurrent binds,
+malformed / truncated / oversized bodies, /healthz, /metrics and TLS.
+The cluster comes from fixtures/topology.json and fixtures/state.json:
+gpu-node-1 and -2 on leaf-1 (100 Gbps uplink, Ceph cluster ceph-a attached,
+150 Gbps), gpu-node-3 on leaf-2 (20 Gbps uplink, an rdma target tgt-a).
+"""
+import copy
+import json
+import os
+import subprocess
+import tempfile
+import shutil
+import threading
+import unittest
+import uuid
+
+from sched_harness import Scheduler, fixture, fixture_json
+
+NC_TRUE_FILTER = "nodecache-true-001-filter.json"
+NC_TRUE_PRIO = "nodecache-true-002-prioritize.json"
+NC_FALSE_FILTER = "upstream-nodecache-false-001-filter.json"
+NC_FALSE_PRIO = "upstream-nodecache-false-002-prioritize.json"
+
+
+def with_pod(args, annotations=None, claims=(), labels=None, uid=None, name=None):
+    """A copy of captured ExtenderArgs whose Pod has Gantry annotations / PVCs."""
+    a = copy.deepcopy(args)
+    md = a["Pod"]["metadata"]
+    if annotations:
+        md.setdefault("annotations", {}).update(annotations)
+    if labels:
+        md.setdefault("labels", {}).update(labels)
+    md["uid"] = uid or str(uuid.uuid4())
+    if name:
+        md["name"] = name
+    for c in claims:
+        a["Pod"]["spec"]["volumes"].append(
+            {"name": c, "persistentVolumeClaim": {"claimName": c}})
+    return a
+
+
+class ExtenderHTTPTest(unittest.TestCase):
+    def setUp(self):
+        self.s = Scheduler().start()
+
+    def tearDown(self):
+        rc = self.s.stop()
+        self.assertEqual(rc, 0, "gantry-scheduler did not exit cleanly")
+
+    # -- captured bodies as sent ------------------------------------------------
+
+    def test_captured_bodies_node_cache_true(self):
+        for name in ("nodecache-true-001-filter.json", "nodecache-true-003-filter.json"):
+            sent = fixture_json(name)
+            status, r = self.s.post("filter", fixture(name))
+            self.assertEqual(status, 200, r)
+            self.assertIsNone(r["Nodes"])
+            self.assertEqual(r["NodeNames"], sent["NodeNames"])  # no demand: all pass
+            self.assertEqual(r["FailedNodes"], {})
+            self.assertEqual(r["Error"], "")
+        for name in ("nodecache-true-002-prioritize.json", "nodecache-true-004-prioritize.json"):
+            sent = fixture_json(name)
+            status, r = self.s.post("prioritize", fixture(name))
+            self.assertEqual(status, 200, r)
+            self.assertEqual([h["Host"] for h in r], sent["NodeNames"])
+            for h in r:
+                self.assertTrue(0 <= h["Score"] <= 10)
+
+    def test_captured_bodies_node_cache_false(self):
+        for name in ("upstream-nodecache-false-001-filter.json",
+                     "upstream-nodecache-false-003-filter.json"):
+            sent = fixture_json(name)
+            status, r = self.s.post("filter", fixture(name))
+            self.assertEqual(status, 200, r)
+            self.assertIsNone(r["NodeNames"])
+            # whole Node objects come back, as sent
+            self.assertEqual(r["Nodes"]["items"], sent["Nodes"]["items"])
+            self.assertEqual(r["FailedNodes"], {})
+        for name in ("upstream-nodecache-false-002-prioritize.json",
+                     "upstream-nodecache-false-004-prioritize.json"):
+            sent = fixture_json(name)
+            status, r = self.s.post("prioritize", fixture(name))
+            self.assertEqual(status, 200, r)
+            self.assertEqual([h["Host"] for h in r],
+                             [n["metadata"]["name"] for n in sent["Nodes"]["items"]])
+
+    # -- Gantry's decisions -------------------------------------------------------
+
+    def test_filter_refuses_saturated_uplink(self):
+        args = with_pod(fixture_json(NC_TRUE_FILTER),
+                        annotations={"gantry.io/dataset-read-gbps": "25"},
+                        claims=["train-data"])
+        status, r = self.s.post("filter", args)
+        self.assertEqual(status, 200, r)
+        self.assertEqual(r["NodeNames"], ["gpu-node-1", "gpu-node-2"])
+        self.assertEqual(r["FailedNodes"],
+                         {"gpu-node-3": "leaf-2 uplink: 20 Gbps free, pod needs 25 Gbps"})
+
+    def test_per_gpu_rate_from_storage_class(self):
+        # no annotation: 1 GPU x 10 Gbps/GPU (gantry-dataset) fits leaf-2's 20
+        args = with_pod(fixture_json(NC_TRUE_FILTER), claims=["train-data"])
+        args["Pod"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "3"
+        status, r = self.s.post("filter", args)
+        self.assertEqual(status, 200, r)
+        # 3 GPUs x 10 = 30 Gbps
+        self.assertEqual(r["FailedNodes"],
+                         {"gpu-node-3": "leaf-2 uplink: 20 Gbps free, pod needs 30 Gbps"})
+
+    def test_unreachable_target_is_unresolvable(self):
+        # the checkpoint PVC is unbound: its StorageClass names tgt-a (rdma)
+        args = with_pod(fixture_json(NC_TRUE_FILTER),
+                        annotations={"gantry.io/checkpoint-write-gbps": "5"}, claims=["ckpt"])
+        status, r = self.s.post("filter", args)
+        self.assertEqual(status, 200, r)
+        self.assertEqual(r["NodeNames"], ["gpu-node-3"])
+        self.assertEqual(r["FailedAndUnresolvableNodes"]["gpu-node-1"],
+                         "target tgt-a: serves rdma only, gpu-node-1 has no rdma")
+        self.assertEqual(r["FailedNodes"], {})
+
+    def test_node_cache_false_reads_labels_from_request(self):
+        args = with_pod(fixture_json(NC_FALSE_FILTER),
+                        annotations={"gantry.io/dataset-read-gbps": "60"})
+        for n in args["Nodes"]["items"]:
+            n["metadata"]["labels"]["network.topology.nvidia.com/leaf"] = "leaf-1"
+            n["metadata"]["labels"]["gantry.io/nic-gbps"] = "50"
+        status, r = self.s.post("filter", args)
+        self.assertEqual(status, 200, r)
+        self.assertEqual(r["Nodes"]["items"], [])
+        self.assertEqual(r["FailedNodes"]["gpu-node-2"],
+                         "gpu-node-2 NIC: 50 Gbps free, pod needs 60 Gbps")
+
+    def test_prioritize_prefers_backend_leaf(self):
+        args = with_pod(fixture_json(NC_TRUE_PRIO),
+                        annotations={"gantry.io/dataset-read-gbps": "10"}, claims=["train-data"])
+        status, r = self.s.post("prioritize", args)
+        self.assertEqual(status, 200, r)
+        score = {h["Host"]: h["Score"] for h in r}
+        self.assertGreater(score["gpu-node-1"], score["gpu-node-3"])
+        self.assertEqual(score["gpu-node-1"], score["gpu-node-2"])
+
+    def test_prioritize_keeps_a_job_together(self):
+        job = {"gantry.io/job": "llm"}
+        first = with_pod(fixture_json(NC_TRUE_FILTER), labels=job, name="w0")
+        self.s.post("filter", first)
+        status, r = self.s.post("bind", {"PodName": "w0", "PodNamespace": "default",
+                                         "PodUID": first["Pod"]["metadata"]["uid"],
+                                         "Node": "gpu-node-3"})
+        self.assertEqual(r, {"Error": ""})
+        second = with_pod(fixture_json(NC_TRUE_PRIO), labels=job, name="w1")
+        status, r = self.s.post("prioritize", second)
+        score = {h["Host"]: h["Score"] for h in r}
+        self.assertGreater(score["gpu-node-3"], score["gpu-node-1"])
+
+    def test_bind_reserves_headroom(self):
+        # gpu-node-1's NIC is 100 Gbps; each pod reads 40 from ceph-a (same leaf)
+        base = fixture_json(NC_TRUE_FILTER)
+        results = []
+        for i in range(3):
+            p = with_pod(base, annotations={"gantry.io/dataset-read-gbps": "40"},
+                         claims=["train-data"], name="r%d" % i)
+            self.assertEqual(self.s.post("filter", p)[0], 200)
+            status, r = self.s.post("bind", {"PodName": "r%d" % i, "PodNamespace": "default",
+                                             "PodUID": p["Pod"]["metadata"]["uid"],
+                                             "Node": "gpu-node-1"})
+            self.assertEqual(status, 200)
+            results.append(r["Error"])
+        self.assertEqual(results[:2], ["", ""])
+        self.assertEqual(results[2], "gpu-node-1 NIC: 20 Gbps free, pod needs 40 Gbps")
+        # and filter now sees the reservations
+        p = with_pod(base, annotations={"gantry.io/dataset-read-gbps": "40"}, claims=["train-data"])
+        status, r = self.s.post("filter", p)
+        self.assertEqual(r["FailedNodes"]["gpu-node-1"],
+                         "gpu-node-1 NIC: 20 Gbps free, pod needs 40 Gbps")
+        self.assertIn("gpu-node-2", r["NodeNames"])
+
+    def test_concurrent_binds_never_overcommit(self):
+        # 16 pods x 30 Gbps race for ceph-a (150 Gbps) through 8 threads: exactly 5 fit
+        base = fixture_json(NC_TRUE_FILTER)
+        pods = []
+        for i in range(16):
+            p = with_pod(base, annotations={"gantry.io/dataset-read-gbps": "30"},
+                         claims=["train-data"], name="c%d" % i)
+            self.assertEqual(self.s.post("filter", p)[0], 200)
+            pods.append(p)
+        errors = []
+        lock = threading.Lock()
+
+        def worker(chunk):
+            for i, p in chunk:
+                _, r = self.s.post("bind", {"PodName": "c%d" % i, "PodNamespace": "default",
+                                            "PodUID": p["Pod"]["metadata"]["uid"],
+                                            "Node": "gpu-node-%d" % (1 + i % 2)})
+                with lock:
+                    errors.append(r["Error"])
+
+        items = list(enumerate(pods))
+        threads = [threading.Thread(target=worker, args=(items[k::8],)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(len(errors), 16)
+        self.assertEqual(errors.count(""), 5)
+        for e in errors:
+            self.assertTrue(e == "" or e.startswith("backend ceph-a: ") or " NIC: " in e, e)
+
+    # -- bad requests ---------------------------------------------------------------
+
+    def test_malformed_json_is_400(self):
+        status, r = self.s.post("filter", b'{"Pod": {"metadata": }')
+        self.assertEqual(status, 400)
+        self.assertIn("request body: invalid JSON at line 1", r["Error"])
+
+    def test_truncated_bodies_are_400(self):
+        body = fixture(NC_FALSE_FILTER)
+        for cut in (1, len(body) // 3, len(body) // 2, len(body) - 1):
+            for verb in ("filter", "prioritize", "bind"):
+                status, r = self.s.post(verb, body[:cut])
+                self.assertEqual(status, 400, (verb, cut, r))
+                self.assertIn("invalid JSON", r["Error"])
+
+    def test_wrong_shapes_are_400(self):
+        cases = [
+            ({"Pod": 3, "Nodes": None, "NodeNames": ["a"]}, "ExtenderArgs.Pod: must be a Pod object"),
+            ({"Pod": {"metadata": {"name": "p"}}, "Nodes": None, "NodeNames": None},
+             "ExtenderArgs: Nodes and NodeNames are both missing or null"),
+            ({"Pod": {"metadata": {"name": "p"}}, "NodeNames": [1]},
+             "ExtenderArgs.NodeNames[0]: must be a non-empty string"),
+            ({"Pod": {"metadata": {"name": "p"}}, "Nodes": {"items": [{}]}},
+             "ExtenderArgs.Nodes.items[0].metadata.name: must be a non-empty string"),
+            ([1, 2], "request body: must be a JSON object"),
+        ]
+        for body, msg in cases:
+            status, r = self.s.post("filter", body)
+            self.assertEqual(status, 400, body)
+            self.assertEqual(r["Error"], msg)
+        status, r = self.s.post("bind", {"PodName": "p", "PodNamespace": "default", "Node": "n"})
+        self.assertEqual(status, 400)
+        self.assertEqual(r["Error"], "ExtenderBindingArgs.PodUID: must be a non-empty string")
+
+    def test_bad_annotation_is_a_protocol_error(self):
+        args = with_pod(fixture_json(NC_TRUE_FILTER),
+                        annotations={"gantry.io/dataset-read-gbps": "lots"})
+        status, r = self.s.post("filter", args)
+        self.assertEqual(status, 200)
+        self.assertEqual(r["Error"], 'pod default/gpu-pod-d: annotation gantry.io/dataset-read-gbps: '
+                                     '"lots" is not a number of Gbps >= 0')
+
+    def test_unknown_verb_and_method(self):
+        self.assertEqual(self.s.request("POST", "/preempt", b"{}")[0], 404)
+        self.assertEqual(self.s.request("DELETE", "/filter")[0], 405)
+        self.assertEqual(self.s.request("GET", "/nothing")[0], 404)
+
+    def test_healthz_and_metrics(self):
+        self.assertEqual(self.s.request("GET", "/healthz"), (200, b"ok\n"))
+        self.s.post("filter", fixture(NC_TRUE_FILTER))
+        self.s.post("filter", b"{")
+        status, text = self.s.request("GET", "/metrics")
+        self.assertEqual(status, 200)
+        text = text.decode()
+        self.assertIn('gantry_scheduler_requests_total{verb="filter",code="200"} 1', text)
+        self.assertIn('gantry_scheduler_requests_total{verb="filter",code="400"} 1', text)
+        self.assertIn("gantry_scheduler_nodes 3", text)
+        self.assertIn('gantry_scheduler_request_seconds_count{verb="filter"} 2', text)
+
+
+class LimitsTest(unittest.TestCase):
+    def test_oversized_body_is_413(self):
+        s = Scheduler("--max-body-bytes", "8192").start()
+        try:
+            big = with_pod(fixture_json(NC_TRUE_FILTER))
+            big["NodeNames"] = ["gpu-node-%d" % i for i in range(2000)]
+            body = json.dumps(big).encode()
+            self.assertGreater(len(body), 8192)
+            status, r = s.post("filter", body)
+            self.assertEqual(status, 413)
+            self.assertIn("the limit is 8192", r["Error"])
+            # a body within the limit still works after
+            self.assertEqual(s.post("filter", fixture(NC_TRUE_FILTER))[0], 200)
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    def test_bad_flags_and_files_name_the_problem(self):
+        tmp = tempfile.mkdtemp(prefix="gantry-sched-test-%d-" % os.getpid())
+        try:
+            topo = os.path.join(tmp, "t.json")
+            with open(topo, "w") as f:
+                f.write('{"leaves": [{"name": "l1", "uplinkGpbs": 10}]}')
+            p = subprocess.run([os.environ["GANTRY_SCHEDULER"], "--topology", topo],
+                               capture_output=True, timeout=30)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn(b"leaves[0].uplinkGpbs: unknown key", p.stderr)
+            p = subprocess.run([os.environ["GANTRY_SCHEDULER"], "--threads", "0"],
+                               capture_output=True, timeout=30)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn(b"--threads", p.stderr)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class TLSTest(unittest.TestCase):
+    def test_https(self):
+        tmp = tempfile.mkdtemp(prefix="gantry-sched-tls-%d-" % os.getpid())
+        try:
+            cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                            "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                            "-addext", "subjectAltName=IP:127.0.0.1"],
+                           check=True, capture_output=True, timeout=60)
+            s = Scheduler(tls=(cert, key)).start()
+            try:
+                self.assertEqual(s.request("GET", "/healthz"), (200, b"ok\n"))
+                status, r = s.post("filter", fixture(NC_TRUE_FILTER))
+                self.assertEqual(status, 200)
+                self.assertEqual(r["Error"], "")
+            finally:
+                self.assertEqual(s.stop(), 0)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,163 @@
+"""gantry-scheduler fed by a (FAKE) Kubernetes API server.
+
+tests/fakeapi/fake_kube_apiserver.py serves real-shaped lists and watches of
+the objects in fixtures/state.json plus the captured pod; gantry-scheduler
+follows it through a kubeconfig (bearer token), answers the captured
+kube-scheduler bodies from what its informers saw, and binds through the
+fake's pods/binding endpoint, which records the Binding.
+"""
+import copy
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import shutil
+import unittest
+import urllib.request
+
+from sched_harness import Scheduler, fixture_json, FIXTURES
+
+FAKE = os.environ.get("GANTRY_FAKEAPI")
+TOKEN = "sched-test-token-%d" % os.getpid()
+NC_TRUE_FILTER = "nodecache-true-001-filter.json"
+
+
+def wait_for(pred, timeout=20, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+class FakeAPI:
+    def __init__(self, seed_path):
+        self.proc = subprocess.Popen([sys.executable, FAKE, "--token", TOKEN, "--seed", seed_path,
+                                      "--max-seconds", "600"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        line = b""
+        deadline = time.monotonic() + 20
+        while b"ready port=" not in line:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.stop()
+                raise RuntimeError("fake API server did not start: %r" % line)
+            r, _, _ = select.select([self.proc.stdout], [], [], 0.5)
+            if r:
+                line = self.proc.stdout.readline()
+        self.port = int(line.split(b"port=")[1])
+        self.base = "http://127.0.0.1:%d" % self.port
+
+    def get(self, path):
+        with urllib.request.urlopen(self.base + path, timeout=10) as r:
+            return json.loads(r.read())
+
+    def post(self, path, obj):
+        req = urllib.request.Request(self.base + path, data=json.dumps(obj).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+
+
+@unittest.skipUnless(FAKE, "GANTRY_FAKEAPI not set")
+class ExtenderKubeTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="gantry-sched-kube-%d-" % os.getpid())
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        state = json.load(open(os.path.join(FIXTURES, "state.json")))
+        self.pod_args = fixture_json(NC_TRUE_FILTER)
+        pod = copy.deepcopy(self.pod_args["Pod"])
+        pod["metadata"]["annotations"] = {"gantry.io/dataset-read-gbps": "25"}
+        pod["spec"]["volumes"].append({"name": "data",
+                                       "persistentVolumeClaim": {"claimName": "train-data"}})
+        self.pod = pod
+        seed = {"nodes": state["nodes"], "storageclasses": state["storageClasses"],
+                "persistentvolumes": state["persistentVolumes"],
+                "persistentvolumeclaims": state["persistentVolumeClaims"], "pods": [pod]}
+        seed_path = os.path.join(self.tmp, "seed.json")
+        json.dump(seed, open(seed_path, "w"))
+        self.fake = FakeAPI(seed_path)
+        self.addCleanup(self.fake.stop)
+        kubeconfig = os.path.join(self.tmp, "kubeconfig")
+        with open(kubeconfig, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+                    "clusters:\n- name: fake\n  cluster:\n    server: %s\n"
+                    "users:\n- name: sched\n  user:\n    token: %s\n"
+                    "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: sched\n"
+                    % (self.fake.base, TOKEN))
+        self.s = Scheduler("--kubeconfig", kubeconfig, state=None).start()
+        self.addCleanup(self.stop_scheduler)
+
+    def stop_scheduler(self):
+        self.assertEqual(self.s.stop(), 0)
+
+    def metric(self, name):
+        _, text = self.s.request("GET", "/metrics")
+        for line in text.decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        return None
+
+    def test_filter_from_informers_and_bind_through_api(self):
+        args = copy.deepcopy(self.pod_args)
+        args["Pod"] = self.pod
+        status, r = self.s.post("filter", args)
+        self.assertEqual(status, 200, r)
+        self.assertEqual(r["FailedNodes"],
+                         {"gpu-node-3": "leaf-2 uplink: 20 Gbps free, pod needs 25 Gbps"})
+        md = self.pod["metadata"]
+        status, r = self.s.post("bind", {"PodName": md["name"], "PodNamespace": md["namespace"],
+                                         "PodUID": md["uid"], "Node": "gpu-node-1"})
+        self.assertEqual((status, r), (200, {"Error": ""}))
+        self.assertEqual(self.fake.get("/fake/bindings"),
+                         [{"namespace": md["namespace"], "name": md["name"], "uid": md["uid"],
+                           "node": "gpu-node-1"}])
+        # the watch shows the pod bound: the reservation becomes a confirmed entry
+        wait_for(lambda: self.metric("gantry_scheduler_reservations") == 0
+                 and self.metric("gantry_scheduler_ledger_entries") == 1, what="watch to confirm")
+        # a second bind of the same pod: the API refuses (409), nothing is charged twice
+        status, r = self.s.post("bind", {"PodName": md["name"], "PodNamespace": md["namespace"],
+                                         "PodUID": md["uid"], "Node": "gpu-node-2"})
+        self.assertNotEqual(r["Error"], "")
+        self.assertEqual(self.metric("gantry_scheduler_reservations"), 0)
+
+    def test_bind_of_unknown_pod_releases_its_reservation(self):
+        status, r = self.s.post("bind", {"PodName": "ghost", "PodNamespace": "default",
+                                         "PodUID": "00000000-0000-0000-0000-000000000000",
+                                         "Node": "gpu-node-1"})
+        self.assertEqual(status, 200)
+        self.assertNotEqual(r["Error"], "")
+        self.assertEqual(self.metric("gantry_scheduler_ledger_entries"), 0)
+        self.assertEqual(self.fake.get("/fake/bindings"), [])
+
+    def test_nodes_added_later_are_seen(self):
+        self.fake.post("/fake/objects/nodes", {
+            "metadata": {"name": "gpu-node-4", "labels": {
+                "network.topology.nvidia.com/leaf": "leaf-1", "gantry.io/nic-gbps": "10"}},
+            "status": {"allocatable": {"nvidia.com/gpu": "8"}}})
+        wait_for(lambda: self.metric("gantry_scheduler_nodes") == 4, what="node 4")
+        args = copy.deepcopy(self.pod_args)
+        args["Pod"] = self.pod
+        args["NodeNames"] = ["gpu-node-4"]
+        status, r = self.s.post("filter", args)
+        self.assertEqual(r["FailedNodes"],
+                         {"gpu-node-4": "gpu-node-4 NIC: 10 Gbps free, pod needs 25 Gbps"})
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
