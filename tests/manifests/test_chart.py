@@ -306,7 +306,7 @@ class ChartTest(unittest.TestCase):
         topo = json.loads(docs[("ConfigMap", NS, "gantry-scheduler")]["data"]["topology.json"])
         self.assertEqual([l["name"] for l in topo["leaves"]], ["leaf-0", "leaf-1", "leaf-2", "leaf-3"])
         # maps merge with values.yaml (backends kept), lists are replaced
-        self.assertEqual([b["id"] for b in topo["backends"]], ["nvme"])
+        self.assertEqual([b["name"] for b in topo["backends"]], ["nvme", "tgt-a"])
 
     def test_parts_can_be_turned_off(self):
         docs = docs_of(render("--set", "target.enabled=false", "--set", "scheduler.enabled=false",
