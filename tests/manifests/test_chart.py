@@ -70,7 +70,8 @@ def normalized(doc):
 
 
 def manifest_docs(examples):
-    files = sorted(glob.glob(os.path.join(ROOT, "manifests", "*.yaml")))
+    files = sorted(glob.glob(os.path.join(ROOT, "manifests", "*.yaml")) +
+                   glob.glob(os.path.join(ROOT, "manifests", "secrets", "*.yaml")))
     if examples:
         files = sorted(glob.glob(os.path.join(ROOT, "manifests", "examples", "*.yaml")))
     docs = []
