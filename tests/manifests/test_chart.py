@@ -320,6 +320,25 @@ class ChartTest(unittest.TestCase):
         self.assertIn(("DaemonSet", "gantry-node"), names)
         self.assert_references_resolve(docs)
 
+    def test_target_tls(self):
+        docs = by_key(docs_of(render("--set", "target.tls.secretName=gantry-target-tls")))
+        tgt = docs[("DaemonSet", NS, "gantry-target")]["spec"]["template"]["spec"]
+        args = tgt["containers"][0]["args"]
+        self.assertIn("--tls-cert=/etc/gantry-target-tls/tls.crt", args)
+        self.assertIn("--tls-key=/etc/gantry-target-tls/tls.key", args)
+        tls = [v for v in tgt["volumes"] if v["name"] == "tls"]
+        self.assertEqual(tls[0]["secret"]["secretName"], "gantry-target-tls")
+        ctl = docs[("Deployment", NS, "gantry-controller")]["spec"]["template"]["spec"]
+        ca = [v for v in ctl["volumes"] if v["name"] == "target-ca"]
+        # the controller gets the CA only, never the targets' key
+        self.assertEqual(ca[0]["secret"]["items"], [{"key": "ca.crt", "path": "ca.crt"}])
+        mounts = {m["name"]: m["mountPath"] for m in ctl["containers"][0]["volumeMounts"]}
+        self.assertEqual(mounts["target-ca"], "/etc/gantry-target-ca")
+        default = by_key(docs_of(render()))
+        self.assertNotIn("--tls-cert=/etc/gantry-target-tls/tls.crt",
+                         default[("DaemonSet", NS, "gantry-target")]["spec"]["template"]["spec"]
+                         ["containers"][0]["args"])
+
     def test_kubelet_dir(self):
         docs = by_key(docs_of(render("--set", "node.kubeletDir=/var/lib/k0s/kubelet")))
         ds = docs[("DaemonSet", NS, "gantry-node")]["spec"]["template"]["spec"]

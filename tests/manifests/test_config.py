@@ -112,10 +112,11 @@ class FlagsTest(unittest.TestCase):
         self.check(docs)
 
     def test_chart_flags(self):
-        out = subprocess.run([STANDIN, "--namespace", "gantry-system",
-                              os.path.join(ROOT, "charts", "gantry")],
-                             capture_output=True, text=True, check=True, timeout=60).stdout
-        self.check(yaml.safe_load_all(out))
+        for args in ([], ["--set", "target.tls.secretName=gantry-target-tls"]):
+            out = subprocess.run([STANDIN, "--namespace", "gantry-system", *args,
+                                  os.path.join(ROOT, "charts", "gantry")],
+                                 capture_output=True, text=True, check=True, timeout=60).stdout
+            self.check(yaml.safe_load_all(out))
 
     def test_an_unknown_flag_is_caught(self):
         known = self.help_flags("gantry-csi")
