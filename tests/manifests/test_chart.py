@@ -69,15 +69,25 @@ def normalized(doc):
     return doc
 
 
+# Configuration files of components, not API objects: kubectl cannot apply them.
+COMPONENT_CONFIGS = {"KubeSchedulerConfiguration"}
+
+
+def applied_files():
+    """What `kubectl apply -f manifests/` (and the Secrets step) applies."""
+    return sorted(glob.glob(os.path.join(ROOT, "manifests", "*.yaml")) +
+                  glob.glob(os.path.join(ROOT, "manifests", "secrets", "*.yaml")))
+
+
 def manifest_docs(examples):
-    files = sorted(glob.glob(os.path.join(ROOT, "manifests", "*.yaml")) +
-                   glob.glob(os.path.join(ROOT, "manifests", "secrets", "*.yaml")))
+    files = applied_files()
     if examples:
-        files = sorted(glob.glob(os.path.join(ROOT, "manifests", "examples", "*.yaml")))
+        files = [os.path.join(ROOT, "manifests", "examples", "training-job.yaml")]
     docs = []
     for path in files:
         with open(path) as f:
-            docs += [d for d in yaml.safe_load_all(f) if d is not None]
+            docs += [d for d in yaml.safe_load_all(f)
+                     if d is not None and d.get("kind") not in COMPONENT_CONFIGS]
     return docs
 
 
@@ -109,6 +119,25 @@ def schema_errors(doc):
     errors = []
     check(doc, cls.__name__, doc["kind"], errors)
     return errors
+
+
+class ApplyTest(unittest.TestCase):
+    def test_kubectl_can_apply_every_manifest(self):
+        """`kubectl apply -f manifests/` sends every document of the top-level
+        files to the API server: each must be an API object."""
+        for path in applied_files():
+            with open(path) as f:
+                for i, d in enumerate(yaml.safe_load_all(f)):
+                    if d is None:
+                        continue
+                    with self.subTest(where="%s#%d" % (os.path.relpath(path, ROOT), i)):
+                        self.assertNotIn(d.get("kind"), COMPONENT_CONFIGS,
+                                         "a component's config file, not an API object: "
+                                         "kubectl apply -f manifests/ fails on it (the "
+                                         "scheduler's lives in the ConfigMap gantry-scheduler "
+                                         "of manifests/scheduler.yaml; move samples to "
+                                         "manifests/examples/ or docs/)")
+                        self.assertTrue(d.get("metadata", {}).get("name"))
 
 
 @unittest.skipUnless(STANDIN, "GANTRY_HELM_STANDIN is not set: run through ctest")
