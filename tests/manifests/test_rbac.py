@@ -9,6 +9,10 @@ printed by rbac_api_calls (GANTRY_KUBE_API_CALLS names it; CTest sets it).
 The rules are every ClusterRole and Role bound to the ServiceAccount, in
 manifests/ and in the chart's default render (GANTRY_HELM_STANDIN).
 
+ServiceAccounts whose pods make no API call at all (the node plugin and
+gantry-target: no Kubernetes client is linked into gantry-csi or
+gantry-target) have no role bound and no token mounted.
+
 Without the client in the tree (the kube branch not merged yet) the test
 prints GANTRY-RBAC-SKIP and CTest reports it Skipped, never passed."""
 import glob
@@ -87,6 +91,45 @@ def chart_docs():
     return [d for d in yaml.safe_load_all(out) if d]
 
 
+# ServiceAccounts of pods that make no Kubernetes API call.
+NO_API = ("gantry-node", "gantry-target")
+
+
+class NoApiTest(unittest.TestCase):
+    def check(self, docs, where):
+        for sa in NO_API:
+            with self.subTest(source=where, sa=sa):
+                rules, odd = granted(docs, sa, NS)
+                self.assertEqual((rules, odd), (set(), []), "%s: roles bound to %s" % (where, sa))
+                acct = [d for d in docs if d["kind"] == "ServiceAccount" and
+                        d["metadata"]["name"] == sa]
+                self.assertEqual(len(acct), 1)
+                self.assertIs(acct[0].get("automountServiceAccountToken"), False)
+                pods = [d["spec"]["template"]["spec"] for d in docs
+                        if d["kind"] in ("Deployment", "DaemonSet") and
+                        d["spec"]["template"]["spec"].get("serviceAccountName") == sa]
+                self.assertEqual(len(pods), 1)
+                self.assertIs(pods[0].get("automountServiceAccountToken"), False)
+
+    def test_manifests(self):
+        self.check(manifest_docs(), "manifests/")
+
+    @unittest.skipUnless(STANDIN, "GANTRY_HELM_STANDIN is not set")
+    def test_chart(self):
+        self.check(chart_docs(), "charts/gantry")
+
+    def test_the_binaries_link_no_kubernetes_client(self):
+        """gantry-csi and gantry-target have no Kubernetes client in them
+        (if one is added, its ServiceAccount needs the calls' roles)."""
+        for folder in ("csi", "controller", "node", "target"):
+            for path in glob.glob(os.path.join(ROOT, folder, "*.[ch]")) + \
+                    glob.glob(os.path.join(ROOT, folder, "CMakeLists.txt")):
+                with open(path, errors="replace") as f:
+                    text = f.read()
+                for needle in ("gantry_kube", "kube_client.h", "/api/v1/"):
+                    self.assertNotIn(needle, text, os.path.relpath(path, ROOT))
+
+
 class RbacCompareTest(unittest.TestCase):
     """The comparison itself catches both kinds of mistake."""
 
@@ -137,8 +180,11 @@ class SchedulerRbacTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
+    # Run as a script: the scheduler's table against its roles only (CTest
+    # runs NoApiTest and RbacCompareTest as a test of their own, which can
+    # never be reported skipped).
     if not TOOL:
         # CTest's SKIP_REGULAR_EXPRESSION turns this into a reported skip.
         print("GANTRY-RBAC-SKIP: scheduler-ext has no Kubernetes client "
               "(gantry_kube_api_calls) in this tree yet")
-    unittest.main(verbosity=2, argv=sys.argv[:1])
+    unittest.main(verbosity=2, argv=sys.argv[:1], defaultTest="SchedulerRbacTest")
