@@ -235,6 +235,33 @@ class ChartTest(unittest.TestCase):
             args = selected[0]["spec"]["template"]["spec"]["containers"][0]["args"]
             self.assertIn("--listen=0.0.0.0:%s" % port, args, source)
 
+    def test_liveness_probes_reach_the_sidecar(self):
+        """A livenessprobe sidecar only serves /healthz: the plugin container
+        needs a livenessProbe aimed at the sidecar's --http-endpoint, and a
+        loopback endpoint works only with host networking and host 127.0.0.1."""
+        for source, docs in (("chart", docs_of(render())), ("manifests", manifest_docs(False))):
+            pods = [d for d in docs if pod_spec(d) is not None]
+            seen = 0
+            for d in pods:
+                spec = pod_spec(d)
+                side = [c for c in spec["containers"] if c["name"] == "liveness-probe"]
+                if not side:
+                    continue
+                with self.subTest(source=source, obj=key(d)):
+                    ep = [a.split("=", 1)[1] for a in side[0]["args"]
+                          if a.startswith("--http-endpoint=")][0]
+                    host, port = ep.rsplit(":", 1)
+                    plugin = [c for c in spec["containers"] if c["name"] == "gantry-csi"][0]
+                    probe = plugin["livenessProbe"]["httpGet"]
+                    named = {p["name"]: p["containerPort"] for p in plugin.get("ports", [])}
+                    self.assertEqual(str(named.get(probe["port"], probe["port"])), port)
+                    self.assertEqual(probe["path"], "/healthz")
+                    if host.startswith("127."):
+                        self.assertTrue(spec.get("hostNetwork"))
+                        self.assertEqual(probe.get("host"), host)
+                    seen += 1
+            self.assertEqual(seen, 2, source)  # controller and node
+
     # ---- the default render is manifests/
 
     def test_default_render_is_the_manifests(self):
