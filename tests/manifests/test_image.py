@@ -104,6 +104,11 @@ class ImageTest(unittest.TestCase):
         self.assertEqual(self.stages["build"][0], "FROM debian:bookworm")
         self.assertEqual(self.stages["runtime"][0], "FROM debian:bookworm-slim")
 
+    def test_the_context_leaves_local_builds_out(self):
+        with open(os.path.join(ROOT, ".dockerignore")) as f:
+            ignored = {l.strip() for l in f if l.strip() and not l.startswith("#")}
+        self.assertLessEqual({".git", "build", "build-*"}, ignored)
+
     def test_build_packages_are_in_deps(self):
         self.assertGreater(len(self.build), 10)
         self.assertEqual(sorted(set(self.build) - deps_packages()), [])
