@@ -299,6 +299,17 @@ class ChartTest(unittest.TestCase):
                     self.assertFalse(c["image"].startswith("registry.example/"), c["name"])
         self.assertEqual(seen, 4)  # controller, node, target, extender
 
+    def test_image_pull_secrets(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="gantry-deploy-") as f:
+            yaml.safe_dump({"imagePullSecrets": [{"name": "regcred"}]}, f)
+            f.flush()
+            docs = docs_of(render("-f", f.name))
+        with_secret = sorted(d["metadata"]["name"] for d in docs if pod_spec(d) is not None and
+                             pod_spec(d).get("imagePullSecrets") == [{"name": "regcred"}])
+        self.assertEqual(with_secret, ["gantry-controller", "gantry-node", "gantry-scheduler",
+                                       "gantry-target"])
+        self.assertNotIn("imagePullSecrets", render())
+
     def test_clusters_and_targets_from_a_values_file(self):
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="gantry-deploy-") as f:
             yaml.safe_dump({"config": {

@@ -19,15 +19,15 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "%s:%s" .Values.image.repository $tag -}}
 {{- end -}}
 
-{{/* imagePullPolicy and imagePullSecrets lines, only when set. */}}
+{{/* imagePullPolicy and imagePullSecrets lines, or "" when unset. */}}
 {{- define "gantry.pullPolicy" -}}
-{{- with .Values.image.pullPolicy }}
+{{- with .Values.image.pullPolicy -}}
 imagePullPolicy: {{ . }}
 {{- end -}}
 {{- end -}}
 
 {{- define "gantry.pullSecrets" -}}
-{{- with .Values.imagePullSecrets }}
+{{- with .Values.imagePullSecrets -}}
 imagePullSecrets:
 {{ toYaml . }}
 {{- end -}}
