@@ -18,6 +18,8 @@ MANIFEST_DIRS = [os.path.join(ROOT, "manifests")]
 OWN_SCHEMAS = {
     ("snapshot.storage.k8s.io/v1", "VolumeSnapshotClass"):
         {"apiVersion", "kind", "metadata", "driver", "deletionPolicy", "parameters"},
+    ("snapshot.storage.k8s.io/v1", "VolumeSnapshot"):
+        {"apiVersion", "kind", "metadata", "spec"},
     ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration"):
         {"apiVersion", "kind", "profiles", "extenders", "leaderElection", "clientConnection",
          "parallelism", "percentageOfNodesToScore", "podInitialBackoffSeconds",
