@@ -151,6 +151,7 @@ void kube_conn_free(struct kube_conn *conn)
         free(conn->server);
         free(conn->namespace);
         free(conn->tls_server_name);
+        free(conn->proxy_url);
         kube_blob_clear(&conn->ca);
         kube_blob_clear(&conn->cert);
         kube_blob_clear(&conn->key);
@@ -375,7 +376,7 @@ static int dup_or_oom(struct kc *kc, const char *s, char **ret)
 static int load_cluster(struct kc *kc, const char *name, struct kube_conn *conn)
 {
         yaml_node_t *cl;
-        const char *server, *tls_name;
+        const char *server, *tls_name, *proxy;
         char prefix[64], field[96];
         int i, r;
 
@@ -404,6 +405,15 @@ static int load_cluster(struct kc *kc, const char *name, struct kube_conn *conn)
         snprintf(field, sizeof(field), "%s.tls-server-name", prefix);
         r = get_str(kc, cl, "tls-server-name", field, &tls_name);
         if (r < 0 || (r = dup_or_oom(kc, tls_name, &conn->tls_server_name)) < 0)
+                return r;
+        snprintf(field, sizeof(field), "%s.proxy-url", prefix);
+        r = get_str(kc, cl, "proxy-url", field, &proxy);
+        if (r < 0)
+                return r;
+        if (proxy && strncmp(proxy, "http://", 7) && strncmp(proxy, "https://", 8) &&
+            strncmp(proxy, "socks5://", 9))
+                return field_error(kc, EINVAL, field, "must be an http://, https:// or socks5:// URL");
+        if ((r = dup_or_oom(kc, proxy, &conn->proxy_url)) < 0)
                 return r;
         r = load_pem(kc, cl, prefix, "certificate-authority", &conn->ca);
         if (r < 0)

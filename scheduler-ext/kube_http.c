@@ -435,6 +435,8 @@ int kube_http_do(struct kube_http *h, const struct kube_request *req,
                 curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* gzip'd lists */
         if (!req->waker)
                 curl_easy_setopt(e, CURLOPT_SHARE, h->share);
+        if (h->conn->proxy_url) /* else curl follows https_proxy / no_proxy, as client-go does */
+                curl_easy_setopt(e, CURLOPT_PROXY, h->conn->proxy_url);
         if (h->connect_to) {
                 connect_to = curl_slist_append(NULL, h->connect_to);
                 curl_easy_setopt(e, CURLOPT_CONNECT_TO, connect_to);

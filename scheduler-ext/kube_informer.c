@@ -515,8 +515,8 @@ static void *informer_main(void *arg)
                                 note_success(inf); /* the watch worked for a while */
                         if (r == 0 && inf->stream_events > 0)
                                 continue;
-                        if (inf->stream_events > 0)
-                                inf->gone_in_a_row = 0;
+                        if (inf->stream_events > 0 || r == 0)
+                                inf->gone_in_a_row = 0; /* the watch worked */
                         if (r == -ESTALE && inf->gone_in_a_row++ == 0) {
                                 /* expired: re-list at once; only a second
                                  * 410 with no progress between backs off */

@@ -33,6 +33,7 @@ struct kube_conn {
         char *server;          /* base URL without a trailing '/' */
         char *namespace;       /* never NULL ("default" when none given) */
         char *tls_server_name; /* may be NULL */
+        char *proxy_url;       /* kubeconfig proxy-url; NULL: curl's *_proxy env */
         bool insecure;         /* insecure-skip-tls-verify */
         struct kube_blob ca;   /* PEM; len 0: the system's CAs */
         struct kube_blob cert; /* client certificate PEM; len 0: none */

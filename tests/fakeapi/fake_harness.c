@@ -37,6 +37,13 @@ int fake_start(struct fake_api *f, const char *const *argv_extra, const char *ca
         long deadline;
 
         memset(f, 0, sizeof(*f));
+        /* the fake is on loopback: no proxy from the environment applies */
+        unsetenv("http_proxy");
+        unsetenv("https_proxy");
+        unsetenv("HTTP_PROXY");
+        unsetenv("HTTPS_PROXY");
+        unsetenv("all_proxy");
+        unsetenv("ALL_PROXY");
         for (; argv_extra && *argv_extra && n < 46; argv_extra++)
                 argv[n++] = *argv_extra;
         argv[n] = NULL;
@@ -230,6 +237,22 @@ int test_write_file(const char *dir, const char *name, const char *text, char *p
         fclose(fp);
         chmod(path, 0600);
         return 0;
+}
+
+int test_write_kubeconfig(const char *dir, const char *name, const char *server, const char *cluster_extra,
+                          const char *user_extra, const char *namespace, char *path, size_t size)
+{
+        char yaml[16384], ns[128] = "";
+
+        if (namespace)
+                snprintf(ns, sizeof(ns), "    namespace: %s\n", namespace);
+        snprintf(yaml, sizeof(yaml),
+                 "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
+                 "clusters:\n- name: fake\n  cluster:\n    server: %s\n%s"
+                 "users:\n- name: u\n  user:\n%s"
+                 "contexts:\n- name: test\n  context:\n    cluster: fake\n    user: u\n%s",
+                 server, cluster_extra, *user_extra ? user_extra : "    {}\n", ns);
+        return test_write_file(dir, name, yaml, path, size);
 }
 
 int test_run(const char *cmd)

@@ -57,6 +57,15 @@ void test_rmtree(const char *dir);
 /* Writes @text to @dir/@name (mode 0600) and puts the path in @path. */
 int test_write_file(const char *dir, const char *name, const char *text, char *path, size_t size);
 
+/*
+ * Writes a kubeconfig named @name in @dir with one context (current) whose
+ * cluster has @server plus the YAML lines @cluster_extra and whose user has
+ * the lines @user_extra (each indented four spaces, ending in '\n'; "" for
+ * none); @namespace may be NULL. Puts the path in @path.
+ */
+int test_write_kubeconfig(const char *dir, const char *name, const char *server, const char *cluster_extra,
+                          const char *user_extra, const char *namespace, char *path, size_t size);
+
 /* Runs a shell command; returns its exit status, or -1. */
 int test_run(const char *cmd);
 

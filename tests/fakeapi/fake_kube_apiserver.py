@@ -260,6 +260,8 @@ class Handler(BaseHTTPRequestHandler):
         verb, resource, ns, name, sub = self.classify(method, parts, q)
         authed = self.authenticated()
         with st.cond:
+            if len(st.requests) >= 100000:  # a long demo must not grow without bound
+                del st.requests[:50000]
             st.requests.append({"method": method, "path": path, "query": q, "verb": verb,
                                 "group": GROUPS[RESOURCES[resource][3]] if resource else None,
                                 "resource": resource + ("/" + sub if sub else "") if resource else None,

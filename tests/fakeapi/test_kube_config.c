@@ -134,6 +134,7 @@ static void test_inline_data(void **state)
         assert_memory_equal(conn->cert.data, PEM_TEXT, conn->cert.len);
         assert_memory_equal(conn->key.data, PEM_TEXT, conn->key.len);
         assert_string_equal(conn->tls_server_name, "api.internal");
+        assert_null(conn->proxy_url);
         assert_null(conn->token);
         kube_conn_free(conn);
 }
@@ -204,6 +205,8 @@ static void test_bad_fields_named(void **state)
         expect_error(y, EINVAL, "users[0].user.token: must be a string");
         kubeconfig(y, sizeof(y), "", "    token: \"abc\\r\\nX-Injected: 1\"\n");
         expect_error(y, EINVAL, "users[0].user.token: contains a control character");
+        kubeconfig(y, sizeof(y), "    proxy-url: ftp://proxy:21\n", "    token: " SECRET_TOKEN "\n");
+        expect_error(y, EINVAL, "clusters[1].cluster.proxy-url: must be an http://, https:// or socks5:// URL");
         kubeconfig(y, sizeof(y), "", "    username: admin\n");
         expect_error(y, EINVAL, "users[0].user.password: missing");
 

@@ -42,19 +42,14 @@ static int setup(void **state)
         struct fixture *fx = calloc(1, sizeof(*fx));
         struct gantry_kube_client_options opts = { 0 };
         struct gantry_error err = { 0 };
-        char yaml[1024];
 
         assert_non_null(fx);
         recorder_init(&fx->rec);
         assert_int_equal(test_tmpdir("informer", fx->dir, sizeof(fx->dir)), 0);
         assert_int_equal(fake_start(&fx->fake, args, NULL), 0);
-        snprintf(yaml, sizeof(yaml),
-                 "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
-                 "clusters:\n- name: fake\n  cluster:\n    server: %s\n"
-                 "users:\n- name: sched\n  user:\n    token: %s\n"
-                 "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: sched\n",
-                 fx->fake.base, TOKEN);
-        assert_int_equal(test_write_file(fx->dir, "kubeconfig", yaml, fx->kubeconfig, sizeof(fx->kubeconfig)), 0);
+        assert_int_equal(test_write_kubeconfig(fx->dir, "kubeconfig", fx->fake.base, "", "    token: " TOKEN "\n", NULL,
+                                               fx->kubeconfig, sizeof(fx->kubeconfig)),
+                         0);
         opts.kubeconfig = fx->kubeconfig;
         assert_int_equal(gantry_kube_client_new(&opts, &fx->client, &err), 0);
         *state = fx;
@@ -206,7 +201,17 @@ static void test_watch_events(void **state)
 struct rv_wait {
         struct gantry_kube_informer *inf;
         long rv;
+        struct fake_api *fake;
+        long watches; /* the fake's watch count before */
 };
+
+/* A new watch was served (and is still open) since w->watches was read. */
+static bool another_watch(void *ctx)
+{
+        struct rv_wait *w = ctx;
+
+        return fake_state_long(w->fake, "watches") > w->watches && fake_state_long(w->fake, "openWatches") >= 1;
+}
 
 static bool rv_reached(void *ctx)
 {
@@ -245,11 +250,16 @@ static void test_bookmark_advances_resource_version(void **state)
         /* the next watch resumes from the bookmark: drop it and compact
          * history; no 410 follows since the bookmark's RV is current */
         assert_int_equal(fake_request(&fx->fake, "POST", "/fake/compact", "{}", NULL), 200);
+        w.watches = fake_state_long(&fx->fake, "watches");
+        w.fake = &fx->fake;
         assert_int_equal(fake_request(&fx->fake, "POST", "/fake/drop", "{}", NULL), 200);
-        assert_true(test_wait_for(fake_has_open_watch, &fx->fake, WAIT_MS));
-        wait_watching(fx);
+        assert_true(test_wait_for(another_watch, &w, WAIT_MS));
+        assert_int_equal(fake_upsert(&fx->fake, "nodes", "{\"metadata\":{\"name\":\"gpu-after-bookmark\"}}"), 200);
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-after-bookmark", 1, WAIT_MS));
         gantry_kube_informer_state(fx->inf, &st);
         assert_int_equal(st.lists, 1);
+        assert_int_equal(count_requests(&fx->fake, "list", NULL), 1);
+        assert_int_equal(recorder_count(&fx->rec), from + 1);
 }
 
 /*
@@ -550,6 +560,30 @@ static void test_stop_during_watch_and_backoff(void **state)
         assert_int_equal(recorder_count(&fx->rec), n); /* nothing after stop */
 }
 
+/* proxy-url: the requests go to the proxy (here the fake itself, which
+ * serves absolute-form request lines), never to the unresolvable server. */
+static void test_proxy_url(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_client_options co = { 0 };
+        struct gantry_kube_client *c = NULL;
+        struct gantry_kube_informer *inf = NULL;
+        struct gantry_error err = { 0 };
+        char proxy[128], path[512];
+
+        snprintf(proxy, sizeof(proxy), "    proxy-url: %s\n", fx->fake.base);
+        assert_int_equal(test_write_kubeconfig(fx->dir, "kc-proxy", "http://apiserver.invalid:6443", proxy,
+                                               "    token: " TOKEN "\n", NULL, path, sizeof(path)),
+                         0);
+        co.kubeconfig = path;
+        assert_int_equal(gantry_kube_client_new(&co, &c, &err), 0);
+        assert_int_equal(gantry_kube_informer_start(c, GANTRY_KUBE_NODE, NULL, recorder_cb, &fx->rec, &inf, &err), 0);
+        assert_int_equal(gantry_kube_informer_wait_synced(inf, WAIT_MS), 0);
+        assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_ADDED, NULL), 6);
+        gantry_kube_informer_stop(inf);
+        gantry_kube_client_free(c);
+}
+
 static void test_bad_options(void **state)
 {
         struct fixture *fx = *state;
@@ -586,6 +620,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_line_limit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_selectors_and_namespace, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stop_during_watch_and_backoff, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_proxy_url, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
         };
 

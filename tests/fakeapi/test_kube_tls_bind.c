@@ -86,15 +86,11 @@ static struct gantry_kube_client *client_from_opts(const char *name, const char 
         struct gantry_kube_client_options o = { .connect_timeout_seconds = 5, .request_timeout_seconds = 20,
                                                 .metrics = metrics };
         struct gantry_kube_client *c = NULL;
-        char yaml[16384], path[512];
+        char path[512];
 
-        snprintf(yaml, sizeof(yaml),
-                 "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
-                 "clusters:\n- name: fake\n  cluster:\n    server: %s\n%s"
-                 "users:\n- name: u\n  user:\n%s"
-                 "contexts:\n- name: t\n  context:\n    cluster: fake\n    user: u\n    namespace: training\n",
-                 server, cluster_extra, user_extra);
-        assert_int_equal(test_write_file(g.dir, name, yaml, path, sizeof(path)), 0);
+        assert_int_equal(test_write_kubeconfig(g.dir, name, server, cluster_extra, user_extra, "training", path,
+                                               sizeof(path)),
+                         0);
         o.kubeconfig = path;
         if (gantry_kube_client_new(&o, &c, err) < 0)
                 return NULL;
@@ -167,7 +163,7 @@ static void test_client_certificate(void **state)
                  g.dir, g.dir);
         expect_sync(client_from("kc-cert", g.fake.base, extra, user, &err), 0);
         /* and without any credential the fake answers 401 */
-        expect_sync(client_from("kc-anon", g.fake.base, extra, "    {}\n", &err), -EACCES);
+        expect_sync(client_from("kc-anon", g.fake.base, extra, "", &err), -EACCES);
 }
 
 static void test_tls_server_name(void **state)
@@ -339,6 +335,11 @@ static void test_in_cluster_rotating_token(void **state)
         unsetenv("KUBERNETES_SERVICE_PORT");
 }
 
+static bool all_watching(void *ctx)
+{
+        return fake_state_long(ctx, "openWatches") >= GANTRY_KUBE_KIND_COUNT;
+}
+
 /* Every (verb, group, resource) the client sends is in its table, and every
  * entry of the table is sent by some code path. */
 static void test_api_call_table_matches_requests(void **state)
@@ -369,8 +370,7 @@ static void test_api_call_table_matches_requests(void **state)
                 assert_int_equal(gantry_kube_informer_start(c, k, NULL, recorder_cb, &rec, &inf[k], &err), 0);
                 assert_int_equal(gantry_kube_informer_wait_synced(inf[k], WAIT_MS), 0);
         }
-        while (fake_state_long(&g.fake, "openWatches") < GANTRY_KUBE_KIND_COUNT)
-                usleep(10000); /* bounded by the test's timeout */
+        assert_true(test_wait_for(all_watching, &g.fake, WAIT_MS));
         assert_int_equal(gantry_kube_bind_pod(c, "training", "llm-worker-2", NULL, "gpu-0000", &err), 0);
         for (int k = 0; k < GANTRY_KUBE_KIND_COUNT; k++)
                 gantry_kube_informer_stop(inf[k]);

@@ -1,0 +1,157 @@
+"""The FAKE Kubernetes API server serves real-shaped JSON: every list, watch
+event and Status it sends is checked against the Kubernetes API models of
+Debian's python3-kubernetes (field names and types, recursively, with the
+checker of tests/manifests/test_manifests.py), and the objects it generates
+follow Gantry's contracts (Topograph labels, GPU requests, csi.gantry.io
+volume handles and volume attributes)."""
+import json
+import os
+import re
+import subprocess
+import sys
+import unittest
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "manifests"))
+import kubernetes.client as k8s  # noqa: E402
+from test_manifests import check  # noqa: E402  (the one model checker)
+
+FAKE = os.path.join(HERE, "fake_kube_apiserver.py")
+TOKEN = "shapes-test-token"
+LISTS = {
+    "/api/v1/nodes": "V1NodeList",
+    "/api/v1/pods": "V1PodList",
+    "/api/v1/persistentvolumeclaims": "V1PersistentVolumeClaimList",
+    "/api/v1/persistentvolumes": "V1PersistentVolumeList",
+    "/apis/storage.k8s.io/v1/storageclasses": "V1StorageClassList",
+}
+KINDS = {"Node": "V1Node", "Pod": "V1Pod", "PersistentVolumeClaim": "V1PersistentVolumeClaim",
+         "PersistentVolume": "V1PersistentVolume", "StorageClass": "V1StorageClass"}
+
+
+class FakeShapes(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.proc = subprocess.Popen([sys.executable, FAKE, "--port", "0", "--token", TOKEN, "--nodes", "16",
+                                     "--leaves", "4", "--pods", "4", "--max-seconds", "300"],
+                                    stdout=subprocess.PIPE, text=True)
+        line = cls.proc.stdout.readline()  # bounded by --max-seconds and the CTest timeout
+        m = re.search(r"ready port=(\d+)", line)
+        if not m:
+            cls.proc.kill()
+            cls.proc.wait()
+            raise RuntimeError("fake did not start: %r" % line)
+        cls.base = "http://127.0.0.1:%s" % m.group(1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proc.terminate()
+        try:
+            cls.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            cls.proc.kill()
+            cls.proc.wait()
+        cls.proc.stdout.close()
+
+    def get(self, path, token=TOKEN):
+        req = urllib.request.Request(self.base + path)
+        if token:
+            req.add_header("Authorization", "Bearer " + token)
+        try:
+            with urllib.request.urlopen(req, timeout=20) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def post(self, path, body):
+        req = urllib.request.Request(self.base + path, data=json.dumps(body).encode(), method="POST")
+        with urllib.request.urlopen(req, timeout=20) as r:
+            return json.loads(r.read())
+
+    def assert_model(self, doc, model, where):
+        errors = []
+        check(doc, model, where, errors)
+        self.assertEqual(errors, [])
+
+    def test_lists_match_the_api_models(self):
+        for path, model in LISTS.items():
+            with self.subTest(path=path):
+                status, body = self.get(path + "?limit=5")
+                self.assertEqual(status, 200)
+                doc = json.loads(body)
+                self.assert_model(doc, model, path)
+                self.assertEqual(doc["kind"], model[2:])
+                self.assertTrue(doc["metadata"]["resourceVersion"].isdigit())
+                self.assertTrue(doc["items"])
+                for item in doc["items"]:  # as the real server: no kind in items
+                    self.assertNotIn("kind", item)
+
+    def test_watch_events_and_status_match_the_api_models(self):
+        status, body = self.get("/api/v1/nodes?limit=1")
+        rv = json.loads(body)["metadata"]["resourceVersion"]
+        self.post("/fake/objects/nodes", {"metadata": {"name": "gpu-shape", "labels": {"a": "b"}}})
+        status, body = self.get("/api/v1/nodes?watch=1&timeoutSeconds=1&resourceVersion=" + rv)
+        self.assertEqual(status, 200)
+        events = [json.loads(line) for line in body.splitlines() if line]
+        self.assertEqual([e["type"] for e in events], ["ADDED"])
+        for e in events:
+            self.assert_model(e, "V1WatchEvent", "event")
+            self.assert_model(e["object"], KINDS[e["object"]["kind"]], "event.object")
+        self.post("/fake/compact", {})
+        status, body = self.get("/api/v1/nodes?watch=1&timeoutSeconds=1&resourceVersion=" + rv)
+        (event,) = [json.loads(line) for line in body.splitlines() if line]
+        self.assertEqual(event["type"], "ERROR")
+        self.assert_model(event["object"], "V1Status", "status")
+        self.assertEqual(event["object"]["code"], 410)
+        status, body = self.get("/api/v1/nodes", token="wrong")
+        self.assertEqual(status, 401)
+        self.assert_model(json.loads(body), "V1Status", "status")
+
+    def test_generated_objects_follow_the_contracts(self):
+        nodes = json.loads(self.get("/api/v1/nodes")[1])["items"]
+        self.assertEqual(len(nodes), 16)
+        for n in nodes:
+            labels = n["metadata"]["labels"]
+            for key in ("accelerator", "leaf", "spine", "core"):
+                self.assertIn("network.topology.nvidia.com/" + key, labels)
+            self.assertEqual(n["status"]["allocatable"]["nvidia.com/gpu"], "8")
+        pods = json.loads(self.get("/api/v1/pods")[1])["items"]
+        for p in pods:
+            req = p["spec"]["containers"][0]["resources"]["requests"]
+            self.assertIn("nvidia.com/gpu", req)
+            self.assertIn("gantry.io/dataset-read-gbps", p["metadata"]["annotations"])
+        for sc in json.loads(self.get("/apis/storage.k8s.io/v1/storageclasses")[1])["items"]:
+            self.assertEqual(sc["provisioner"], "csi.gantry.io")
+        handle = re.compile(r"^(0001|0002)-([0-9a-f]{4})-(.+)-([0-9a-f]{16})-([0-9a-f-]{36})$")
+        for pv in json.loads(self.get("/api/v1/persistentvolumes")[1])["items"]:
+            csi = pv["spec"]["csi"]
+            self.assertEqual(csi["driver"], "csi.gantry.io")
+            m = handle.match(csi["volumeHandle"])
+            self.assertIsNotNone(m, csi["volumeHandle"])
+            self.assertEqual(int(m.group(2), 16), len(m.group(3)))  # the length field is right
+            attrs = csi["volumeAttributes"]
+            if m.group(1) == "0001":
+                self.assertEqual(attrs["tier"], "dataset")
+                self.assertEqual(attrs["clusterID"], m.group(3))
+                for key in ("monitors", "pool", "imageName", "fsType"):
+                    self.assertIn(key, attrs)
+            else:
+                self.assertEqual(attrs["tier"], "checkpoint")
+                self.assertEqual(attrs["targetID"], m.group(3))
+                self.assertEqual(m.group(4), "0" * 16)
+                for key in ("nqn", "addresses", "nguid", "uuid", "fsType"):
+                    self.assertIn(key, attrs)
+                for a in attrs["addresses"].split(","):
+                    self.assertRegex(a, r"^(tcp|rdma):[^:]+:\d+$")
+
+    def test_the_checker_sees_a_wrong_shape(self):
+        errors = []
+        check({"metadata": {"name": 3}, "spec": {"unschedulable": "yes"}, "bogus": 1}, "V1Node", "node", errors)
+        self.assertEqual(len(errors), 3)
+        self.assertTrue(hasattr(k8s, "V1WatchEvent"))
+
+
+if __name__ == "__main__":
+    unittest.main()
