@@ -52,6 +52,9 @@ def main():
     t0 = time.monotonic()
     say("Gantry demo: tiered volumes and bandwidth-aware placement for GPU training")
     chapter_identity(csi_client)
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import demo_scheduler
+    demo_scheduler.chapter_placement(say, os.environ["GANTRY_BUILD_DIR"])
     say("\nDemo finished in %.1f s; nothing left running." % (time.monotonic() - t0))
 
 

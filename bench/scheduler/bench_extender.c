@@ -191,8 +191,11 @@ static void client_init(struct client *c, int port, const char *body)
 
         memset(c, 0, sizeof(*c));
         c->curl = curl_easy_init();
-        if (!hdr)
+        if (!hdr) {
+                /* as kube-scheduler (Go) sends it: no Expect: 100-continue */
                 hdr = curl_slist_append(NULL, "Content-Type: application/json");
+                hdr = curl_slist_append(hdr, "Expect:");
+        }
         snprintf(c->url_filter, sizeof(c->url_filter), "http://127.0.0.1:%d/filter", port);
         snprintf(c->url_prio, sizeof(c->url_prio), "http://127.0.0.1:%d/prioritize", port);
         c->body = body;

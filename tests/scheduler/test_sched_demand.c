@@ -1,0 +1,254 @@
+/*
+ * Unit tests of the extender's cluster view (scheduler-ext/sched_state.c,
+ * sched_demand.c, sched_topology.c): a pod's GPUs, gang key and flows from
+ * its annotations, PVCs, PVs and StorageClasses; node labels; the topology
+ * file's checks.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+
+#include "sched_demand.h"
+#include "sched_state.h"
+#include "sched_topology.h"
+
+struct fx {
+        struct gantry_cluster *c;
+        struct gantry_sched_state *st;
+};
+
+static void apply(struct gantry_sched_state *st, enum gantry_obj_kind k, const char *text)
+{
+        json_error_t jerr;
+        json_t *o = json_loads(text, 0, &jerr);
+        struct gantry_error err;
+
+        assert_non_null(o);
+        assert_int_equal(gantry_sched_state_apply(st, k, false, o, &err), 0);
+        json_decref(o);
+}
+
+static int setup(void **state)
+{
+        struct fx *f = calloc(1, sizeof(*f));
+
+        assert_int_equal(gantry_cluster_new(&f->c), 0);
+        assert_int_equal(gantry_sched_state_new(f->c, &f->st), 0);
+        apply(f->st, GANTRY_OBJ_STORAGE_CLASS,
+              "{\"metadata\":{\"name\":\"ds\"},\"provisioner\":\"csi.gantry.io\","
+              "\"parameters\":{\"tier\":\"dataset\",\"clusterID\":\"ceph-a\","
+              "\"gantry.io/read-gbps-per-gpu\":\"3\"}}");
+        apply(f->st, GANTRY_OBJ_STORAGE_CLASS,
+              "{\"metadata\":{\"name\":\"ck\",\"annotations\":{\"gantry.io/write-gbps-per-gpu\":\"2\"}},"
+              "\"provisioner\":\"csi.gantry.io\",\"parameters\":{\"tier\":\"checkpoint\","
+              "\"targetID\":\"tgt-a\",\"gantry.io/write-gbps-per-gpu\":\"99\"}}");
+        apply(f->st, GANTRY_OBJ_PV,
+              "{\"metadata\":{\"name\":\"pv-b\"},\"spec\":{\"storageClassName\":\"ds\",\"csi\":"
+              "{\"driver\":\"csi.gantry.io\",\"volumeAttributes\":{\"tier\":\"dataset\","
+              "\"clusterID\":\"ceph-b\"}}}}");
+        apply(f->st, GANTRY_OBJ_PV,
+              "{\"metadata\":{\"name\":\"pv-other\"},\"spec\":{\"csi\":{\"driver\":\"ebs.csi.aws.com\","
+              "\"volumeAttributes\":{\"clusterID\":\"x\"}}}}");
+        apply(f->st, GANTRY_OBJ_PVC,
+              "{\"metadata\":{\"name\":\"bound\",\"namespace\":\"ml\"},\"spec\":"
+              "{\"storageClassName\":\"ds\",\"volumeName\":\"pv-b\"}}");
+        apply(f->st, GANTRY_OBJ_PVC,
+              "{\"metadata\":{\"name\":\"unbound\",\"namespace\":\"ml\"},\"spec\":{\"storageClassName\":\"ds\"}}");
+        apply(f->st, GANTRY_OBJ_PVC,
+              "{\"metadata\":{\"name\":\"ckpt\",\"namespace\":\"ml\"},\"spec\":{\"storageClassName\":\"ck\"}}");
+        apply(f->st, GANTRY_OBJ_PVC,
+              "{\"metadata\":{\"name\":\"other\",\"namespace\":\"ml\"},\"spec\":{\"volumeName\":\"pv-other\"}}");
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct fx *f = *state;
+
+        gantry_sched_state_free(f->st);
+        gantry_cluster_free(f->c);
+        free(f);
+        return 0;
+}
+
+/* A pod in namespace ml with @extra merged into metadata and the volumes named. */
+static int demand_of(struct fx *f, const char *metadata_extra, const char *claims_json,
+                     struct gantry_sched_demand *d, struct gantry_error *err)
+{
+        char text[2048];
+        json_t *pod;
+        int r;
+
+        snprintf(text, sizeof(text),
+                 "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\",\"uid\":\"u1\"%s%s},"
+                 "\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"2\"}}},"
+                 "{\"resources\":{\"limits\":{\"nvidia.com/gpu\":2}}}],\"volumes\":%s}}",
+                 metadata_extra ? "," : "", metadata_extra ? metadata_extra : "", claims_json);
+        pod = json_loads(text, 0, NULL);
+        assert_non_null(pod);
+        r = gantry_sched_demand_from_pod(f->st, pod, d, err);
+        json_decref(pod);
+        return r;
+}
+
+static void test_rates_from_storage_class(void **state)
+{
+        struct fx *f = *state;
+        struct gantry_sched_demand d;
+        struct gantry_error err;
+
+        assert_int_equal(demand_of(f, NULL,
+                                   "[{\"name\":\"a\",\"persistentVolumeClaim\":{\"claimName\":\"bound\"}},"
+                                   "{\"name\":\"b\",\"persistentVolumeClaim\":{\"claimName\":\"unbound\"}},"
+                                   "{\"name\":\"c\",\"persistentVolumeClaim\":{\"claimName\":\"ckpt\"}},"
+                                   "{\"name\":\"d\",\"persistentVolumeClaim\":{\"claimName\":\"other\"}},"
+                                   "{\"name\":\"e\",\"emptyDir\":{}}]", &d, &err), 0);
+        assert_string_equal(d.d.name, "ml/p");
+        assert_string_equal(d.d.uid, "u1");
+        assert_null(d.d.job);
+        assert_int_equal(d.d.gpus, 4); /* requests, else limits */
+        assert_int_equal(d.d.n_flows, 3); /* the non-Gantry PV takes nothing */
+        /* bound PVC: the PV's clusterID (ceph-b), rate from its class: 4 x 3 */
+        assert_string_equal(d.d.flows[0].backend, "ceph-b");
+        assert_true(fabs(d.d.flows[0].gbps - 12) < 1e-9);
+        /* unbound PVC: the class's parameters */
+        assert_string_equal(d.d.flows[1].backend, "ceph-a");
+        assert_true(fabs(d.d.flows[1].gbps - 12) < 1e-9);
+        /* checkpoint: the annotation wins over the parameter: 4 x 2 */
+        assert_string_equal(d.d.flows[2].backend, "tgt-a");
+        assert_true(fabs(d.d.flows[2].gbps - 8) < 1e-9);
+}
+
+static void test_annotations_split_and_job(void **state)
+{
+        struct fx *f = *state;
+        struct gantry_sched_demand d;
+        struct gantry_error err;
+
+        assert_int_equal(demand_of(f,
+                                   "\"annotations\":{\"gantry.io/dataset-read-gbps\":\"30\","
+                                   "\"gantry.io/checkpoint-write-gbps\":\"7\"},"
+                                   "\"labels\":{\"jobset.sigs.k8s.io/jobset-name\":\"js\"},"
+                                   "\"ownerReferences\":[{\"kind\":\"Job\",\"name\":\"j\",\"controller\":true}]",
+                                   "[{\"name\":\"a\",\"persistentVolumeClaim\":{\"claimName\":\"bound\"}},"
+                                   "{\"name\":\"b\",\"persistentVolumeClaim\":{\"claimName\":\"unbound\"}}]",
+                                   &d, &err), 0);
+        assert_string_equal(d.d.job, "ml/JobSet/js");
+        assert_int_equal(d.d.n_flows, 3);
+        assert_true(fabs(d.d.flows[0].gbps - 15) < 1e-9); /* 30 over two dataset volumes */
+        assert_true(fabs(d.d.flows[1].gbps - 15) < 1e-9);
+        assert_null(d.d.flows[2].backend); /* a write with no checkpoint volume */
+        assert_true(fabs(d.d.flows[2].gbps - 7) < 1e-9);
+
+        assert_int_equal(demand_of(f, "\"labels\":{\"gantry.io/job\":\"llm\"},"
+                                      "\"ownerReferences\":[{\"kind\":\"PyTorchJob\",\"name\":\"t\","
+                                      "\"controller\":true}]", "[]", &d, &err), 0);
+        assert_string_equal(d.d.job, "ml/llm");
+        assert_int_equal(demand_of(f, "\"ownerReferences\":[{\"kind\":\"ReplicaSet\",\"name\":\"r\","
+                                      "\"controller\":true},{\"kind\":\"PyTorchJob\",\"name\":\"t\","
+                                      "\"controller\":true}]", "[]", &d, &err), 0);
+        assert_string_equal(d.d.job, "ml/PyTorchJob/t");
+}
+
+static void test_bad_values_name_the_field(void **state)
+{
+        struct fx *f = *state;
+        struct gantry_sched_demand d;
+        struct gantry_error err;
+
+        assert_int_equal(demand_of(f, "\"annotations\":{\"gantry.io/checkpoint-write-gbps\":\"-1\"}",
+                                   "[]", &d, &err), -EINVAL);
+        assert_string_equal(err.msg, "pod ml/p: annotation gantry.io/checkpoint-write-gbps: \"-1\" "
+                                     "is not a number of Gbps >= 0");
+        apply(f->st, GANTRY_OBJ_STORAGE_CLASS,
+              "{\"metadata\":{\"name\":\"ds\",\"annotations\":{\"gantry.io/read-gbps-per-gpu\":\"fast\"}},"
+              "\"provisioner\":\"csi.gantry.io\",\"parameters\":{\"clusterID\":\"ceph-a\"}}");
+        assert_int_equal(demand_of(f, NULL,
+                                   "[{\"name\":\"b\",\"persistentVolumeClaim\":{\"claimName\":\"unbound\"}}]",
+                                   &d, &err), -EINVAL);
+        assert_string_equal(err.msg, "StorageClass ds: gantry.io/read-gbps-per-gpu: \"fast\" is not "
+                                     "a number of Gbps >= 0");
+}
+
+static void test_node_labels(void **state)
+{
+        struct fx *f = *state;
+        struct gantry_node_spec s;
+        struct gantry_error err;
+        json_t *n = json_loads("{\"metadata\":{\"name\":\"g\",\"labels\":{"
+                               "\"network.topology.nvidia.com/leaf\":\"l1\","
+                               "\"network.topology.nvidia.com/spine\":\"s1\","
+                               "\"gantry.io/nvmeof-transports\":\"rdma,tcp\"}},"
+                               "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\"}}}", 0, NULL);
+        struct gantry_sched_defaults def = { .nic_gbps = 200 };
+
+        (void)f;
+        assert_int_equal(gantry_sched_node_spec(n, &def, &s, &err), 0);
+        assert_string_equal(s.leaf, "l1");
+        assert_string_equal(s.spine, "s1");
+        assert_true(s.nic_gbps == 200);
+        assert_int_equal(s.gpus, 8);
+        assert_int_equal(s.transports, GANTRY_TRANSPORT_TCP | GANTRY_TRANSPORT_RDMA);
+        json_object_set_new(json_object_get(json_object_get(n, "metadata"), "labels"),
+                            "gantry.io/nvmeof-transports", json_string("fc"));
+        assert_int_equal(gantry_sched_node_spec(n, &def, &s, &err), -EINVAL);
+        assert_string_equal(err.msg, "Node g: label gantry.io/nvmeof-transports: unknown transport "
+                                     "\"fc\" (tcp, rdma)");
+        json_object_set_new(json_object_get(json_object_get(n, "metadata"), "labels"),
+                            "gantry.io/nvmeof-transports", json_string("tcp"));
+        json_object_set_new(json_object_get(json_object_get(n, "metadata"), "labels"),
+                            "gantry.io/nic-gbps", json_string("40G"));
+        assert_int_equal(gantry_sched_node_spec(n, &def, &s, &err), -EINVAL);
+        assert_string_equal(err.msg, "g: Node label gantry.io/nic-gbps: \"40G\" is not a number of "
+                                     "Gbps >= 0");
+        json_decref(n);
+}
+
+static void test_topology_file(void **state)
+{
+        struct fx *f = *state;
+        struct gantry_error err;
+        struct gantry_node_usage u;
+
+        assert_int_equal(gantry_sched_topology_parse(f->st, "{\"leavs\":[]}", "t.json", &err), -EINVAL);
+        assert_string_equal(err.msg, "t.json: topology.leavs: unknown key");
+        assert_int_equal(gantry_sched_topology_parse(
+                                 f->st, "{\"backends\":[{\"name\":\"b\",\"kind\":\"nfs\"}]}", "t.json", &err),
+                         -EINVAL);
+        assert_string_equal(err.msg, "t.json: backends[0].kind: must be \"ceph\" or \"nvmeof\"");
+        assert_int_equal(gantry_sched_topology_parse(f->st, "{\"leaves\":[{\"name\":\"l\",\"uplinkGbps\":\"9\"}]}",
+                                                     "t.json", &err), -EINVAL);
+        assert_string_equal(err.msg, "t.json: leaves[0].uplinkGbps: must be a number >= 0");
+        /* defaults: a leaf the file does not list gets the default ratio */
+        assert_int_equal(gantry_sched_topology_parse(
+                                 f->st, "{\"defaults\":{\"nicGbps\":100,\"oversubscription\":4},"
+                                        "\"leaves\":[{\"name\":\"listed\",\"uplinkGbps\":30}]}",
+                                 "t.json", &err), 0);
+        apply(f->st, GANTRY_OBJ_NODE, "{\"metadata\":{\"name\":\"a\",\"labels\":"
+                                      "{\"network.topology.nvidia.com/leaf\":\"unlisted\"}}}");
+        apply(f->st, GANTRY_OBJ_NODE, "{\"metadata\":{\"name\":\"b\",\"labels\":"
+                                      "{\"network.topology.nvidia.com/leaf\":\"listed\"}}}");
+        assert_int_equal(gantry_cluster_node_usage(f->c, "a", &u), 0);
+        assert_true(fabs(u.uplink_gbps - 25) < 1e-9 && fabs(u.nic_gbps - 100) < 1e-9);
+        assert_int_equal(gantry_cluster_node_usage(f->c, "b", &u), 0);
+        assert_true(fabs(u.uplink_gbps - 30) < 1e-9);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_rates_from_storage_class, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_annotations_split_and_job, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_bad_values_name_the_field, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_node_labels, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_topology_file, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
