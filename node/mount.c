@@ -99,12 +99,17 @@ static int each_mount(int (*fn)(const struct node_mount *m, void *ud), void *ud)
         return r;
 }
 
-/* @path without trailing slashes, into @buf. */
-static void strip_slashes(const char *path, char *buf, size_t size)
+/*
+ * @path as mountinfo spells it: symlinks resolved (a kubelet root that is a
+ * symlink must not hide a mount), else without trailing slashes.
+ */
+static void canonical(const char *path, char *buf, size_t size)
 {
+        char *real = realpath(path, NULL);
         size_t n;
 
-        snprintf(buf, size, "%s", path);
+        snprintf(buf, size, "%s", real ? real : path);
+        free(real);
         n = strlen(buf);
         while (n > 1 && buf[n - 1] == '/')
                 buf[--n] = '\0';
@@ -134,7 +139,7 @@ int gantry_node_mount_find(const char *target, struct node_mount *ret)
         struct find_ctx c = { .target = path, .ret = &m };
         int r;
 
-        strip_slashes(target, path, sizeof(path));
+        canonical(target, path, sizeof(path));
         r = each_mount(find_one, &c);
         if (r < 0)
                 return r;

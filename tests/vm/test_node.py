@@ -132,10 +132,14 @@ class NodeTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         try:
-            if cls.plugin:
-                cls.plugin.stop()
-                print("---- plugin log (last 60 lines)")
-                print("\n".join(cls.plugin.read_log().splitlines()[-60:]))
+            rc = cls.plugin.stop() if cls.plugin else 0
+            log = cls.plugin.read_log() if cls.plugin else ""
+            print("---- plugin log (last 40 lines)")
+            print("\n".join(log.splitlines()[-40:]))
+            # every instance of the run logged here: none may have tripped a sanitizer
+            bad = [line for line in log.splitlines() if "Sanitizer" in line or "runtime error" in line]
+            if rc != 0 or bad:
+                raise AssertionError("plugin exit %s; %s" % (rc, "\n".join(bad[:20])))
         finally:
             shutil.rmtree(cls.workdir, ignore_errors=True)
 
