@@ -287,6 +287,18 @@ class NodeTest(unittest.TestCase):
         self.unstage("rst")
         self.assertEqual(mappings("rst"), [])
         self.assertFalse(mounted(staging("rst")))
+        # a volume that holds data is never formatted: asked for ext4, it holds xfs
+        details = self.assert_code(CODE.INVALID_ARGUMENT, "NodeStageVolume",
+                                   volume_id=volume_id("rst"), staging_target_path=staging("rst"),
+                                   volume_capability=capability(fs="ext4"),
+                                   volume_context=context("rst", fs="ext4"),
+                                   secrets={"userID": "gantry", "userKey": USER_KEY})
+        self.assertIn("xfs", details)
+        self.assertEqual(mappings("rst"), [])  # the failed stage unmapped what it mapped
+        self.stage("rst", cap=capability(fs="xfs"), ctx=context("rst", fs="xfs"))
+        with open(os.path.join(staging("rst"), "after-restart")) as f:
+            self.assertEqual(f.read(), "ok")
+        self.unstage("rst")
 
     def test_crash_between_map_and_mount_leaks_nothing(self):
         self.stage("crash")
