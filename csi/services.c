@@ -1,24 +1,30 @@
 /*
  * The glue between gantry-csi's main and its services; see services.h.
  *
- * The controller and node services land with their issues; until a service
- * is built, its methods stay without a handler and answer UNIMPLEMENTED.
+ * Until a service is built, its methods stay without a handler and answer
+ * UNIMPLEMENTED.
  */
 #include "services.h"
+
+#include "node.h"
 
 int gantry_services_init(const struct gantry_config *config, const char *node_id, bool controller,
                          bool node, struct gantry_identity_options *idopts,
                          struct gantry_error *err)
 {
-        (void)config;
-        (void)node_id;
+        int r;
+
         (void)controller;
-        (void)node;
-        (void)idopts;
-        (void)err;
+        if (node) {
+                if ((r = gantry_node_init(config, node_id, err)) < 0)
+                        return r;
+                idopts->probes[idopts->n_probes] = gantry_node_probe;
+                idopts->probe_names[idopts->n_probes++] = "krbd";
+        }
         return 0;
 }
 
 void gantry_services_shutdown(void)
 {
+        gantry_node_shutdown();
 }
