@@ -1,24 +1,32 @@
 /*
  * The glue between gantry-csi's main and its services; see services.h.
  *
- * The controller and node services land with their issues; until a service
- * is built, its methods stay without a handler and answer UNIMPLEMENTED.
+ * The node service lands with its issue; until a service is built, its
+ * methods stay without a handler and answer UNIMPLEMENTED.
  */
 #include "services.h"
+
+#include "controller.h"
 
 int gantry_services_init(const struct gantry_config *config, const char *node_id, bool controller,
                          bool node, struct gantry_identity_options *idopts,
                          struct gantry_error *err)
 {
-        (void)config;
+        int r;
+
         (void)node_id;
-        (void)controller;
         (void)node;
-        (void)idopts;
-        (void)err;
+        if (controller) {
+                r = gantry_controller_init(config, err);
+                if (r < 0)
+                        return r;
+                idopts->probes[idopts->n_probes] = gantry_controller_probe;
+                idopts->probe_names[idopts->n_probes++] = "ceph";
+        }
         return 0;
 }
 
 void gantry_services_shutdown(void)
 {
+        gantry_controller_shutdown();
 }
