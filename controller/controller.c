@@ -3,7 +3,7 @@
  * dispatches each call by tier. A CreateVolume says its tier in the
  * parameter `tier` (`dataset`, the default, or `checkpoint`); every other
  * call finds the tier in the version of the volume or snapshot ID (0001:
- * dataset). The checkpoint tier hooks its functions in here.
+ * dataset, 0002: checkpoint, whose handlers are in checkpoint_*.c).
  *
  * Also here: what the Controller can do (ControllerGetCapabilities), which
  * access modes datasets support (ValidateVolumeCapabilities), and the Ceph
@@ -13,11 +13,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "controller.h"
 #include "controller_internal.h"
 #include "log.h"
-
-#define CHECKPOINT_ID_PREFIX "0002-"
 
 int gantry_dataset_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
                                     struct gantry_error *err)
@@ -57,7 +56,7 @@ int gantry_dataset_check_capability(const Csi__V1__VolumeCapability *cap, const 
 
 static bool is_checkpoint_id(const char *id)
 {
-        return strncmp(id, CHECKPOINT_ID_PREFIX, strlen(CHECKPOINT_ID_PREFIX)) == 0;
+        return gantry_checkpoint_is_volume_id(id);
 }
 
 static int checkpoint_unserved(const char *field, struct gantry_error *err)
@@ -75,8 +74,7 @@ static int create_volume(struct gantry_csi_call *call, const ProtobufCMessage *r
         if (!tier || strcmp(tier, "dataset") == 0)
                 return gantry_dataset_create_volume(call, req, (void *)response, err);
         if (strcmp(tier, "checkpoint") == 0)
-                return gantry_error_set(err, EINVAL,
-                                        "parameters.tier: checkpoint is not served by this build");
+                return gantry_checkpoint_create_volume(call, req, (void *)response, err);
         return gantry_error_set(err, EINVAL, "parameters.tier: must be dataset or checkpoint, not %s",
                                 tier);
 }
@@ -88,7 +86,7 @@ static int delete_volume(struct gantry_csi_call *call, const ProtobufCMessage *r
 
         (void)response;
         if (is_checkpoint_id(req->volume_id))
-                return 0; /* nothing of this build's to delete */
+                return gantry_checkpoint_delete_volume(call, req, err);
         return gantry_dataset_delete_volume(call, req, err);
 }
 
@@ -98,7 +96,7 @@ static int expand_volume(struct gantry_csi_call *call, const ProtobufCMessage *r
         const Csi__V1__ControllerExpandVolumeRequest *req = (const void *)request;
 
         if (is_checkpoint_id(req->volume_id))
-                return checkpoint_unserved("volume_id", err);
+                return gantry_checkpoint_expand_volume(call, req, (void *)response, err);
         return gantry_dataset_expand_volume(call, req, (void *)response, err);
 }
 
@@ -168,6 +166,7 @@ static int get_capabilities(struct gantry_csi_call *call, const ProtobufCMessage
 {
         static const Csi__V1__ControllerServiceCapability__RPC__Type types[] = {
                 CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CREATE_DELETE_VOLUME,
+                CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME,
                 CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CREATE_DELETE_SNAPSHOT,
                 CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__LIST_SNAPSHOTS,
                 CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CLONE_VOLUME,
@@ -233,7 +232,34 @@ static int list_volumes(struct gantry_csi_call *call, const ProtobufCMessage *re
 static int get_capacity(struct gantry_csi_call *call, const ProtobufCMessage *request,
                         ProtobufCMessage *response, struct gantry_error *err)
 {
-        return gantry_dataset_get_capacity(call, (const void *)request, (void *)response, err);
+        const Csi__V1__GetCapacityRequest *req = (const void *)request;
+        const char *tier = gantry_map_get((void *const *)req->parameters, req->n_parameters, "tier");
+
+        if (tier && strcmp(tier, "checkpoint") == 0)
+                return gantry_checkpoint_get_capacity(call, req, (void *)response, err);
+        return gantry_dataset_get_capacity(call, req, (void *)response, err);
+}
+
+/* Datasets need no attach step (krbd maps on the node): publish is a no-op for them. */
+static int publish_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                          ProtobufCMessage *response, struct gantry_error *err)
+{
+        const Csi__V1__ControllerPublishVolumeRequest *req = (const void *)request;
+
+        if (is_checkpoint_id(req->volume_id))
+                return gantry_checkpoint_publish_volume(call, req, (void *)response, err);
+        return 0;
+}
+
+static int unpublish_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                            ProtobufCMessage *response, struct gantry_error *err)
+{
+        const Csi__V1__ControllerUnpublishVolumeRequest *req = (const void *)request;
+
+        (void)response;
+        if (is_checkpoint_id(req->volume_id))
+                return gantry_checkpoint_unpublish_volume(call, req, err);
+        return 0;
 }
 
 int gantry_controller_init(const struct gantry_config *config, struct gantry_error *err)
@@ -253,6 +279,8 @@ int gantry_controller_init(const struct gantry_config *config, struct gantry_err
                 { "/csi.v1.Controller/ListSnapshots", list_snapshots },
                 { "/csi.v1.Controller/ListVolumes", list_volumes },
                 { "/csi.v1.Controller/GetCapacity", get_capacity },
+                { "/csi.v1.Controller/ControllerPublishVolume", publish_volume },
+                { "/csi.v1.Controller/ControllerUnpublishVolume", unpublish_volume },
         };
 
         (void)config;
