@@ -36,7 +36,8 @@ class Target:
         self.log = os.path.join(self.dir, "target.log")
 
     def start(self):
-        args = [BIN, "--listen", "127.0.0.1:0", "--configfs", self.cfs, "--state",
+        # a restart keeps its port, as a real agent's address is fixed in the config
+        args = [BIN, "--listen", f"127.0.0.1:{getattr(self, 'port', 0)}", "--configfs", self.cfs, "--state",
                 os.path.join(self.dir, "state.json"), "--lvstore", "gantry=" + self.lvs]
         if self.token:
             with open(os.path.join(self.dir, "token"), "w") as f:
