@@ -23,13 +23,18 @@ class RpcError(Exception):
 
 
 class Target:
-    """gantry-target on 127.0.0.1:<free port> with a stand-in configfs root."""
+    """gantry-target on 127.0.0.1:<port> (default: a free one) with a stand-in
+    configfs root, or the real one when @configfs is given (in the VM)."""
 
-    def __init__(self, token="tok-" + str(os.getpid()), tls=False, workdir=None):
+    def __init__(self, token="tok-" + str(os.getpid()), tls=False, workdir=None, configfs=None, port=0):
         self.dir = workdir or tempfile.mkdtemp(prefix=f"gantry-checkpoint-{os.getpid()}-")
-        self.cfs = os.path.join(self.dir, "cfs")
+        self.cfs = configfs or os.path.join(self.dir, "cfs")
         self.lvs = os.path.join(self.dir, "lvs")
-        os.makedirs(self.cfs, exist_ok=True)
+        os.makedirs(self.dir, exist_ok=True)
+        if not configfs:
+            os.makedirs(self.cfs, exist_ok=True)
+        if port:
+            self.port = port
         self.token = token
         self.tls = tls
         self.proc = None

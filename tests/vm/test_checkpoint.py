@@ -1,0 +1,197 @@
+"""The checkpoint tier end to end on a real kernel (run inside the VM by
+tests/vm/run.sh; CTest: vm_checkpoint).
+
+In the guest: gantry-target on the kernel's nvmet (configfs), gantry-csi
+--mode controller driven by python3-grpcio, and the node side's libnvme
+attach/detach (node/nvmf_*.c, through tests/vm/nvmf_attach_tool) over
+NVMe/TCP on the guest's loopback. Checked against the kernel: configfs,
+/sys/block, mounts, reads and writes.
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+import grpc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "target"))
+sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
+from ckpt_helpers import create_req, publish_req, write_config  # noqa: E402
+from csi_client import BUILD_DIR, Plugin, csi_pb2  # noqa: E402
+from targetproc import Target  # noqa: E402
+
+NVMET = "/sys/kernel/config/nvmet"
+WORK = "/tmp/gantry-checkpoint-vm"
+TOOL = os.path.join(BUILD_DIR, "tests", "nvmf_attach_tool")
+NODE = "vm-node"
+PORT = 8009
+
+
+def sh(*args, check=True):
+    return subprocess.run(args, capture_output=True, text=True, check=check)
+
+
+def attach(ctx, host_nqn):
+    kv = ["%s=%s" % (k, v) for k, v in ctx.items()]
+    return subprocess.run([TOOL, "attach", host_nqn, *kv], capture_output=True, text=True, timeout=120)
+
+
+def detach(dev):
+    return subprocess.run([TOOL, "detach", dev], capture_output=True, text=True, timeout=120)
+
+
+def mounted(path):
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
+def wipe_nvmet():
+    """What a reboot does to configfs: nothing of the target is left."""
+    for port in os.listdir(os.path.join(NVMET, "ports")):
+        d = os.path.join(NVMET, "ports", port, "subsystems")
+        for s in os.listdir(d):
+            os.unlink(os.path.join(d, s))
+    for nqn in os.listdir(os.path.join(NVMET, "subsystems")):
+        sub = os.path.join(NVMET, "subsystems", nqn)
+        for h in os.listdir(os.path.join(sub, "allowed_hosts")):
+            os.unlink(os.path.join(sub, "allowed_hosts", h))
+        for ns in os.listdir(os.path.join(sub, "namespaces")):
+            with open(os.path.join(sub, "namespaces", ns, "enable"), "w") as f:
+                f.write("0")
+            os.rmdir(os.path.join(sub, "namespaces", ns))
+        os.rmdir(sub)
+    for h in os.listdir(os.path.join(NVMET, "hosts")):
+        os.rmdir(os.path.join(NVMET, "hosts", h))
+    for port in os.listdir(os.path.join(NVMET, "ports")):
+        os.rmdir(os.path.join(NVMET, "ports", port))
+
+
+class CheckpointVmTest(unittest.TestCase):
+    """One volume's life, in order (the tests share the volume)."""
+
+    @classmethod
+    def setUpClass(cls):
+        sh("modprobe", "-a", "nvmet", "nvmet-tcp", "nvme-tcp", "nvme-fabrics")
+        shutil.rmtree(WORK, ignore_errors=True)
+        os.makedirs(os.path.join(WORK, "csi"))
+        cls.stage = os.path.join(WORK, "stage")
+        os.makedirs(cls.stage)
+        cls.target = Target(workdir=os.path.join(WORK, "tgt"), configfs=NVMET, port=PORT).start()
+        tok = os.path.join(WORK, "token")
+        with open(tok, "w") as f:
+            f.write(cls.target.token)
+        cfg = write_config(os.path.join(WORK, "gantry.json"),
+                           [("tgt-vm", cls.target.url, tok, "127.0.0.1", "4420", "leaf-vm")])
+        cls.plugin = Plugin(mode="controller", node_id=None, config=cfg,
+                            workdir=os.path.join(WORK, "csi"), ready_timeout=60).start()
+        cls.vol = cls.plugin.call("CreateVolume", create_req("pvc-vm-ckpt", size=64 << 20),
+                                  timeout=60).volume
+        cls.ctx = dict(cls.vol.volume_context)
+        cls.host = cls.plugin.call("ControllerPublishVolume", publish_req(cls.vol.volume_id, NODE),
+                                   timeout=60).publish_context["hostNQN"]
+
+    @classmethod
+    def tearDownClass(cls):
+        if mounted(cls.stage):
+            sh("umount", cls.stage, check=False)
+        for name in os.listdir("/sys/block"):
+            if name.startswith("nvme"):
+                detach("/dev/" + name)
+        cls.plugin.stop()
+        cls.target.stop()
+
+    def stage_volume(self, host=None):
+        r = attach(self.ctx, host or self.host)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        dev = r.stdout.strip()
+        fs = sh("blkid", "-o", "value", "-s", "TYPE", dev, check=False).stdout.strip()
+        if not fs:  # blank: format, never a device that holds data
+            sh("mkfs.ext4", "-q", "-m0", "-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1", dev)
+        sh("mount", dev, self.stage)
+        return dev, fs
+
+    def unstage_volume(self, dev):
+        sh("umount", self.stage)
+        r = detach(dev)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(os.path.join("/sys/block", os.path.basename(dev))))
+
+    def test_1_configfs_holds_the_volume(self):
+        sub = os.path.join(NVMET, "subsystems", self.ctx["nqn"])
+        with open(os.path.join(sub, "attr_allow_any_host")) as f:
+            self.assertEqual(f.read().strip(), "0")
+        self.assertEqual(os.listdir(os.path.join(sub, "allowed_hosts")), [self.host])
+        with open(os.path.join(sub, "namespaces", "1", "device_path")) as f:
+            backing = f.read().strip()
+        self.assertEqual(os.path.getsize(backing), 64 << 20)
+
+    def test_2_write_unstage_stage_read_back(self):
+        dev, fs = self.stage_volume()
+        self.assertEqual(fs, "", "a new volume is blank")
+        data = os.urandom(8 << 20)
+        with open(os.path.join(self.stage, "ckpt-0001.bin"), "wb") as f:
+            f.write(data)
+            os.fsync(f.fileno())
+        self.unstage_volume(dev)
+        dev, fs = self.stage_volume()
+        self.assertEqual(fs, "ext4", "staged again: formatted once, not twice")
+        with open(os.path.join(self.stage, "ckpt-0001.bin"), "rb") as f:
+            self.assertEqual(hashlib.sha256(f.read()).hexdigest(), hashlib.sha256(data).hexdigest())
+        self.__class__.digest = hashlib.sha256(data).hexdigest()
+        # a second attach while staged reuses the controller; detach keeps it while mounted
+        r = attach(self.ctx, self.host)
+        self.assertEqual(r.stdout.strip(), dev, r.stderr)
+        self.assertEqual(detach(dev).returncode, 0)
+        self.assertTrue(os.path.exists(dev), "still mounted: still attached")
+        self.unstage_volume(dev)
+
+    def test_3_second_host_is_refused(self):
+        r = attach(self.ctx, "nqn.2014-08.io.gantry:node:intruder")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("not allowed", r.stderr)
+        self.assertFalse([n for n in os.listdir("/sys/block") if n.startswith("nvme")])
+
+    def test_4_restart_reapplies_state(self):
+        self.target.stop()
+        wipe_nvmet()
+        self.assertEqual(os.listdir(os.path.join(NVMET, "subsystems")), [])
+        self.target.start()
+        dev, fs = self.stage_volume()
+        with open(os.path.join(self.stage, "ckpt-0001.bin"), "rb") as f:
+            self.assertEqual(hashlib.sha256(f.read()).hexdigest(), self.digest)
+        self.unstage_volume(dev)
+
+    def test_5_target_api_down_during_unstage(self):
+        dev, _ = self.stage_volume()
+        self.target.stop()
+        try:
+            # the node's unstage needs only the NVMe/TCP path, which nvmet keeps serving
+            self.unstage_volume(dev)
+            req = csi_pb2.ControllerUnpublishVolumeRequest(volume_id=self.vol.volume_id, node_id=NODE)
+            with self.assertRaises(grpc.RpcError) as e:
+                self.plugin.call("ControllerUnpublishVolume", req, timeout=60)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+            self.assertIn("target tgt-vm unreachable", e.exception.details())
+            sub = os.path.join(NVMET, "subsystems", self.ctx["nqn"])
+            self.assertEqual(os.listdir(os.path.join(sub, "allowed_hosts")), [self.host],
+                             "nothing was changed behind the error")
+        finally:
+            self.target.start()
+        self.plugin.call("ControllerUnpublishVolume", req, timeout=60)
+        self.assertEqual(os.listdir(os.path.join(sub, "allowed_hosts")), [])
+        r = attach(self.ctx, self.host)
+        self.assertNotEqual(r.returncode, 0, "unpublished: the host is refused")
+
+    def test_6_delete_leaves_nothing(self):
+        self.plugin.call("DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=self.vol.volume_id), timeout=60)
+        self.assertFalse(os.path.exists(os.path.join(NVMET, "subsystems", self.ctx["nqn"])))
+        self.assertEqual(os.listdir(self.target.lvs), [])
+        self.assertEqual(os.listdir(os.path.join(NVMET, "hosts")), [])
+        self.assertEqual(self.target.call("nvmf_get_subsystems"), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
