@@ -110,6 +110,22 @@ static int add_lvstore(struct tgt_context *ctx, const char *arg)
         return 0;
 }
 
+/* Creates the state file's directory (one level) when it is missing. */
+static int ensure_state_dir(const char *state_path)
+{
+        char dir[4096];
+        char *slash;
+
+        snprintf(dir, sizeof(dir), "%s", state_path);
+        slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+                return 0;
+        *slash = '\0';
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -174,6 +190,11 @@ int main(int argc, char **argv)
         if (stat(ctx.configfs, &st) < 0 || !S_ISDIR(st.st_mode)) {
                 fprintf(stderr, "gantry-target: --configfs %s: not a directory (is the nvmet "
                         "module loaded and configfs mounted?)\n", ctx.configfs);
+                goto out;
+        }
+        if (ensure_state_dir(ctx.state_path) < 0) {
+                fprintf(stderr, "gantry-target: --state %s: cannot create its directory: %s\n",
+                        ctx.state_path, strerror(errno));
                 goto out;
         }
         ctx.configfs_real = tgt_nvmet_is_configfs(ctx.configfs);
