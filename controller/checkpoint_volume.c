@@ -216,12 +216,14 @@ static int ensure_volume(const struct gantry_csi_call *call, const struct ckpt_r
                         json_decref(subsys);
                         return r < 0 ? r : gantry_error_set(err, EIO, "target %s: bdev_lvol_create: no name", t->id);
                 }
+                json_t *nsid = NULL;
                 r = gantry_target_call(t, "nvmf_subsystem_add_ns",
                                        json_pack("{s:s, s:{s:s, s:i, s:s, s:s}}", "nqn", ref->nqn,
                                                  "namespace", "bdev_name", bdev, "nsid", 1, "nguid",
                                                  ref->nguid, "uuid", ref->uuid),
-                                       tmo, &res, err);
-                json_decref(res);
+                                       tmo, &nsid, err);
+                json_decref(nsid);
+                json_decref(res); /* holds the bdev name until here */
                 res = NULL;
                 if (r < 0) {
                         json_decref(subsys);

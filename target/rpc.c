@@ -256,6 +256,14 @@ static int m_bdev_lvol_create(struct tgt_context *ctx, json_t *p, json_t **ret, 
                 *ret = json_string(key);
                 return 0;
         }
+        if (!thin) {
+                uint64_t total, avail;
+                if ((r = tgt_lvstore_space(lvs, &total, &avail)) < 0)
+                        return gantry_error_set(err, r, "lvstore %s: %s", lvs->name, strerror(-r));
+                if (size > avail)
+                        return gantry_error_set(err, ENOSPC, "size_in_mib: lvstore %s has %llu MiB free",
+                                                lvs->name, (unsigned long long)(avail >> 20));
+        }
         if ((r = tgt_bdev_file_create(path, size, thin, err)) < 0)
                 return r;
         random_uuid(uuid);

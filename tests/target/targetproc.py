@@ -74,20 +74,29 @@ class Target:
         raise RuntimeError("gantry-target did not listen in 20 s")
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
+        """SIGTERM; a clean exit is 0 (under ASan a leak makes it non-zero: raised)."""
+        if not self.proc:
+            return
+        rc = self.proc.poll()
+        if rc is None:
             self.proc.terminate()
             try:
-                self.proc.wait(10)
+                rc = self.proc.wait(20)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.proc:
-            self.logf.close()
+                rc = "killed"
+        self.logf.close()
         self.proc = None
+        if rc != 0:
+            with open(self.log) as f:
+                raise RuntimeError("gantry-target exited %s:\n%s" % (rc, f.read()[-4000:]))
 
     def cleanup(self):
-        self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            self.stop()
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     @property
     def url(self):
