@@ -71,6 +71,18 @@ int gantry_nvmf_attach(const struct gantry_nvmf_volume *v, int64_t deadline_ms, 
 /* Whether block device @dev is an NVMe namespace. */
 bool gantry_nvmf_is_device(dev_t dev);
 
+/* Whether block device @dev is the namespace of @v (same subsystem NQN and NGUID). */
+bool gantry_nvmf_device_matches(dev_t dev, const struct gantry_nvmf_volume *v);
+
+/*
+ * The unstage retry's safety net: disconnects what is left of checkpoint
+ * volume @volume_id (a 0002 ID: its subsystem follows from the uuid in it)
+ * when nothing of it is mounted, e.g. after an unstage that unmounted and
+ * then failed to disconnect. 0 when nothing is left; -EINVAL for an ID that
+ * is not a checkpoint ID; errors as gantry_nvmf_detach().
+ */
+int gantry_nvmf_detach_volume(const char *volume_id, int64_t deadline_ms, struct gantry_error *err);
+
 /*
  * Disconnects every controller of the subsystem that namespace @dev belongs
  * to, unless one of its namespaces is still mounted (then 0: still in use).

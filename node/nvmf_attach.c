@@ -231,7 +231,7 @@ static int dev_name(dev_t dev, char *buf, size_t size)
                 return -ENODEV;
         link[n] = '\0';
         base = strrchr(link, '/');
-        snprintf(buf, size, "%s", base ? base + 1 : link);
+        snprintf(buf, size, "%.63s", base ? base + 1 : link);
         return 0;
 }
 
@@ -271,21 +271,37 @@ static bool subsystem_in_use(const char *nqn)
         return used;
 }
 
-int gantry_nvmf_detach(dev_t dev, int64_t deadline_ms, struct gantry_error *err)
+/* Whether any namespace block device of subsystem @nqn exists. */
+static bool subsystem_has_namespace(const char *nqn)
 {
-        char name[64], path[PATH_MAX], nqn[GANTRY_NQN_MAX + 2];
+        DIR *d = opendir("/sys/block");
+        struct dirent *e;
+        bool found = false;
+
+        if (!d)
+                return false;
+        while (!found && (e = readdir(d))) {
+                char path[PATH_MAX], val[256];
+
+                if (!is_ns_name(e->d_name))
+                        continue;
+                snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", e->d_name);
+                read_sysfs(path, val, sizeof(val));
+                found = strcmp(val, nqn) == 0;
+        }
+        closedir(d);
+        return found;
+}
+
+/* Disconnects every controller of @nqn unless a namespace of it is mounted; see nvmf.h. */
+static int detach_subsystem(const char *nqn, int64_t deadline_ms, struct gantry_error *err)
+{
         nvme_root_t root;
         nvme_host_t h;
         nvme_subsystem_t s;
         nvme_ctrl_t c;
-        int failed = 0, first_errno = 0;
+        int failed = 0, first_errno = 0, found = 0;
 
-        if (dev_name(dev, name, sizeof(name)) < 0)
-                return 0; /* already gone */
-        snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", name);
-        read_sysfs(path, nqn, sizeof(nqn));
-        if (!nqn[0])
-                return gantry_error_set(err, ENODEV, "%s: no subsystem NQN in sysfs", name);
         pthread_mutex_lock(&nvmf_lock);
         if (subsystem_in_use(nqn)) {
                 pthread_mutex_unlock(&nvmf_lock);
@@ -304,6 +320,7 @@ int gantry_nvmf_detach(dev_t dev, int64_t deadline_ms, struct gantry_error *err)
                                 const char *sn = nvme_ctrl_get_subsysnqn(c);
                                 if (!sn || strcmp(sn, nqn) != 0)
                                         continue;
+                                found++;
                                 if (nvme_disconnect_ctrl(c) < 0) {
                                         failed++;
                                         if (!first_errno)
@@ -316,13 +333,52 @@ int gantry_nvmf_detach(dev_t dev, int64_t deadline_ms, struct gantry_error *err)
         nvme_free_tree(root);
         pthread_mutex_unlock(&nvmf_lock);
         if (failed)
-                return gantry_error_set(err, first_errno ? first_errno : EIO,
-                                        "disconnecting %s (%s): %s", nqn, name,
+                return gantry_error_set(err, first_errno ? first_errno : EIO, "disconnecting %s: %s", nqn,
                                         strerror(first_errno ? first_errno : EIO));
-        /* truthful: success only once the namespace is really gone */
-        while (dev_name(dev, path, sizeof(path)) == 0 && now_ms() < deadline_ms)
+        /* truthful: success only once no namespace of it is left */
+        while (found && subsystem_has_namespace(nqn) && now_ms() < deadline_ms)
                 pause_ms(50);
-        if (dev_name(dev, path, sizeof(path)) == 0)
-                return gantry_error_set(err, EBUSY, "%s of %s is still present after disconnect", name, nqn);
+        if (subsystem_has_namespace(nqn))
+                return gantry_error_set(err, EBUSY, "a namespace of %s is still present after disconnect", nqn);
         return 0;
+}
+
+int gantry_nvmf_detach(dev_t dev, int64_t deadline_ms, struct gantry_error *err)
+{
+        char name[64], path[PATH_MAX], nqn[GANTRY_NQN_MAX + 2];
+
+        if (dev_name(dev, name, sizeof(name)) < 0)
+                return 0; /* already gone */
+        snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", name);
+        read_sysfs(path, nqn, sizeof(nqn));
+        if (!nqn[0])
+                return gantry_error_set(err, ENODEV, "%s: no subsystem NQN in sysfs", name);
+        return detach_subsystem(nqn, deadline_ms, err);
+}
+
+bool gantry_nvmf_device_matches(dev_t dev, const struct gantry_nvmf_volume *v)
+{
+        char name[64], path[PATH_MAX], val[256], plain[64];
+
+        if (dev_name(dev, name, sizeof(name)) < 0 || !is_ns_name(name))
+                return false;
+        snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", name);
+        read_sysfs(path, val, sizeof(val));
+        if (strcmp(val, v->nqn) != 0)
+                return false;
+        snprintf(path, sizeof(path), "/sys/block/%s/nguid", name);
+        read_sysfs(path, val, sizeof(val));
+        strip_dashes(val, plain, sizeof(plain));
+        return strcmp(plain, v->nguid) == 0;
+}
+
+int gantry_nvmf_detach_volume(const char *volume_id, int64_t deadline_ms, struct gantry_error *err)
+{
+        char nqn[GANTRY_NQN_MAX + 1];
+        size_t n = volume_id ? strlen(volume_id) : 0;
+
+        if (n < GANTRY_NVMF_UUID_LEN || strncmp(volume_id, "0002-", 5) != 0 ||
+            gantry_nvmf_volume_nqn(volume_id + n - GANTRY_NVMF_UUID_LEN, nqn, sizeof(nqn)) < 0)
+                return gantry_error_set(err, EINVAL, "volume_id: not a checkpoint volume ID");
+        return detach_subsystem(nqn, deadline_ms, err);
 }

@@ -59,7 +59,7 @@ def main():
     with open(tok, "w") as f:
         f.write(target.token)
     cfg = write_config(os.path.join(WORK, "gantry.json"),
-                       [("tgt-bench", target.url, tok, "127.0.0.1", "4420", None)])
+                       [("tgt-bench", target.url, tok, [("127.0.0.1", "4420")], None)])
     plugin = Plugin(mode="controller", node_id=None, config=cfg, workdir=os.path.join(WORK, "csi"),
                     ready_timeout=60).start()
     try:

@@ -11,10 +11,11 @@ LEAF = "network.topology.nvidia.com/leaf"
 
 
 def write_config(path, targets):
-    """targets: list of (id, url, token_file, traddr, trsvcid, leaf)."""
+    """targets: list of (id, url, token_file, [(traddr, trsvcid), ...], leaf)."""
     cfg = {"targets": []}
-    for tid, url, tok, traddr, svc, leaf in targets:
-        t = {"id": tid, "url": url, "addresses": [{"transport": "tcp", "traddr": traddr, "trsvcid": svc}]}
+    for tid, url, tok, addrs, leaf in targets:
+        t = {"id": tid, "url": url,
+             "addresses": [{"transport": "tcp", "traddr": a, "trsvcid": s} for a, s in addrs]}
         if tok:
             t["tokenFile"] = tok
         if leaf:

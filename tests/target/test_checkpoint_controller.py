@@ -26,8 +26,8 @@ class CheckpointControllerTest(unittest.TestCase):
             with open(os.path.join(t.dir, "token.client"), "w") as f:
                 f.write(t.token + "\n")
         cfg = write_config(os.path.join(cls.dir, "gantry.json"), [
-            ("tgt-a", cls.a.url, os.path.join(cls.a.dir, "token.client"), "127.0.0.1", "4420", "leaf-1"),
-            ("tgt-b", cls.b.url, os.path.join(cls.b.dir, "token.client"), "127.0.0.2", "4420", "leaf-2"),
+            ("tgt-a", cls.a.url, os.path.join(cls.a.dir, "token.client"), [("127.0.0.1", "4420")], "leaf-1"),
+            ("tgt-b", cls.b.url, os.path.join(cls.b.dir, "token.client"), [("127.0.0.2", "4420")], "leaf-2"),
         ])
         os.makedirs(os.path.join(cls.dir, "csi"))
         cls.plugin = Plugin(mode="controller", node_id=None, config=cfg,

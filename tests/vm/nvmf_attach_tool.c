@@ -6,6 +6,7 @@
  *
  *   nvmf_attach_tool attach HOSTNQN KEY=VALUE...   (the volume_context) -> prints /dev/nvmeXnY
  *   nvmf_attach_tool detach /dev/nvmeXnY
+ *   nvmf_attach_tool detach-volume VOLUME_ID        (the unstage retry's safety net)
  *
  * Exit status 0 on success; otherwise the error message on stderr.
  */
@@ -72,6 +73,15 @@ int main(int argc, char **argv)
                 }
                 return 0;
         }
-        fprintf(stderr, "usage: nvmf_attach_tool attach HOSTNQN KEY=VALUE... | detach /dev/nvmeXnY\n");
+        if (argc == 3 && strcmp(argv[1], "detach-volume") == 0) {
+                r = gantry_nvmf_detach_volume(argv[2], deadline(20), &err);
+                if (r < 0) {
+                        fprintf(stderr, "detach-volume: %s (%s)\n", err.msg, strerror(-r));
+                        return 1;
+                }
+                return 0;
+        }
+        fprintf(stderr, "usage: nvmf_attach_tool attach HOSTNQN KEY=VALUE... | detach /dev/nvmeXnY | "
+                        "detach-volume VOLUME_ID\n");
         return 2;
 }

@@ -84,7 +84,10 @@ class CheckpointVmTest(unittest.TestCase):
         with open(tok, "w") as f:
             f.write(cls.target.token)
         cfg = write_config(os.path.join(WORK, "gantry.json"),
-                           [("tgt-vm", cls.target.url, tok, "127.0.0.1", "4420", "leaf-vm")])
+                           [("tgt-vm", cls.target.url, tok, [("127.0.0.1", "4420")], "leaf-vm"),
+                            # the same agent again, with two listeners: native NVMe multipath
+                            ("tgt-mp", cls.target.url, tok, [("127.0.0.1", "4420"), ("127.0.0.1", "4421")],
+                             "leaf-mp")])
         cls.plugin = Plugin(mode="controller", node_id=None, config=cfg,
                             workdir=os.path.join(WORK, "csi"), ready_timeout=60).start()
         cls.vol = cls.plugin.call("CreateVolume", create_req("pvc-vm-ckpt", size=64 << 20),
@@ -187,7 +190,46 @@ class CheckpointVmTest(unittest.TestCase):
         r = attach(self.ctx, self.host)
         self.assertNotEqual(r.returncode, 0, "unpublished: the host is refused")
 
-    def test_6_delete_leaves_nothing(self):
+    def test_6_multipath_and_unstage_retry(self):
+        vol = self.plugin.call("CreateVolume", create_req("pvc-vm-mp", size=32 << 20, leaf="leaf-mp"),
+                               timeout=60).volume
+        self.addCleanup(self.plugin.call, "DeleteVolume",
+                        csi_pb2.DeleteVolumeRequest(volume_id=vol.volume_id), timeout=60)
+        self.addCleanup(self.plugin.call, "ControllerUnpublishVolume",
+                        csi_pb2.ControllerUnpublishVolumeRequest(volume_id=vol.volume_id, node_id=NODE),
+                        timeout=60)
+        self.addCleanup(subprocess.run, [TOOL, "detach-volume", vol.volume_id])
+        self.addCleanup(sh, "umount", self.stage, check=False)
+        ctx = dict(vol.volume_context)
+        self.assertEqual(ctx["targetID"], "tgt-mp")
+        self.assertEqual(ctx["addresses"], "tcp:127.0.0.1:4420,tcp:127.0.0.1:4421")
+        host = self.plugin.call("ControllerPublishVolume", publish_req(vol.volume_id, NODE),
+                                timeout=60).publish_context["hostNQN"]
+        r = attach(ctx, host)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        dev = r.stdout.strip()
+        ctrls = [c for c in os.listdir("/sys/class/nvme")
+                 if open("/sys/class/nvme/%s/subsysnqn" % c).read().strip() == ctx["nqn"]]
+        self.assertEqual(len(ctrls), 2, "one controller per listener")
+        self.assertEqual(sorted(open("/sys/class/nvme/%s/address" % c).read().strip().split(",")[1]
+                                for c in ctrls), ["trsvcid=4420", "trsvcid=4421"])
+        # one namespace head (nvmeXnY) over both paths (the hidden nvmeXcZnY)
+        blocks = [n for n in os.listdir("/sys/block") if n.startswith("nvme")]
+        self.assertEqual([n for n in blocks if "c" not in n[4:]], [os.path.basename(dev)])
+        self.assertEqual(len([n for n in blocks if "c" in n[4:]]), 2)
+        sh("mkfs.ext4", "-q", dev)
+        sh("mount", dev, self.stage)
+        # an unstage that unmounted but failed to disconnect leaves the controllers: the
+        # retry finds them from the volume ID alone; while mounted they are kept
+        self.assertEqual(subprocess.run([TOOL, "detach-volume", vol.volume_id]).returncode, 0)
+        self.assertTrue(os.path.exists(dev))
+        sh("umount", self.stage)
+        r = subprocess.run([TOOL, "detach-volume", vol.volume_id], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse([n for n in os.listdir("/sys/block") if n.startswith("nvme")])
+        self.assertFalse([c for c in os.listdir("/sys/class/nvme")])
+
+    def test_7_delete_leaves_nothing(self):
         self.plugin.call("DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=self.vol.volume_id), timeout=60)
         self.assertFalse(os.path.exists(os.path.join(NVMET, "subsystems", self.ctx["nqn"])))
         self.assertEqual(os.listdir(self.target.lvs), [])
