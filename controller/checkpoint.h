@@ -37,5 +37,16 @@ int gantry_checkpoint_expand_volume(struct gantry_csi_call *call,
                                     const Csi__V1__ControllerExpandVolumeRequest *req,
                                     Csi__V1__ControllerExpandVolumeResponse *resp,
                                     struct gantry_error *err);
+int gantry_checkpoint_get_volume(struct gantry_csi_call *call, const Csi__V1__ControllerGetVolumeRequest *req,
+                                 Csi__V1__ControllerGetVolumeResponse *resp, struct gantry_error *err);
+/* 0 when checkpoint volume @volume_id exists; -ENOENT (NOT_FOUND) when not. */
+int gantry_checkpoint_check_exists(struct gantry_csi_call *call, const char *volume_id,
+                                   struct gantry_error *err);
+/*
+ * Whether checkpoint volumes support @cap (SINGLE_NODE_* modes; mount as
+ * ext4/xfs or block). Returns 0 or -EINVAL with @err prefixed by @field.
+ */
+int gantry_checkpoint_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
+                                       struct gantry_error *err);
 int gantry_checkpoint_get_capacity(struct gantry_csi_call *call, const Csi__V1__GetCapacityRequest *req,
                                    Csi__V1__GetCapacityResponse *resp, struct gantry_error *err);

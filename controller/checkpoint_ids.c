@@ -80,7 +80,7 @@ int ckpt_id_decode(const struct gantry_config *config, const char *id, const cha
         return 0;
 }
 
-int ckpt_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
+int gantry_checkpoint_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
                           struct gantry_error *err)
 {
         if (!cap || !cap->access_mode)

@@ -33,10 +33,6 @@ int ckpt_id_encode(const struct ckpt_ref *ref, char *buf, size_t size);
 int ckpt_id_decode(const struct gantry_config *config, const char *id, const char *field,
                    struct ckpt_ref *ret, struct gantry_error *err);
 
-/* Checks a capability for checkpoints: single-node modes, mount (ext4/xfs) or block. */
-int ckpt_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
-                          struct gantry_error *err);
-
 /* The layout every protobuf-c string map entry shares. */
 struct ckpt_map_entry {
         ProtobufCMessage base;

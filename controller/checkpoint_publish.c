@@ -31,7 +31,7 @@ int gantry_checkpoint_publish_volume(struct gantry_csi_call *call,
                 return r;
         if (gantry_nvmf_host_nqn(req->node_id, host, sizeof(host)) < 0)
                 return gantry_error_set(err, EINVAL, "node_id: must be 1 to 190 of [A-Za-z0-9.:_-]");
-        if ((r = ckpt_check_capability(req->volume_capability, "volume_capability", err)) < 0)
+        if ((r = gantry_checkpoint_check_capability(req->volume_capability, "volume_capability", err)) < 0)
                 return r;
         if ((r = ckpt_lock_try(ref.uuid, err)) < 0)
                 return r;

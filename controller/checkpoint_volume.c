@@ -313,7 +313,7 @@ int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1_
         for (size_t i = 0; i < req->n_volume_capabilities; i++) {
                 const Csi__V1__VolumeCapability *cap = req->volume_capabilities[i];
                 snprintf(field, sizeof(field), "volume_capabilities[%zu]", i);
-                if ((r = ckpt_check_capability(cap, field, err)) < 0)
+                if ((r = gantry_checkpoint_check_capability(cap, field, err)) < 0)
                         return r;
                 if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT && cap->mount &&
                     cap->mount->fs_type && *cap->mount->fs_type)
@@ -511,7 +511,7 @@ int gantry_checkpoint_expand_volume(struct gantry_csi_call *call,
         if (!req->capacity_range || req->capacity_range->required_bytes <= 0)
                 return gantry_error_set(err, EINVAL, "capacity_range.required_bytes: required");
         if (req->volume_capability &&
-            (r = ckpt_check_capability(req->volume_capability, "volume_capability", err)) < 0)
+            (r = gantry_checkpoint_check_capability(req->volume_capability, "volume_capability", err)) < 0)
                 return r;
         size = (req->capacity_range->required_bytes + (1 << 20) - 1) & ~((int64_t)(1 << 20) - 1);
         if (req->capacity_range->limit_bytes && size > req->capacity_range->limit_bytes)
@@ -567,7 +567,7 @@ int gantry_checkpoint_get_capacity(struct gantry_csi_call *call, const Csi__V1__
         for (size_t i = 0; i < req->n_volume_capabilities; i++) {
                 char field[64];
                 snprintf(field, sizeof(field), "volume_capabilities[%zu]", i);
-                if ((r = ckpt_check_capability(req->volume_capabilities[i], field, err)) < 0)
+                if ((r = gantry_checkpoint_check_capability(req->volume_capabilities[i], field, err)) < 0)
                         return r;
         }
         if (req->accessible_topology)
@@ -592,4 +592,79 @@ int gantry_checkpoint_get_capacity(struct gantry_csi_call *call, const Csi__V1__
         google__protobuf__int64_value__init(resp->maximum_volume_size);
         resp->maximum_volume_size->value = max;
         return 0;
+}
+
+int gantry_checkpoint_get_volume(struct gantry_csi_call *call, const Csi__V1__ControllerGetVolumeRequest *req,
+                                 Csi__V1__ControllerGetVolumeResponse *resp, struct gantry_error *err)
+{
+        Csi__V1__ControllerGetVolumeResponse__VolumeStatus *status;
+        Csi__V1__VolumeCondition *cond;
+        Csi__V1__Volume *v;
+        struct ckpt_ref ref;
+        json_t *subsys = NULL, *h;
+        const char *bdev, *prefix = "nqn.2014-08.io.gantry:node:";
+        int64_t size = 0;
+        char id[CKPT_ID_MAX + 1];
+        size_t i, n;
+        int r;
+
+        if ((r = ckpt_id_decode(call->config, req->volume_id, "volume_id", &ref, err)) < 0)
+                return r;
+        r = ckpt_get_subsystem(call, &ref, &subsys, err);
+        if (r == -ENODEV)
+                return gantry_error_set(err, ENOENT, "volume_id: volume does not exist");
+        if (r < 0)
+                return r;
+        bdev = namespace_bdev(subsys);
+        if (bdev && (r = bdev_size(call, ref.target, bdev, &size, err)) < 0)
+                goto out;
+        v = gantry_csi_call_alloc(call, sizeof(*v));
+        status = gantry_csi_call_alloc(call, sizeof(*status));
+        cond = gantry_csi_call_alloc(call, sizeof(*cond));
+        n = json_array_size(json_object_get(subsys, "hosts"));
+        if (!v || !status || !cond || ckpt_id_encode(&ref, id, sizeof(id)) < 0) {
+                r = gantry_error_set(err, ENOMEM, "out of memory");
+                goto out;
+        }
+        csi__v1__volume__init(v);
+        csi__v1__controller_get_volume_response__volume_status__init(status);
+        csi__v1__volume_condition__init(cond);
+        status->published_node_ids = gantry_csi_call_alloc(call, (n + 1) * sizeof(char *));
+        if (!status->published_node_ids) {
+                r = gantry_error_set(err, ENOMEM, "out of memory");
+                goto out;
+        }
+        v->volume_id = gantry_csi_call_strdup(call, id);
+        v->capacity_bytes = size;
+        json_array_foreach(json_object_get(subsys, "hosts"), i, h) {
+                const char *host = json_string_value(json_object_get(h, "nqn"));
+                if (host && strncmp(host, prefix, strlen(prefix)) == 0)
+                        status->published_node_ids[status->n_published_node_ids++] =
+                                gantry_csi_call_strdup(call, host + strlen(prefix));
+        }
+        cond->abnormal = !bdev;
+        cond->message = gantry_csi_call_strdup(call, bdev ? "namespace present" : "the subsystem has no namespace");
+        status->volume_condition = cond;
+        resp->volume = v;
+        resp->status = status;
+        r = 0;
+out:
+        json_decref(subsys);
+        return r;
+}
+
+int gantry_checkpoint_check_exists(struct gantry_csi_call *call, const char *volume_id,
+                                   struct gantry_error *err)
+{
+        struct ckpt_ref ref;
+        json_t *subsys = NULL;
+        int r;
+
+        if ((r = ckpt_id_decode(call->config, volume_id, "volume_id", &ref, err)) < 0)
+                return r;
+        r = ckpt_get_subsystem(call, &ref, &subsys, err);
+        json_decref(subsys);
+        if (r == -ENODEV)
+                return gantry_error_set(err, ENOENT, "volume_id: volume does not exist");
+        return r;
 }

@@ -110,7 +110,7 @@ static int get_volume(struct gantry_csi_call *call, const ProtobufCMessage *requ
         int r;
 
         if (is_checkpoint_id(req->volume_id))
-                return checkpoint_unserved("volume_id", err);
+                return gantry_checkpoint_get_volume(call, req, resp, err);
         r = gantry_dataset_get_volume(call, req->volume_id, &resp->volume, err);
         if (r < 0)
                 return r;
@@ -137,16 +137,22 @@ static int validate_capabilities(struct gantry_csi_call *call, const ProtobufCMe
         char field[64];
         int r;
 
-        if (is_checkpoint_id(req->volume_id))
-                return checkpoint_unserved("volume_id", err);
+        int (*check)(const Csi__V1__VolumeCapability *, const char *, struct gantry_error *) =
+                gantry_dataset_check_capability;
+
         /* NOT_FOUND first: the spec asks to tell a missing volume apart */
-        r = gantry_dataset_get_volume(call, req->volume_id, &vol, err);
+        if (is_checkpoint_id(req->volume_id)) {
+                check = gantry_checkpoint_check_capability;
+                r = gantry_checkpoint_check_exists(call, req->volume_id, err);
+        } else {
+                r = gantry_dataset_get_volume(call, req->volume_id, &vol, err);
+        }
         if (r < 0)
                 return r;
         for (size_t i = 0; i < req->n_volume_capabilities; i++) {
                 struct gantry_error why = { 0 };
                 snprintf(field, sizeof(field), "volume_capabilities[%zu]", i);
-                if (gantry_dataset_check_capability(req->volume_capabilities[i], field, &why) < 0) {
+                if (check(req->volume_capabilities[i], field, &why) < 0) {
                         resp->message = gantry_csi_call_strdup(call, why.msg);
                         return resp->message ? 0 : -ENOMEM;
                 }

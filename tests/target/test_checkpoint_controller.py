@@ -90,6 +90,18 @@ class CheckpointControllerTest(unittest.TestCase):
                                                     "nqn.2014-08.io.gantry:node:gpu-1")))
         code, msg = self.code_of("ControllerPublishVolume", publish_req(v.volume_id, "gpu-2"))
         self.assertEqual(code, grpc.StatusCode.FAILED_PRECONDITION, msg)
+        got = self.call("ControllerGetVolume", csi_pb2.ControllerGetVolumeRequest(volume_id=v.volume_id))
+        self.assertEqual(list(got.status.published_node_ids), ["gpu-1"])
+        self.assertFalse(got.status.volume_condition.abnormal)
+        self.assertEqual(got.volume.capacity_bytes, 16 << 20)
+        val = csi_pb2.ValidateVolumeCapabilitiesRequest(volume_id=v.volume_id)
+        val.volume_capabilities.append(publish_req(v.volume_id, "x").volume_capability)
+        self.assertEqual(len(self.call("ValidateVolumeCapabilities", val).confirmed.volume_capabilities), 1)
+        val.volume_capabilities[0].access_mode.mode = \
+            csi_pb2.VolumeCapability.AccessMode.MULTI_NODE_READER_ONLY
+        resp = self.call("ValidateVolumeCapabilities", val)
+        self.assertFalse(resp.HasField("confirmed"))
+        self.assertIn("SINGLE_NODE", resp.message)
         code, msg = self.code_of("DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=v.volume_id))
         self.assertEqual(code, grpc.StatusCode.FAILED_PRECONDITION, msg)
         for _ in range(2):
