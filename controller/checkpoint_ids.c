@@ -81,7 +81,7 @@ int ckpt_id_decode(const struct gantry_config *config, const char *id, const cha
 }
 
 int gantry_checkpoint_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
-                          struct gantry_error *err)
+                                       struct gantry_error *err)
 {
         if (!cap || !cap->access_mode)
                 return gantry_error_set(err, EINVAL, "%s.access_mode: required", field);
