@@ -67,6 +67,37 @@ int gantry_ceph_error(struct gantry_error *err, int r, const char *what, const c
         }
 }
 
+/*
+ * Whether @key is a cephx secret: base64 of 28 bytes, type 1 (AES) in the
+ * first two, a 16-byte secret announced at offset 10. Checked here because
+ * librados prints a key it cannot decode to stderr before any log setting
+ * applies -- a malformed secret must never reach it.
+ */
+static bool valid_cephx_key(const char *key)
+{
+        static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        unsigned char out[30];
+        size_t n = 0;
+        unsigned bits = 0, acc = 0;
+
+        if (strlen(key) != 40 || strcmp(key + 38, "==") != 0)
+                return false;
+        for (size_t i = 0; i < 38; i++) {
+                const char *p = strchr(b64, key[i]);
+                if (!p || !key[i])
+                        return false;
+                acc = (acc << 6) | (unsigned)(p - b64);
+                bits += 6;
+                if (bits >= 8) {
+                        bits -= 8;
+                        if (n < sizeof(out))
+                                out[n++] = (unsigned char)(acc >> bits);
+                        acc &= (1u << bits) - 1;
+                }
+        }
+        return n == 28 && out[0] == 1 && out[1] == 0 && out[10] == 16 && out[11] == 0;
+}
+
 int gantry_ceph_credentials(const struct gantry_cluster_config *cluster, void *const *secrets,
                             size_t n_secrets, char *keybuf, size_t keybuf_size,
                             struct gantry_ceph_credentials *ret, struct gantry_error *err)
@@ -81,6 +112,8 @@ int gantry_ceph_credentials(const struct gantry_cluster_config *cluster, void *c
                         return gantry_error_set(err, EINVAL, "secrets.userID: required with userKey");
                 if (!key || !*key)
                         return gantry_error_set(err, EINVAL, "secrets.userKey: required with userID");
+                if (!valid_cephx_key(key))
+                        return gantry_error_set(err, EINVAL, "secrets.userKey: not a cephx key");
                 ret->user_id = user;
                 ret->key = key;
                 return 0;
@@ -103,6 +136,9 @@ int gantry_ceph_credentials(const struct gantry_cluster_config *cluster, void *c
         keybuf[n] = '\0';
         while (n > 0 && (keybuf[n - 1] == '\n' || keybuf[n - 1] == ' '))
                 keybuf[--n] = '\0';
+        if (!valid_cephx_key(keybuf))
+                return gantry_error_set(err, EINVAL, "clusters[%s].keyFile: %s holds no cephx key",
+                                        cluster->cluster_id, cluster->key_file);
         ret->user_id = cluster->user_id;
         ret->key = keybuf;
         return 0;
@@ -137,14 +173,15 @@ static int connect_new(const struct gantry_cluster_config *cluster,
         r = rados_create(&r_handle, creds->user_id);
         if (r < 0)
                 return gantry_ceph_error(err, r, "connect to cluster", cluster->cluster_id);
-        if ((r = rados_conf_set(r_handle, "mon_host", mon_host)) < 0 ||
-            (r = rados_conf_set(r_handle, "key", creds->key)) < 0 ||
+        /* quiet first: librados prints a key it cannot decode in its error line */
+        if ((r = rados_conf_set(r_handle, "log_to_stderr", "false")) < 0 ||
+            (r = rados_conf_set(r_handle, "err_to_stderr", "false")) < 0 ||
+            (r = rados_conf_set(r_handle, "log_file", "")) < 0 ||
+            (r = rados_conf_set(r_handle, "mon_host", mon_host)) < 0 ||
             (r = rados_conf_set(r_handle, "client_mount_timeout", timeout)) < 0 ||
             (r = rados_conf_set(r_handle, "rados_mon_op_timeout", timeout)) < 0 ||
             (r = rados_conf_set(r_handle, "rados_osd_op_timeout", timeout)) < 0 ||
-            (r = rados_conf_set(r_handle, "log_to_stderr", "false")) < 0 ||
-            (r = rados_conf_set(r_handle, "err_to_stderr", "false")) < 0 ||
-            (r = rados_conf_set(r_handle, "log_file", "")) < 0) {
+            (r = rados_conf_set(r_handle, "key", creds->key)) < 0) {
                 rados_shutdown(r_handle);
                 return gantry_error_set(err, EINVAL, "clusters[%s].monitors: rejected by librados",
                                         cluster->cluster_id);
@@ -168,50 +205,51 @@ int gantry_ceph_cluster(const struct gantry_cluster_config *cluster,
                         struct gantry_error *err)
 {
         char hash[17];
-        int free_slot = -1, r;
+        int slot = -1, r;
         rados_t handle;
 
         hash_key(creds->key, hash);
         pthread_mutex_lock(&conns_lock);
         for (int i = 0; i < MAX_CONNS; i++) {
                 struct conn *c = &conns[i];
-                if (!c->in_use) {
-                        if (free_slot < 0)
-                                free_slot = i;
+                if (!c->in_use || strcmp(c->cluster_id, cluster->cluster_id) ||
+                    strcmp(c->user_id, creds->user_id) || strcmp(c->key_hash, hash))
                         continue;
-                }
-                if (strcmp(c->cluster_id, cluster->cluster_id) || strcmp(c->user_id, creds->user_id))
-                        continue;
-                if (strcmp(c->key_hash, hash) == 0) {
-                        *ret_cluster = c->rados;
-                        pthread_mutex_unlock(&conns_lock);
-                        return 0;
-                }
-                /* the key was rotated: this handle is stale (in-flight users keep it alive
-                 * only until shutdown, so keep it and let the slot be reused below) */
-                c->in_use = 0;
-                if (free_slot < 0)
-                        free_slot = i;
+                *ret_cluster = c->rados;
+                pthread_mutex_unlock(&conns_lock);
+                return 0;
         }
         pthread_mutex_unlock(&conns_lock);
 
-        /* connect outside the lock: a dead cluster must not block the others */
+        /*
+         * Connect outside the lock: a dead cluster must not block the others.
+         * A wrong key fails here and leaves the cached handle alone; a
+         * rotated one that works replaces it.
+         */
         r = connect_new(cluster, creds, &handle, err);
         if (r < 0)
                 return r;
         pthread_mutex_lock(&conns_lock);
-        if (free_slot < 0 || conns[free_slot].in_use) {
-                free_slot = -1;
-                for (int i = 0; i < MAX_CONNS && free_slot < 0; i++)
-                        if (!conns[i].in_use)
-                                free_slot = i;
+        for (int i = 0; i < MAX_CONNS; i++) {
+                struct conn *c = &conns[i];
+                if (c->in_use && strcmp(c->cluster_id, cluster->cluster_id) == 0 &&
+                    strcmp(c->user_id, creds->user_id) == 0) {
+                        /*
+                         * Another thread's handle for this user: it may be in
+                         * use, so it is not shut down, only forgotten (bounded
+                         * by how often keys rotate or clusters break).
+                         */
+                        c->in_use = 0;
+                }
+                if (!c->in_use && slot < 0)
+                        slot = i;
         }
-        if (free_slot < 0) {
+        if (slot < 0) {
                 pthread_mutex_unlock(&conns_lock);
                 rados_shutdown(handle);
                 return gantry_error_set(err, EAGAIN, "too many Ceph connections");
         }
-        struct conn *c = &conns[free_slot];
+        struct conn *c = &conns[slot];
         snprintf(c->cluster_id, sizeof(c->cluster_id), "%s", cluster->cluster_id);
         snprintf(c->user_id, sizeof(c->user_id), "%s", creds->user_id);
         memcpy(c->key_hash, hash, sizeof(hash));

@@ -47,6 +47,11 @@ static int pick_size(const Csi__V1__CapacityRange *cr, uint64_t min, uint64_t df
                 return gantry_error_set(err, ERANGE,
                                         "capacity_range: required_bytes %lld exceeds limit_bytes %lld",
                                         (long long)req, (long long)lim);
+        if (req && (uint64_t)req < min)
+                return gantry_error_set(err, ERANGE,
+                                        "capacity_range.required_bytes: %lld is smaller than the "
+                                        "source (%llu bytes)",
+                                        (long long)req, (unsigned long long)min);
         size = req ? (uint64_t)req : (lim && (uint64_t)lim < dflt ? (uint64_t)lim : dflt);
         if (size < min)
                 size = min;
@@ -313,6 +318,11 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
                                             (void *const *)req->secrets, req->n_secrets, &t, err);
         if (r < 0)
                 goto out;
+        if (p.data_pool && rados_pool_lookup(rados_ioctx_get_cluster(t.io), p.data_pool) < 0) {
+                r = gantry_error_set(err, EINVAL, "parameters.dataPool: pool %s does not exist in "
+                                     "cluster %s", p.data_pool, p.cluster_id);
+                goto out;
+        }
         if ((r = reserve(t.io, req->name, fp, &p, size, &e, err)) < 0)
                 goto out;
         snprintf(uuid_lock, sizeof(uuid_lock), "volume:%s", e.uuid);
@@ -328,8 +338,13 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
                 if ((r = gantry_dataset_image_remove(t.io, e.image, true, err)) < 0)
                         goto out;
                 e.ready = false;
-                if ((r = make_image(t.io, e.image, size, &p, &s, err)) < 0)
+                if ((r = make_image(t.io, e.image, size, &p, &s, err)) < 0) {
+                        /* roll back, so a request that cannot succeed leaves nothing */
+                        struct gantry_error ignore = { 0 };
+                        if (gantry_dataset_image_remove(t.io, e.image, true, &ignore) == 0)
+                                gantry_journal_remove(t.io, GANTRY_JOURNAL_VOLUME, e.name, e.uuid);
                         goto out;
+                }
                 e.ready = true;
                 if ((r = gantry_journal_write(t.io, GANTRY_JOURNAL_VOLUME, &e)) < 0) {
                         r = gantry_ceph_error(err, r, "write journal of", req->name);

@@ -121,6 +121,8 @@ int gantry_params_parse_dataset(void *const *entries, size_t n, struct gantry_da
                 return gantry_error_set(err, EINVAL,
                                         "parameters.pool: required, a pool name of [A-Za-z0-9._-]");
         p.data_pool = gantry_map_get(e, n, "dataPool");
+        if (p.data_pool && !*p.data_pool)
+                p.data_pool = NULL; /* "" in a StorageClass: data with the metadata */
         if (p.data_pool && !valid_name(p.data_pool))
                 return gantry_error_set(err, EINVAL, "parameters.dataPool: not a pool name");
         p.features_text = gantry_map_get(e, n, "imageFeatures");
