@@ -11,11 +11,13 @@ LEAF = "network.topology.nvidia.com/leaf"
 
 
 def write_config(path, targets):
-    """targets: list of (id, url, token_file, [(traddr, trsvcid), ...], leaf)."""
+    """targets: list of (id, url, token_file, [(traddr, trsvcid), ...], leaf[, ca_file])."""
     cfg = {"targets": []}
-    for tid, url, tok, addrs, leaf in targets:
+    for tid, url, tok, addrs, leaf, *ca in targets:
         t = {"id": tid, "url": url,
              "addresses": [{"transport": "tcp", "traddr": a, "trsvcid": s} for a, s in addrs]}
+        if ca and ca[0]:
+            t["caFile"] = ca[0]
         if tok:
             t["tokenFile"] = tok
         if leaf:

@@ -22,12 +22,15 @@ class CheckpointControllerTest(unittest.TestCase):
         cls.dir = tempfile.mkdtemp(prefix=f"gantry-checkpoint-ctl-{os.getpid()}-")
         cls.a = Target(workdir=os.path.join(cls.dir, "a")).start()
         cls.b = Target(workdir=os.path.join(cls.dir, "b")).start()
-        for t in (cls.a, cls.b):
+        cls.c = Target(workdir=os.path.join(cls.dir, "c"), tls=True).start()
+        for t in (cls.a, cls.b, cls.c):
             with open(os.path.join(t.dir, "token.client"), "w") as f:
                 f.write(t.token + "\n")
         cfg = write_config(os.path.join(cls.dir, "gantry.json"), [
             ("tgt-a", cls.a.url, os.path.join(cls.a.dir, "token.client"), [("127.0.0.1", "4420")], "leaf-1"),
             ("tgt-b", cls.b.url, os.path.join(cls.b.dir, "token.client"), [("127.0.0.2", "4420")], "leaf-2"),
+            ("tgt-tls", cls.c.url, os.path.join(cls.c.dir, "token.client"), [("127.0.0.3", "4420")], "leaf-3",
+             cls.c.cert),
         ])
         os.makedirs(os.path.join(cls.dir, "csi"))
         cls.plugin = Plugin(mode="controller", node_id=None, config=cfg,
@@ -37,7 +40,7 @@ class CheckpointControllerTest(unittest.TestCase):
     def tearDownClass(cls):
         rc = cls.plugin.stop()
         log = cls.plugin.read_log()
-        for t in (cls.a, cls.b):
+        for t in (cls.a, cls.b, cls.c):
             t.cleanup()
         shutil.rmtree(cls.dir, ignore_errors=True)
         if rc != 0:  # under ASan a leak makes the exit non-zero
@@ -76,6 +79,13 @@ class CheckpointControllerTest(unittest.TestCase):
         # the same name with a larger size is another volume: refused
         code, msg = self.code_of("CreateVolume", create_req("pvc-leaf2", size=64 << 20, leaf="leaf-2"))
         self.assertEqual(code, grpc.StatusCode.ALREADY_EXISTS, msg)
+
+    def test_https_target_with_ca_file(self):
+        self.assertTrue(self.c.url.startswith("https://"))
+        v = self.call("CreateVolume", create_req("pvc-tls", leaf="leaf-3")).volume
+        self.assertEqual(v.volume_context["targetID"], "tgt-tls")
+        self.delete(v.volume_id)
+        self.assertEqual(self.c.call("nvmf_get_subsystems"), [])
 
     def test_publish_unpublish_and_a_second_node(self):
         v = self.call("CreateVolume", create_req("pvc-pub", leaf="leaf-1")).volume
