@@ -1,12 +1,13 @@
 /*
  * The glue between gantry-csi's main and its services; see services.h.
  *
- * The node service lands with its issue; until a service is built, its
- * methods stay without a handler and answer UNIMPLEMENTED.
+ * Until a service is built, its methods stay without a handler and answer
+ * UNIMPLEMENTED.
  */
 #include "services.h"
 
 #include "controller.h"
+#include "node.h"
 
 int gantry_services_init(const struct gantry_config *config, const char *node_id, bool controller,
                          bool node, struct gantry_identity_options *idopts,
@@ -14,8 +15,6 @@ int gantry_services_init(const struct gantry_config *config, const char *node_id
 {
         int r;
 
-        (void)node_id;
-        (void)node;
         if (controller) {
                 r = gantry_controller_init(config, err);
                 if (r < 0)
@@ -23,10 +22,17 @@ int gantry_services_init(const struct gantry_config *config, const char *node_id
                 idopts->probes[idopts->n_probes] = gantry_controller_probe;
                 idopts->probe_names[idopts->n_probes++] = "ceph";
         }
+        if (node) {
+                if ((r = gantry_node_init(config, node_id, err)) < 0)
+                        return r;
+                idopts->probes[idopts->n_probes] = gantry_node_probe;
+                idopts->probe_names[idopts->n_probes++] = "krbd";
+        }
         return 0;
 }
 
 void gantry_services_shutdown(void)
 {
         gantry_controller_shutdown();
+        gantry_node_shutdown();
 }

@@ -22,6 +22,7 @@
 # The setup and cleanup commands and the guest see:
 #   VM_SHARE     a directory shared read-write with the guest (there: /vm);
 #                drop files for the guest into it (keys: never on a command line)
+#   VM_WORK      the run's private work directory (host only; VM_SHARE is in it)
 #   VM_NS, VM_HOST_IP, VM_GUEST_IP   with --net
 #   VM_RESULTS   (guest) append "PASS name" / "FAIL name" lines here; lib.sh's
 #                vm_step does it for shell tests, vmresult.py for unittest
@@ -70,7 +71,7 @@ share=$work/share
 mkdir -p "$share"
 chmod 755 "$work" "$share"
 ns= tap= qpid=
-export VM_SHARE=$share
+export VM_SHARE=$share VM_WORK=$work
 
 teardown() {
         local rc=$?

@@ -1,0 +1,248 @@
+/*
+ * The CSI Node service: registration, NodeGetInfo, NodeGetCapabilities,
+ * Probe, and the request checks every Node handler shares. The volume
+ * operations live in node_stage.c (stage/unstage), node_publish.c
+ * (publish/unpublish) and node_stats.c (stats, expand).
+ *
+ * Dispatch by tier: a stage request's volume_context "tier" picks the
+ * attach path (dataset: krbd in rbd_map.c; checkpoint: NVMe-oF, added by
+ * its tier). Calls that carry no context (unstage, unpublish, stats, expand)
+ * work from what is mounted and which device it is.
+ */
+#include "node.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "csi_call.h"
+#include "node_internal.h"
+
+int gantry_node_stage(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                      ProtobufCMessage *response, struct gantry_error *err);
+int gantry_node_unstage(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                        ProtobufCMessage *response, struct gantry_error *err);
+int gantry_node_publish(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                        ProtobufCMessage *response, struct gantry_error *err);
+int gantry_node_unpublish(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                          ProtobufCMessage *response, struct gantry_error *err);
+int gantry_node_volume_stats(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                             ProtobufCMessage *response, struct gantry_error *err);
+int gantry_node_expand(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                       ProtobufCMessage *response, struct gantry_error *err);
+
+static const struct gantry_config *node_cfg;
+static const char *node_name;
+
+const struct gantry_node_config *gantry_node_config(void)
+{
+        return &node_cfg->node;
+}
+
+const char *gantry_node_map_get(void *const *entries, size_t n, const char *key)
+{
+        for (size_t i = 0; i < n; i++) {
+                const struct node_map_entry *e = entries[i];
+                if (e->key && strcmp(e->key, key) == 0)
+                        return e->value;
+        }
+        return NULL;
+}
+
+int gantry_node_check_volume_id(const char *id, struct gantry_error *err)
+{
+        size_t len = id ? strlen(id) : 0;
+
+        if (len == 0)
+                return gantry_error_set(err, EINVAL, "volume_id: required");
+        if (len > NODE_VOLUME_ID_MAX)
+                return gantry_error_set(err, EINVAL, "volume_id: longer than %d bytes",
+                                        NODE_VOLUME_ID_MAX);
+        if (strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != len)
+                return gantry_error_set(err, EINVAL, "volume_id: %.64s: invalid character", id);
+        return 0;
+}
+
+int gantry_node_check_path(const char *field, const char *path, struct gantry_error *err)
+{
+        size_t len = path ? strlen(path) : 0;
+
+        if (len == 0)
+                return gantry_error_set(err, EINVAL, "%s: required", field);
+        if (path[0] != '/')
+                return gantry_error_set(err, EINVAL, "%s: must be an absolute path", field);
+        if (len >= NODE_PATH_MAX - 32)
+                return gantry_error_set(err, EINVAL, "%s: too long", field);
+        for (const char *p = path; (p = strchr(p, '/')); p++) {
+                size_t n = strcspn(p + 1, "/");
+                if ((n == 1 && p[1] == '.') || (n == 2 && p[1] == '.' && p[2] == '.'))
+                        return gantry_error_set(err, EINVAL, "%s: must not contain . or ..",
+                                                field);
+        }
+        if (strchr(path, '\n'))
+                return gantry_error_set(err, EINVAL, "%s: must not contain a newline", field);
+        return 0;
+}
+
+int gantry_node_parse_capability(const Csi__V1__VolumeCapability *cap, const char *ctx_fstype,
+                                 struct node_capability *ret, struct gantry_error *err)
+{
+        struct node_capability c = { 0 };
+        const char *fstype = NULL;
+        int mode;
+
+        if (!cap)
+                return gantry_error_set(err, EINVAL, "volume_capability: required");
+        if (!cap->access_mode || cap->access_mode->mode == 0)
+                return gantry_error_set(err, EINVAL, "volume_capability.access_mode: required");
+        mode = cap->access_mode->mode;
+        if (mode > CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER)
+                return gantry_error_set(err, EINVAL, "volume_capability.access_mode: unknown mode %d",
+                                        mode);
+        c.readonly_mode = mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY ||
+                          mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY;
+        switch (cap->access_type_case) {
+        case CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK:
+                c.block = true;
+                break;
+        case CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT:
+                if (mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER ||
+                    mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_SINGLE_WRITER)
+                        return gantry_error_set(err, EINVAL,
+                                                "volume_capability.access_mode: a file system "
+                                                "cannot be written from several nodes");
+                if (cap->mount && cap->mount->fs_type && *cap->mount->fs_type)
+                        fstype = cap->mount->fs_type;
+                else if (ctx_fstype && *ctx_fstype)
+                        fstype = ctx_fstype;
+                else
+                        fstype = "ext4";
+                if (!gantry_node_fs_supported(fstype))
+                        return gantry_error_set(err, EINVAL,
+                                                "volume_capability.mount.fs_type: %.32s: must be ext4 or xfs",
+                                                fstype);
+                snprintf(c.fstype, sizeof(c.fstype), "%s", fstype);
+                if (cap->mount) {
+                        c.flags = cap->mount->mount_flags;
+                        c.n_flags = cap->mount->n_mount_flags;
+                }
+                break;
+        default:
+                return gantry_error_set(err, EINVAL,
+                                        "volume_capability.access_type: block or mount required");
+        }
+        *ret = c;
+        return 0;
+}
+
+static int get_info(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                    ProtobufCMessage *response, struct gantry_error *err)
+{
+        Csi__V1__NodeGetInfoResponse *resp = (Csi__V1__NodeGetInfoResponse *)response;
+        const struct gantry_node_config *n = &node_cfg->node;
+
+        (void)request;
+        (void)err;
+        resp->node_id = gantry_csi_call_strdup(call, node_name);
+        resp->max_volumes_per_node = n->max_volumes_per_node;
+        if (n->n_topology > 0) {
+                Csi__V1__Topology *t = gantry_csi_call_alloc(call, sizeof(*t));
+                Csi__V1__Topology__SegmentsEntry **segs =
+                        gantry_csi_call_alloc(call, n->n_topology * sizeof(*segs));
+                if (!t || !segs)
+                        return -ENOMEM;
+                csi__v1__topology__init(t);
+                for (size_t i = 0; i < n->n_topology; i++) {
+                        segs[i] = gantry_csi_call_alloc(call, sizeof(*segs[i]));
+                        if (!segs[i])
+                                return -ENOMEM;
+                        csi__v1__topology__segments_entry__init(segs[i]);
+                        segs[i]->key = gantry_csi_call_strdup(call, n->topology[i].key);
+                        segs[i]->value = gantry_csi_call_strdup(call, n->topology[i].value);
+                        if (!segs[i]->key || !segs[i]->value)
+                                return -ENOMEM;
+                }
+                t->segments = segs;
+                t->n_segments = n->n_topology;
+                resp->accessible_topology = t;
+        }
+        return resp->node_id ? 0 : -ENOMEM;
+}
+
+static int get_capabilities(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                            ProtobufCMessage *response, struct gantry_error *err)
+{
+        static const Csi__V1__NodeServiceCapability__RPC__Type types[] = {
+                CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME,
+                CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME_STATS,
+                CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__EXPAND_VOLUME,
+                CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_CONDITION,
+        };
+        Csi__V1__NodeGetCapabilitiesResponse *resp = (Csi__V1__NodeGetCapabilitiesResponse *)response;
+        size_t n = sizeof(types) / sizeof(types[0]);
+        Csi__V1__NodeServiceCapability **caps = gantry_csi_call_alloc(call, n * sizeof(*caps));
+
+        (void)request;
+        (void)err;
+        if (!caps)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                Csi__V1__NodeServiceCapability *c = gantry_csi_call_alloc(call, sizeof(*c));
+                Csi__V1__NodeServiceCapability__RPC *rpc = gantry_csi_call_alloc(call, sizeof(*rpc));
+                if (!c || !rpc)
+                        return -ENOMEM;
+                csi__v1__node_service_capability__init(c);
+                csi__v1__node_service_capability__rpc__init(rpc);
+                rpc->type = types[i];
+                c->type_case = CSI__V1__NODE_SERVICE_CAPABILITY__TYPE_RPC;
+                c->rpc = rpc;
+                caps[i] = c;
+        }
+        resp->capabilities = caps;
+        resp->n_capabilities = n;
+        return 0;
+}
+
+int gantry_node_probe(const struct gantry_config *config, int64_t deadline_ms,
+                      struct gantry_error *err)
+{
+        (void)config;
+        (void)deadline_ms;
+        if (!gantry_node_rbd_available())
+                return gantry_error_set(err, ENODEV,
+                                        "/sys/bus/rbd/add_single_major is missing: load the rbd "
+                                        "kernel module on the node");
+        return 0;
+}
+
+int gantry_node_init(const struct gantry_config *config, const char *node_id,
+                     struct gantry_error *err)
+{
+        static const struct {
+                const char *name;
+                gantry_csi_handler handler;
+        } handlers[] = {
+                { "/csi.v1.Node/NodeGetInfo", get_info },
+                { "/csi.v1.Node/NodeGetCapabilities", get_capabilities },
+                { "/csi.v1.Node/NodeStageVolume", gantry_node_stage },
+                { "/csi.v1.Node/NodeUnstageVolume", gantry_node_unstage },
+                { "/csi.v1.Node/NodePublishVolume", gantry_node_publish },
+                { "/csi.v1.Node/NodeUnpublishVolume", gantry_node_unpublish },
+                { "/csi.v1.Node/NodeGetVolumeStats", gantry_node_volume_stats },
+                { "/csi.v1.Node/NodeExpandVolume", gantry_node_expand },
+        };
+
+        if (!node_id || !*node_id)
+                return gantry_error_set(err, EINVAL, "--node-id: required for the node service");
+        node_cfg = config;
+        node_name = node_id;
+        gantry_node_rbd_set_parallel(config->node.max_parallel_maps);
+        for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+                if (gantry_csi_register(handlers[i].name, handlers[i].handler) < 0)
+                        return gantry_error_set(err, ENOENT, "cannot register %s", handlers[i].name);
+        return 0;
+}
+
+void gantry_node_shutdown(void)
+{
+}

@@ -1,0 +1,30 @@
+/*
+ * The CSI Node service: what runs on each GPU node. It attaches a volume
+ * (krbd for datasets), formats it when blank, mounts it at the staging path,
+ * bind-mounts it into pods, reports usage and condition, and grows file
+ * systems online. All state is rediscovered from sysfs and
+ * /proc/self/mountinfo, so a restarted plugin picks up where it left off.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "config.h"
+#include "error.h"
+
+/*
+ * Registers the Node handlers. @config and @node_id are borrowed and must
+ * outlive the server. Returns 0 or -errno with @err filled.
+ */
+int gantry_node_init(const struct gantry_config *config, const char *node_id,
+                     struct gantry_error *err);
+
+/*
+ * Identity.Probe check for node modes: the kernel's rbd interface
+ * (/sys/bus/rbd/add_single_major) is present. Returns 0 or -ENODEV.
+ */
+int gantry_node_probe(const struct gantry_config *config, int64_t deadline_ms,
+                      struct gantry_error *err);
+
+/* Releases what gantry_node_init() set up. */
+void gantry_node_shutdown(void);

@@ -1,0 +1,194 @@
+/*
+ * NodeGetVolumeStats and NodeExpandVolume. Stats report bytes and inodes of
+ * the mounted file system (bytes only for a raw block volume) and the
+ * volume's condition: abnormal when the block device under the mount is
+ * gone (force-unmapped, or its cluster connection torn down). Expansion
+ * waits for krbd to see the image's new size, then grows ext4 (resize2fs)
+ * or xfs (xfs_growfs) online.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+
+#include "csi_call.h"
+#include "log.h"
+#include "node_internal.h"
+
+#define EXPAND_SIZE_WAIT_MS 30000
+
+static Csi__V1__VolumeUsage *usage(struct gantry_csi_call *call, Csi__V1__VolumeUsage__Unit unit,
+                                   uint64_t total, uint64_t available, uint64_t used)
+{
+        Csi__V1__VolumeUsage *u = gantry_csi_call_alloc(call, sizeof(*u));
+
+        if (!u)
+                return NULL;
+        csi__v1__volume_usage__init(u);
+        u->unit = unit;
+        u->total = (int64_t)total;
+        u->available = (int64_t)available;
+        u->used = (int64_t)used;
+        return u;
+}
+
+static int stats(struct gantry_csi_call *call, const char *path,
+                 Csi__V1__NodeGetVolumeStatsResponse *resp, struct gantry_error *err)
+{
+        Csi__V1__VolumeCondition *cond = gantry_csi_call_alloc(call, sizeof(*cond));
+        Csi__V1__VolumeUsage **u = gantry_csi_call_alloc(call, 2 * sizeof(*u));
+        char device[64];
+        struct stat st;
+        dev_t dev;
+        int r;
+
+        if (!cond || !u)
+                return -ENOMEM;
+        if (stat(path, &st) < 0)
+                return gantry_error_set(err, errno == ENOENT ? ENOENT : errno,
+                                        "volume_path: %s: %s", path, strerror(errno));
+        r = gantry_node_mount_device(path, &dev, NULL);
+        if (r < 0)
+                return gantry_error_set(err, r, "volume_path: %s: %s", path, strerror(-r));
+        if (r == 0)
+                return gantry_error_set(err, ENOENT, "volume_path: %s: no volume is mounted there",
+                                        path);
+        csi__v1__volume_condition__init(cond);
+        if (gantry_node_dev_path(dev, device, sizeof(device)) < 0) {
+                cond->abnormal = 1;
+                cond->message = gantry_csi_call_printf(call,
+                                                       "block device %u:%u is gone (unmapped or detached)",
+                                                       major(dev), minor(dev));
+        } else {
+                cond->message = gantry_csi_call_printf(call, "%s is attached", device);
+        }
+        if (!cond->message)
+                return -ENOMEM;
+        if (S_ISBLK(st.st_mode)) {
+                uint64_t size = 0;
+                if (!cond->abnormal && gantry_node_blockdev_size(path, &size) < 0)
+                        size = 0;
+                if (!(u[0] = usage(call, CSI__V1__VOLUME_USAGE__UNIT__BYTES, size, 0, 0)))
+                        return -ENOMEM;
+                resp->n_usage = 1;
+        } else {
+                struct statvfs v;
+                if (statvfs(path, &v) < 0)
+                        return gantry_error_set(err, errno, "volume_path: statvfs: %s",
+                                                strerror(errno));
+                u[0] = usage(call, CSI__V1__VOLUME_USAGE__UNIT__BYTES,
+                             (uint64_t)v.f_blocks * v.f_frsize, (uint64_t)v.f_bavail * v.f_frsize,
+                             (uint64_t)(v.f_blocks - v.f_bfree) * v.f_frsize);
+                u[1] = usage(call, CSI__V1__VOLUME_USAGE__UNIT__INODES, v.f_files, v.f_favail,
+                             v.f_files - v.f_ffree);
+                if (!u[0] || !u[1])
+                        return -ENOMEM;
+                resp->n_usage = 2;
+        }
+        resp->usage = u;
+        resp->volume_condition = cond;
+        return 0;
+}
+
+int gantry_node_volume_stats(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                             ProtobufCMessage *response, struct gantry_error *err)
+{
+        const Csi__V1__NodeGetVolumeStatsRequest *req =
+                (const Csi__V1__NodeGetVolumeStatsRequest *)request;
+        int r;
+
+        if ((r = gantry_node_check_volume_id(req->volume_id, err)) < 0 ||
+            (r = gantry_node_check_path("volume_path", req->volume_path, err)) < 0)
+                return r;
+        return stats(call, req->volume_path, (Csi__V1__NodeGetVolumeStatsResponse *)response, err);
+}
+
+/* Waits until @device is at least @want bytes; returns its size. */
+static int wait_size(const char *device, uint64_t want, int64_t deadline_ms, uint64_t *ret_size)
+{
+        int64_t end = gantry_node_now_ms() + EXPAND_SIZE_WAIT_MS;
+        uint64_t size = 0;
+        int r;
+
+        if (deadline_ms < end)
+                end = deadline_ms;
+        for (;;) {
+                if ((r = gantry_node_blockdev_size(device, &size)) < 0)
+                        return r;
+                if (size >= want || gantry_node_now_ms() >= end)
+                        break;
+                nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000000 }, NULL);
+        }
+        *ret_size = size;
+        return size >= want ? 0 : -EAGAIN;
+}
+
+static int expand_locked(struct gantry_csi_call *call, const Csi__V1__NodeExpandVolumeRequest *req,
+                         Csi__V1__NodeExpandVolumeResponse *resp, struct gantry_error *err)
+{
+        const char *path = req->staging_target_path && *req->staging_target_path
+                                   ? req->staging_target_path
+                                   : req->volume_path;
+        uint64_t want = req->capacity_range && req->capacity_range->required_bytes > 0
+                                ? (uint64_t)req->capacity_range->required_bytes
+                                : 0;
+        char device[64];
+        struct node_mount m;
+        struct stat st;
+        uint64_t size = 0;
+        dev_t dev;
+        int r;
+
+        r = gantry_node_mount_device(path, &dev, &m);
+        if (r == 0 || r == -ENOENT)
+                return gantry_error_set(err, ENOENT, "volume_path: %s: no volume is mounted there",
+                                        path);
+        if (r < 0)
+                return gantry_error_set(err, r, "volume_path: %s", strerror(-r));
+        if (gantry_node_dev_path(dev, device, sizeof(device)) < 0)
+                return gantry_error_set(err, ENODEV, "volume_path: its block device is gone");
+        r = wait_size(device, want, call->deadline_ms, &size);
+        if (r == -EAGAIN)
+                return gantry_error_set(err, EAGAIN,
+                                        "%s is %llu bytes, less than capacity_range.required_bytes "
+                                        "%llu: expand the volume first",
+                                        device, (unsigned long long)size, (unsigned long long)want);
+        if (r < 0)
+                return gantry_error_set(err, r, "%s: %s", device, strerror(-r));
+        if (stat(path, &st) == 0 && !S_ISBLK(st.st_mode)) {
+                if ((r = gantry_node_fs_grow(device, path, m.fstype, call->deadline_ms, err)) < 0)
+                        return r;
+                log_info("node.expanded", "volume_id=%s device=%s fstype=%s bytes=%llu",
+                         req->volume_id, device, m.fstype, (unsigned long long)size);
+        }
+        resp->capacity_bytes = (int64_t)size;
+        return 0;
+}
+
+int gantry_node_expand(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                       ProtobufCMessage *response, struct gantry_error *err)
+{
+        const Csi__V1__NodeExpandVolumeRequest *req =
+                (const Csi__V1__NodeExpandVolumeRequest *)request;
+        struct node_capability cap;
+        int r;
+
+        if ((r = gantry_node_check_volume_id(req->volume_id, err)) < 0 ||
+            (r = gantry_node_check_path("volume_path", req->volume_path, err)) < 0 ||
+            (req->staging_target_path && *req->staging_target_path &&
+             (r = gantry_node_check_path("staging_target_path", req->staging_target_path, err)) < 0) ||
+            (req->volume_capability &&
+             (r = gantry_node_parse_capability(req->volume_capability, NULL, &cap, err)) < 0))
+                return r;
+        if (req->capacity_range && (req->capacity_range->required_bytes < 0 ||
+                                    req->capacity_range->limit_bytes < 0))
+                return gantry_error_set(err, EINVAL, "capacity_range: must not be negative");
+        if ((r = gantry_node_lock_try(req->volume_id, err)) < 0)
+                return r;
+        r = expand_locked(call, req, (Csi__V1__NodeExpandVolumeResponse *)response, err);
+        gantry_node_lock_release(req->volume_id);
+        return r;
+}
