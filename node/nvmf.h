@@ -68,6 +68,9 @@ int gantry_nvmf_volume_parse(const char *const *ctx_keys, const char *const *ctx
 int gantry_nvmf_attach(const struct gantry_nvmf_volume *v, int64_t deadline_ms, char *ret_dev,
                        size_t size, struct gantry_error *err);
 
+/* Whether @volume_id is a checkpoint volume ID ("0002-..."). */
+bool gantry_nvmf_is_volume_id(const char *volume_id);
+
 /* Whether block device @dev is an NVMe namespace. */
 bool gantry_nvmf_is_device(dev_t dev);
 

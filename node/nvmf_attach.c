@@ -377,7 +377,7 @@ int gantry_nvmf_detach_volume(const char *volume_id, int64_t deadline_ms, struct
         char nqn[GANTRY_NQN_MAX + 1];
         size_t n = volume_id ? strlen(volume_id) : 0;
 
-        if (n < GANTRY_NVMF_UUID_LEN || strncmp(volume_id, "0002-", 5) != 0 ||
+        if (n < GANTRY_NVMF_UUID_LEN || !gantry_nvmf_is_volume_id(volume_id) ||
             gantry_nvmf_volume_nqn(volume_id + n - GANTRY_NVMF_UUID_LEN, nqn, sizeof(nqn)) < 0)
                 return gantry_error_set(err, EINVAL, "volume_id: not a checkpoint volume ID");
         return detach_subsystem(nqn, deadline_ms, err);

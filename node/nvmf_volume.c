@@ -108,3 +108,8 @@ int gantry_nvmf_volume_parse(const char *const *keys, const char *const *values,
         *ret = v;
         return 0;
 }
+
+bool gantry_nvmf_is_volume_id(const char *volume_id)
+{
+        return volume_id && strncmp(volume_id, "0002-", 5) == 0;
+}

@@ -1,11 +1,14 @@
 """The checkpoint tier end to end on a real kernel (run inside the VM by
 tests/vm/run.sh; CTest: vm_checkpoint).
 
-In the guest: gantry-target on the kernel's nvmet (configfs), gantry-csi
---mode controller driven by python3-grpcio, and the node side's libnvme
-attach/detach (node/nvmf_*.c, through tests/vm/nvmf_attach_tool) over
-NVMe/TCP on the guest's loopback. Checked against the kernel: configfs,
-/sys/block, mounts, reads and writes.
+In the guest: gantry-target on the kernel's nvmet (configfs) and gantry-csi
+--mode all (controller and node) driven by python3-grpcio as the CSI
+sidecars and kubelet would: CreateVolume, ControllerPublishVolume,
+NodeStageVolume (libnvme attach over NVMe/TCP on the guest's loopback,
+format when blank, mount), NodeUnstageVolume, ... The node library's
+corners (controller reuse, the unstage retry path) are also driven directly
+through tests/vm/nvmf_attach_tool. Checked against the kernel: configfs,
+/sys/block, /sys/class/nvme, mounts, reads and writes.
 """
 import hashlib
 import os
@@ -88,7 +91,7 @@ class CheckpointVmTest(unittest.TestCase):
                             # the same agent again, with two listeners: native NVMe multipath
                             ("tgt-mp", cls.target.url, tok, [("127.0.0.1", "4420"), ("127.0.0.1", "4421")],
                              "leaf-mp")])
-        cls.plugin = Plugin(mode="controller", node_id=None, config=cfg,
+        cls.plugin = Plugin(mode="all", node_id=NODE, config=cfg,
                             workdir=os.path.join(WORK, "csi"), ready_timeout=60).start()
         cls.vol = cls.plugin.call("CreateVolume", create_req("pvc-vm-ckpt", size=64 << 20),
                                   timeout=60).volume
@@ -108,21 +111,32 @@ class CheckpointVmTest(unittest.TestCase):
         if rc != 0:  # under ASan a leak makes the exit non-zero
             raise RuntimeError("gantry-csi exited %s:\n%s" % (rc, cls.plugin.read_log()[-4000:]))
 
-    def stage_volume(self, host=None):
-        r = attach(self.ctx, host or self.host)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        dev = r.stdout.strip()
-        fs = sh("blkid", "-o", "value", "-s", "TYPE", dev, check=False).stdout.strip()
-        if not fs:  # blank: format, never a device that holds data
-            sh("mkfs.ext4", "-q", "-m0", "-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1", dev)
-        sh("mount", dev, self.stage)
-        return dev, fs
+    def stage_req(self, host=None):
+        req = csi_pb2.NodeStageVolumeRequest(volume_id=self.vol.volume_id, staging_target_path=self.stage)
+        req.publish_context["hostNQN"] = host or self.host
+        req.volume_capability.CopyFrom(publish_req(self.vol.volume_id, NODE).volume_capability)
+        for k, v in self.ctx.items():
+            req.volume_context[k] = v
+        return req
+
+    def formatted(self):
+        return self.plugin.read_log().count("event=node.formatted")
+
+    def stage_volume(self):
+        """NodeStageVolume over gRPC; returns the device mounted at the staging path."""
+        self.plugin.call("NodeStageVolume", self.stage_req(), timeout=120)
+        with open("/proc/self/mountinfo") as f:
+            line = [l for l in f if l.split()[4] == self.stage][-1].split()
+        dev = line[line.index("-") + 2]
+        self.assertRegex(dev, r"^/dev/nvme[0-9]+n[0-9]+$")
+        return dev
 
     def unstage_volume(self, dev):
-        sh("umount", self.stage)
-        r = detach(dev)
-        self.assertEqual(r.returncode, 0, r.stderr)
+        req = csi_pb2.NodeUnstageVolumeRequest(volume_id=self.vol.volume_id, staging_target_path=self.stage)
+        self.plugin.call("NodeUnstageVolume", req, timeout=120)
+        self.assertFalse(mounted(self.stage))
         self.assertFalse(os.path.exists(os.path.join("/sys/block", os.path.basename(dev))))
+        self.plugin.call("NodeUnstageVolume", req, timeout=120)  # again: nothing to do, OK
 
     def test_1_configfs_holds_the_volume(self):
         sub = os.path.join(NVMET, "subsystems", self.ctx["nqn"])
@@ -134,15 +148,16 @@ class CheckpointVmTest(unittest.TestCase):
         self.assertEqual(os.path.getsize(backing), 64 << 20)
 
     def test_2_write_unstage_stage_read_back(self):
-        dev, fs = self.stage_volume()
-        self.assertEqual(fs, "", "a new volume is blank")
+        dev = self.stage_volume()
+        self.assertEqual(self.formatted(), 1, "a new volume is blank: formatted")
+        self.plugin.call("NodeStageVolume", self.stage_req(), timeout=120)  # again: OK, same mount
         data = os.urandom(8 << 20)
         with open(os.path.join(self.stage, "ckpt-0001.bin"), "wb") as f:
             f.write(data)
             os.fsync(f.fileno())
         self.unstage_volume(dev)
-        dev, fs = self.stage_volume()
-        self.assertEqual(fs, "ext4", "staged again: formatted once, not twice")
+        dev = self.stage_volume()
+        self.assertEqual(self.formatted(), 1, "staged again: formatted once, not twice")
         with open(os.path.join(self.stage, "ckpt-0001.bin"), "rb") as f:
             self.assertEqual(hashlib.sha256(f.read()).hexdigest(), hashlib.sha256(data).hexdigest())
         self.__class__.digest = hashlib.sha256(data).hexdigest()
@@ -154,23 +169,28 @@ class CheckpointVmTest(unittest.TestCase):
         self.unstage_volume(dev)
 
     def test_3_second_host_is_refused(self):
-        r = attach(self.ctx, "nqn.2014-08.io.gantry:node:intruder")
-        self.assertNotEqual(r.returncode, 0)
-        self.assertIn("not allowed", r.stderr)
+        with self.assertRaises(grpc.RpcError) as e:
+            self.plugin.call("NodeStageVolume", self.stage_req("nqn.2014-08.io.gantry:node:intruder"),
+                             timeout=120)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        self.assertIn("cannot connect", e.exception.details())
+        # the refusal is the target kernel's: it names the host it turned away
+        self.assertIn("is not allowed, hostnqn: nqn.2014-08.io.gantry:node:intruder", sh("dmesg").stdout)
         self.assertFalse([n for n in os.listdir("/sys/block") if n.startswith("nvme")])
+        self.assertFalse(mounted(self.stage))
 
     def test_4_restart_reapplies_state(self):
         self.target.stop()
         wipe_nvmet()
         self.assertEqual(os.listdir(os.path.join(NVMET, "subsystems")), [])
         self.target.start()
-        dev, fs = self.stage_volume()
+        dev = self.stage_volume()
         with open(os.path.join(self.stage, "ckpt-0001.bin"), "rb") as f:
             self.assertEqual(hashlib.sha256(f.read()).hexdigest(), self.digest)
         self.unstage_volume(dev)
 
     def test_5_target_api_down_during_unstage(self):
-        dev, _ = self.stage_volume()
+        dev = self.stage_volume()
         self.target.stop()
         try:
             # the node's unstage needs only the NVMe/TCP path, which nvmet keeps serving
