@@ -2,12 +2,14 @@
 bench_checkpoint, label bench).
 
 Prints, for one checkpoint volume served by gantry-target on the guest
-kernel's nvmet and attached over NVMe/TCP (loopback) with node/nvmf_*.c:
+kernel's nvmet and staged over NVMe/TCP (loopback) by gantry-csi's
+NodeStageVolume (libnvme attach, mkfs when blank, mount), driven over gRPC:
   - write throughput (MiB/s) of a checkpoint file (1 MiB writes, fsync at
     the end) through the staged namespace, and of the same file on the
     guest's tmpfs measured in the same run, and their ratio;
-  - stage latency (attach + mount) and unstage latency (umount + detach),
-    median and max of several rounds.
+  - NodeStageVolume latency (attach + mount) and NodeUnstageVolume latency
+    (umount + disconnect) of an already formatted volume, median and max of
+    several rounds, as kubelet sees them.
 Figures only: nothing is asserted about time. The backing file lives on the
 guest's tmpfs too, so the ratio is the cost of the NVMe/TCP path and the
 file system, not of a disk. Under TCG everything is several times slower
@@ -28,7 +30,6 @@ from csi_client import BUILD_DIR, Plugin, csi_pb2  # noqa: E402
 from targetproc import Target  # noqa: E402
 
 WORK = "/tmp/gantry-checkpoint-bench"
-TOOL = os.path.join(BUILD_DIR, "tests", "nvmf_attach_tool")
 SIZE_MIB = int(os.environ.get("GANTRY_BENCH_MIB", "256"))
 ROUNDS = int(os.environ.get("GANTRY_BENCH_ROUNDS", "5"))
 
@@ -60,17 +61,20 @@ def main():
         f.write(target.token)
     cfg = write_config(os.path.join(WORK, "gantry.json"),
                        [("tgt-bench", target.url, tok, [("127.0.0.1", "4420")], None)])
-    plugin = Plugin(mode="controller", node_id=None, config=cfg, workdir=os.path.join(WORK, "csi"),
+    plugin = Plugin(mode="all", node_id="bench-node", config=cfg, workdir=os.path.join(WORK, "csi"),
                     ready_timeout=60).start()
     try:
         vol = plugin.call("CreateVolume", create_req("pvc-bench", size=(SIZE_MIB + 128) << 20),
                           timeout=60).volume
         host = plugin.call("ControllerPublishVolume", publish_req(vol.volume_id, "bench-node"),
                            timeout=60).publish_context["hostNQN"]
-        kv = ["%s=%s" % (k, v) for k, v in vol.volume_context.items()]
-        dev = run(TOOL, "attach", host, *kv)
-        run("mkfs.ext4", "-q", "-m0", "-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1", dev)
-        run("mount", dev, stage)
+        stage_req = csi_pb2.NodeStageVolumeRequest(volume_id=vol.volume_id, staging_target_path=stage)
+        stage_req.publish_context["hostNQN"] = host
+        stage_req.volume_capability.CopyFrom(publish_req(vol.volume_id, "bench-node").volume_capability)
+        for k, v in vol.volume_context.items():
+            stage_req.volume_context[k] = v
+        unstage_req = csi_pb2.NodeUnstageVolumeRequest(volume_id=vol.volume_id, staging_target_path=stage)
+        plugin.call("NodeStageVolume", stage_req, timeout=120)  # the first stage formats
 
         tmpfs_dir = os.path.join(WORK, "tmpfs")
         os.makedirs(tmpfs_dir)  # /tmp is the guest's tmpfs
@@ -83,20 +87,17 @@ def main():
         stages, unstages = [], []
         for _ in range(ROUNDS):
             t0 = time.monotonic()
-            run("umount", stage)
-            run(TOOL, "detach", dev)
+            plugin.call("NodeUnstageVolume", unstage_req, timeout=120)
             t1 = time.monotonic()
-            dev = run(TOOL, "attach", host, *kv)
-            run("mount", dev, stage)
+            plugin.call("NodeStageVolume", stage_req, timeout=120)
             t2 = time.monotonic()
             unstages.append(t1 - t0)
             stages.append(t2 - t1)
-        print("stage (attach+mount) over %d rounds: median %.3f s, max %.3f s"
+        print("NodeStageVolume (attach+mount) over %d rounds: median %.3f s, max %.3f s"
               % (ROUNDS, statistics.median(stages), max(stages)))
-        print("unstage (umount+detach) over %d rounds: median %.3f s, max %.3f s"
+        print("NodeUnstageVolume (umount+disconnect) over %d rounds: median %.3f s, max %.3f s"
               % (ROUNDS, statistics.median(unstages), max(unstages)))
-        run("umount", stage)
-        run(TOOL, "detach", dev)
+        plugin.call("NodeUnstageVolume", unstage_req, timeout=120)
         plugin.call("ControllerUnpublishVolume", csi_pb2.ControllerUnpublishVolumeRequest(
             volume_id=vol.volume_id, node_id="bench-node"), timeout=60)
         plugin.call("DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=vol.volume_id),
