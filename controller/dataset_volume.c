@@ -395,23 +395,10 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
         if (gantry_lock_try(lock) < 0)
                 return gantry_error_set(err, EBUSY, "volume_id: an operation on %s is in progress",
                                         req->volume_id);
-        r = gantry_dataset_target_open(call->config, req->volume_id, "volume_id",
-                                       (void *const *)req->secrets, req->n_secrets, &t, err);
-        if (r == -ENOENT) { /* the pool is gone, and the volume with it */
-                r = 0;
+        r = gantry_dataset_open_record(call->config, req->volume_id, "volume_id", GANTRY_JOURNAL_VOLUME,
+                                       (void *const *)req->secrets, req->n_secrets, &t, &e, err);
+        if (r <= 0)
                 goto out;
-        }
-        if (r < 0)
-                goto out;
-        r = gantry_journal_read(t.io, GANTRY_JOURNAL_VOLUME, t.ref.uuid, &e);
-        if (r == -ENOENT) {
-                r = 0;
-                goto out;
-        }
-        if (r < 0) {
-                r = gantry_ceph_error(err, r, "read journal of", req->volume_id);
-                goto out;
-        }
         /* a half-made image (ready=0) is ours to purge; a ready one must be unused */
         if ((r = gantry_dataset_image_remove(t.io, e.image, !e.ready, err)) < 0)
                 goto out;
