@@ -113,7 +113,7 @@ static int get_volume(struct gantry_csi_call *call, const ProtobufCMessage *requ
 
         if (is_checkpoint_id(req->volume_id))
                 return checkpoint_unserved("volume_id", err);
-        r = gantry_dataset_get_volume(call, req->volume_id, &resp->volume, err);
+        r = gantry_dataset_get_volume(call, req->volume_id, NULL, 0, &resp->volume, err);
         if (r < 0)
                 return r;
         status = gantry_csi_call_alloc(call, sizeof(*status));
@@ -142,7 +142,8 @@ static int validate_capabilities(struct gantry_csi_call *call, const ProtobufCMe
         if (is_checkpoint_id(req->volume_id))
                 return checkpoint_unserved("volume_id", err);
         /* NOT_FOUND first: the spec asks to tell a missing volume apart */
-        r = gantry_dataset_get_volume(call, req->volume_id, &vol, err);
+        r = gantry_dataset_get_volume(call, req->volume_id, (void *const *)req->secrets,
+                                      req->n_secrets, &vol, err);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < req->n_volume_capabilities; i++) {

@@ -213,8 +213,10 @@ int gantry_dataset_expand_volume(struct gantry_csi_call *call,
                                  const Csi__V1__ControllerExpandVolumeRequest *req,
                                  Csi__V1__ControllerExpandVolumeResponse *resp,
                                  struct gantry_error *err);
+/* The volume @volume_id (NOT_FOUND when absent); @secrets may be NULL (the config's user). */
 int gantry_dataset_get_volume(struct gantry_csi_call *call, const char *volume_id,
-                              Csi__V1__Volume **ret_volume, struct gantry_error *err);
+                              void *const *secrets, size_t n_secrets, Csi__V1__Volume **ret_volume,
+                              struct gantry_error *err);
 int gantry_dataset_create_snapshot(struct gantry_csi_call *call,
                                    const Csi__V1__CreateSnapshotRequest *req,
                                    Csi__V1__CreateSnapshotResponse *resp, struct gantry_error *err);

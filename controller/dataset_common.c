@@ -180,24 +180,17 @@ int gantry_dataset_image_remove(rados_ioctx_t io, const char *name, bool force,
                 return gantry_ceph_error(err, r, "open image", name);
         if (r == 0) {
                 r = check_watchers(img, name, force, err);
+                if (r == 0 && !force)
+                        r = purge_snapshots(img, name, false, err); /* refuses when any */
                 rbd_close(img);
                 if (r < 0)
                         return r;
         }
-        if (force) {
-                if (rbd_open(io, name, &img, NULL) == 0) {
-                        r = purge_snapshots(img, name, true, err);
-                        rbd_close(img);
-                        if (r < 0)
-                                return r;
-                }
-        } else {
-                if ((r = rbd_open_read_only(io, name, &img, NULL)) == 0) {
-                        r = purge_snapshots(img, name, false, err);
-                        rbd_close(img);
-                        if (r < 0)
-                                return r;
-                }
+        if (force && rbd_open(io, name, &img, NULL) == 0) {
+                r = purge_snapshots(img, name, true, err);
+                rbd_close(img);
+                if (r < 0)
+                        return r;
         }
         r = rbd_remove(io, name);
         if (r == -ENOENT)

@@ -76,6 +76,7 @@ def chapter_dataset(client):
         cap = pb.VolumeCapability(mount=pb.VolumeCapability.MountVolume(fs_type="ext4"),
                                   access_mode=pb.VolumeCapability.AccessMode(
                                       mode=pb.VolumeCapability.AccessMode.MULTI_NODE_READER_ONLY))
+        os.makedirs(os.path.join(work, "csi"))
         with client.Plugin(mode="controller", node_id=None, config=config,
                            workdir=os.path.join(work, "csi")) as p:
             t = time.monotonic()

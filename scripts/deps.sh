@@ -18,7 +18,7 @@ PACKAGES=(
   libcmocka-dev python3 python3-grpcio python3-grpc-tools python3-protobuf python3-yaml python3-kubernetes
   libclang-rt-14-dev
   # real parts for tests and demo: Ceph cluster, VM with Debian's kernel
-  ceph-mon ceph-mgr ceph-osd ceph-common uuid-runtime
+  ceph-mon ceph-mgr ceph-osd ceph-common uuid-runtime python3-rados python3-rbd
   qemu-system-x86 busybox-static kmod iproute2 e2fsprogs xfsprogs nvme-cli
 )
 
