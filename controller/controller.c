@@ -111,7 +111,7 @@ static int get_volume(struct gantry_csi_call *call, const ProtobufCMessage *requ
 
         if (is_checkpoint_id(req->volume_id))
                 return gantry_checkpoint_get_volume(call, req, resp, err);
-        r = gantry_dataset_get_volume(call, req->volume_id, &resp->volume, err);
+        r = gantry_dataset_get_volume(call, req->volume_id, NULL, 0, &resp->volume, err);
         if (r < 0)
                 return r;
         status = gantry_csi_call_alloc(call, sizeof(*status));
@@ -145,7 +145,8 @@ static int validate_capabilities(struct gantry_csi_call *call, const ProtobufCMe
                 check = gantry_checkpoint_check_capability;
                 r = gantry_checkpoint_check_exists(call, req->volume_id, err);
         } else {
-                r = gantry_dataset_get_volume(call, req->volume_id, &vol, err);
+                r = gantry_dataset_get_volume(call, req->volume_id, (void *const *)req->secrets,
+                                              req->n_secrets, &vol, err);
         }
         if (r < 0)
                 return r;

@@ -168,6 +168,16 @@ int gantry_dataset_target_open_pool(const struct gantry_config *config, const ch
                                     const char *pool, void *const *secrets, size_t n_secrets,
                                     struct gantry_dataset_target *ret, struct gantry_error *err);
 void gantry_dataset_target_close(struct gantry_dataset_target *t);
+/*
+ * For the Delete calls: opens the pool of @id and reads its @kind record.
+ * Returns 1 with @t open and @e filled, 0 when there is nothing to delete
+ * (pool or record gone), or -errno. Close @t in every case.
+ */
+int gantry_dataset_open_record(const struct gantry_config *config, const char *id,
+                               const char *field, enum gantry_journal_kind kind,
+                               void *const *secrets, size_t n_secrets,
+                               struct gantry_dataset_target *t, struct gantry_journal_entry *e,
+                               struct gantry_error *err);
 
 /* RBD image and snapshot names derived from a journal uuid. */
 void gantry_dataset_image_name(const char *uuid, char *buf, size_t size);
@@ -203,8 +213,10 @@ int gantry_dataset_expand_volume(struct gantry_csi_call *call,
                                  const Csi__V1__ControllerExpandVolumeRequest *req,
                                  Csi__V1__ControllerExpandVolumeResponse *resp,
                                  struct gantry_error *err);
+/* The volume @volume_id (NOT_FOUND when absent); @secrets may be NULL (the config's user). */
 int gantry_dataset_get_volume(struct gantry_csi_call *call, const char *volume_id,
-                              Csi__V1__Volume **ret_volume, struct gantry_error *err);
+                              void *const *secrets, size_t n_secrets, Csi__V1__Volume **ret_volume,
+                              struct gantry_error *err);
 int gantry_dataset_create_snapshot(struct gantry_csi_call *call,
                                    const Csi__V1__CreateSnapshotRequest *req,
                                    Csi__V1__CreateSnapshotResponse *resp, struct gantry_error *err);

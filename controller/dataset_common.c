@@ -71,6 +71,26 @@ int gantry_dataset_target_open_pool(const struct gantry_config *config, const ch
         return 0;
 }
 
+int gantry_dataset_open_record(const struct gantry_config *config, const char *id,
+                               const char *field, enum gantry_journal_kind kind,
+                               void *const *secrets, size_t n_secrets,
+                               struct gantry_dataset_target *t, struct gantry_journal_entry *e,
+                               struct gantry_error *err)
+{
+        int r = gantry_dataset_target_open(config, id, field, secrets, n_secrets, t, err);
+
+        if (r == -ENOENT) /* the pool is gone, and what it held with it */
+                return 0;
+        if (r < 0)
+                return r;
+        r = gantry_journal_read(t->io, kind, t->ref.uuid, e);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return gantry_ceph_error(err, r, "read journal of", id);
+        return 1;
+}
+
 void gantry_dataset_target_close(struct gantry_dataset_target *t)
 {
         if (t->io)
@@ -80,11 +100,25 @@ void gantry_dataset_target_close(struct gantry_dataset_target *t)
         explicit_bzero(t->keybuf, sizeof(t->keybuf));
 }
 
-static int check_watchers(rbd_image_t img, const char *name, struct gantry_error *err)
+static int check_watchers(rbd_image_t img, const char *name, bool half_made,
+                          struct gantry_error *err)
 {
         rbd_image_watcher_t w[8];
         size_t n = 8;
         int r = rbd_watchers_list(img, w, &n);
+
+        if (r == 0 && n > 0 && half_made) {
+                /*
+                 * Only a crashed attempt of ours watches a half-made image:
+                 * its watch lapses after the OSDs' watch timeout (30 s by
+                 * default). Until then, ABORTED: the CO retries.
+                 */
+                r = gantry_error_set(err, EBUSY, "name: image %s of an interrupted attempt is "
+                                     "still watched by %s until its watch expires; retry",
+                                     name, w[0].addr);
+                rbd_watchers_list_cleanup(w, n);
+                return r;
+        }
 
         if (r == -ERANGE)
                 return gantry_error_set(err, ENOTEMPTY, "volume_id: image %s is still in use by %zu "
@@ -145,25 +179,18 @@ int gantry_dataset_image_remove(rados_ioctx_t io, const char *name, bool force,
         if (r < 0 && !force)
                 return gantry_ceph_error(err, r, "open image", name);
         if (r == 0) {
-                r = check_watchers(img, name, err);
+                r = check_watchers(img, name, force, err);
+                if (r == 0 && !force)
+                        r = purge_snapshots(img, name, false, err); /* refuses when any */
                 rbd_close(img);
                 if (r < 0)
                         return r;
         }
-        if (force) {
-                if (rbd_open(io, name, &img, NULL) == 0) {
-                        r = purge_snapshots(img, name, true, err);
-                        rbd_close(img);
-                        if (r < 0)
-                                return r;
-                }
-        } else {
-                if ((r = rbd_open_read_only(io, name, &img, NULL)) == 0) {
-                        r = purge_snapshots(img, name, false, err);
-                        rbd_close(img);
-                        if (r < 0)
-                                return r;
-                }
+        if (force && rbd_open(io, name, &img, NULL) == 0) {
+                r = purge_snapshots(img, name, true, err);
+                rbd_close(img);
+                if (r < 0)
+                        return r;
         }
         r = rbd_remove(io, name);
         if (r == -ENOENT)

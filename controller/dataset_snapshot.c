@@ -201,23 +201,10 @@ int gantry_dataset_delete_snapshot(struct gantry_csi_call *call,
         if (gantry_lock_try(lock) < 0)
                 return gantry_error_set(err, EBUSY, "snapshot_id: an operation on %s is in progress",
                                         req->snapshot_id);
-        r = gantry_dataset_target_open(call->config, req->snapshot_id, "snapshot_id",
-                                       (void *const *)req->secrets, req->n_secrets, &t, err);
-        if (r == -ENOENT) {
-                r = 0;
+        r = gantry_dataset_open_record(call->config, req->snapshot_id, "snapshot_id", GANTRY_JOURNAL_SNAPSHOT,
+                                       (void *const *)req->secrets, req->n_secrets, &t, &e, err);
+        if (r <= 0)
                 goto out;
-        }
-        if (r < 0)
-                goto out;
-        r = gantry_journal_read(t.io, GANTRY_JOURNAL_SNAPSHOT, t.ref.uuid, &e);
-        if (r == -ENOENT) {
-                r = 0;
-                goto out;
-        }
-        if (r < 0) {
-                r = gantry_ceph_error(err, r, "read journal of", req->snapshot_id);
-                goto out;
-        }
         r = rbd_open(t.io, e.source, &img, NULL);
         if (r == 0) {
                 r = rbd_snap_remove(img, e.image);

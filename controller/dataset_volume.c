@@ -215,13 +215,17 @@ static int fingerprint(const struct gantry_dataset_params *p, uint64_t size, con
         return n < 0 || (size_t)n >= bufsize ? -ENAMETOOLONG : 0;
 }
 
-/* Reserves @name or finds its reservation; fills @e (record written, maybe not ready). */
+/*
+ * Reserves @name or finds its reservation; fills @e (record written, maybe
+ * not ready). Returns 1 when this call made the reservation (nothing can
+ * exist under it yet), 0 when it found one, or -errno.
+ */
 static int reserve(rados_ioctx_t io, const char *name, const char *fp,
                    const struct gantry_dataset_params *p, uint64_t size,
                    struct gantry_journal_entry *e, struct gantry_error *err)
 {
         char uuid[GANTRY_UUID_LEN + 1];
-        int r;
+        int r, fresh = 0;
 
         for (int attempt = 0; attempt < 3; attempt++) {
                 r = gantry_journal_lookup_name(io, GANTRY_JOURNAL_VOLUME, name, uuid);
@@ -230,6 +234,8 @@ static int reserve(rados_ioctx_t io, const char *name, const char *fp,
                         r = gantry_journal_reserve(io, GANTRY_JOURNAL_VOLUME, name, uuid);
                         if (r == -EEXIST)
                                 continue; /* another plugin won the name: use its uuid */
+                        if (r == 0)
+                                fresh = 1;
                 }
                 if (r < 0)
                         return gantry_ceph_error(err, r, "reserve volume name", name);
@@ -240,7 +246,7 @@ static int reserve(rados_ioctx_t io, const char *name, const char *fp,
                                                         "name: volume %s already exists with other "
                                                         "parameters, size or source",
                                                         name);
-                        return 0;
+                        return fresh;
                 }
                 if (r != -ENOENT)
                         return gantry_ceph_error(err, r, "read journal of", name);
@@ -255,7 +261,7 @@ static int reserve(rados_ioctx_t io, const char *name, const char *fp,
                 r = gantry_journal_write(io, GANTRY_JOURNAL_VOLUME, e);
                 if (r < 0)
                         return gantry_ceph_error(err, r, "write journal of", name);
-                return 0;
+                return fresh;
         }
         return gantry_error_set(err, EBUSY, "name: volume %s is being created elsewhere", name);
 }
@@ -282,7 +288,7 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
         struct source s = { 0 };
         struct gantry_journal_entry e;
         char fp[512], name_lock[300], uuid_lock[64];
-        bool name_locked = false, uuid_locked = false;
+        bool name_locked = false, uuid_locked = false, fresh;
         uint64_t size, have;
         Csi__V1__Volume *vol;
         int r;
@@ -325,6 +331,7 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
         }
         if ((r = reserve(t.io, req->name, fp, &p, size, &e, err)) < 0)
                 goto out;
+        fresh = r == 1;
         snprintf(uuid_lock, sizeof(uuid_lock), "volume:%s", e.uuid);
         if ((r = gantry_lock_try(uuid_lock)) < 0) {
                 r = gantry_error_set(err, EBUSY, "name: volume %s is busy (being deleted?)", req->name);
@@ -335,7 +342,7 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
         r = e.ready ? image_size(t.io, e.image, NULL, &have) : -ENOENT;
         if (r == -ENOENT) {
                 /* not made yet, or half made by a crashed attempt: (re)make it */
-                if ((r = gantry_dataset_image_remove(t.io, e.image, true, err)) < 0)
+                if (!fresh && (r = gantry_dataset_image_remove(t.io, e.image, true, err)) < 0)
                         goto out;
                 e.ready = false;
                 if ((r = make_image(t.io, e.image, size, &p, &s, err)) < 0) {
@@ -395,23 +402,10 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
         if (gantry_lock_try(lock) < 0)
                 return gantry_error_set(err, EBUSY, "volume_id: an operation on %s is in progress",
                                         req->volume_id);
-        r = gantry_dataset_target_open(call->config, req->volume_id, "volume_id",
-                                       (void *const *)req->secrets, req->n_secrets, &t, err);
-        if (r == -ENOENT) { /* the pool is gone, and the volume with it */
-                r = 0;
+        r = gantry_dataset_open_record(call->config, req->volume_id, "volume_id", GANTRY_JOURNAL_VOLUME,
+                                       (void *const *)req->secrets, req->n_secrets, &t, &e, err);
+        if (r <= 0)
                 goto out;
-        }
-        if (r < 0)
-                goto out;
-        r = gantry_journal_read(t.io, GANTRY_JOURNAL_VOLUME, t.ref.uuid, &e);
-        if (r == -ENOENT) {
-                r = 0;
-                goto out;
-        }
-        if (r < 0) {
-                r = gantry_ceph_error(err, r, "read journal of", req->volume_id);
-                goto out;
-        }
         /* a half-made image (ready=0) is ours to purge; a ready one must be unused */
         if ((r = gantry_dataset_image_remove(t.io, e.image, !e.ready, err)) < 0)
                 goto out;
@@ -508,13 +502,14 @@ out:
 }
 
 int gantry_dataset_get_volume(struct gantry_csi_call *call, const char *volume_id,
-                              Csi__V1__Volume **ret_volume, struct gantry_error *err)
+                              void *const *secrets, size_t n_secrets, Csi__V1__Volume **ret_volume,
+                              struct gantry_error *err)
 {
         struct gantry_dataset_target t = { 0 };
         struct gantry_journal_entry e;
         Csi__V1__Volume *vol;
         uint64_t size;
-        int r = open_existing(call, volume_id, NULL, 0, &t, &e, err);
+        int r = open_existing(call, volume_id, secrets, n_secrets, &t, &e, err);
 
         if (r < 0)
                 goto out;

@@ -47,7 +47,12 @@ def rbd_info(cluster, image, pool="rbd"):
 
 
 def rbd_images(cluster="perf", pool="rbd"):
-    return set(tool("rbd", cluster, "ls", pool).split())
+    import rbd
+    io = admin_ioctx(cluster, pool)
+    try:
+        return set(rbd.RBD().list(io))
+    finally:
+        io.close()
 
 
 def checksum(cluster, image, pool="rbd"):
@@ -63,19 +68,70 @@ def fill(cluster, image, mib=8, pool="rbd"):
          "1M", "--io-total", "%dM" % mib, "%s/%s" % (pool, image))
 
 
+_admins = {}
+
+
+def admin_ioctx(cluster="perf", pool="rbd"):
+    """An ioctx as the cluster's admin (python3-rados), cached per process:
+    one connection instead of a CLI process per check."""
+    import rados
+    if cluster not in _admins:
+        c = rados.Rados(conffile=conf(cluster), conf={"rados_osd_op_timeout": "30",
+                                                       "rados_mon_op_timeout": "30"})
+        c.connect(timeout=30)
+        _admins[cluster] = c
+    return _admins[cluster].open_ioctx(pool)
+
+
+def omap_all(io, obj):
+    import rados
+    out = {}
+    after = ""
+    while True:
+        with rados.ReadOpCtx() as op:
+            it, _ = io.get_omap_vals(op, after, "", 1000)
+            try:
+                io.operate_read_op(op, obj)
+            except rados.ObjectNotFound:
+                return out
+            page = [(k, v) for k, v in it]
+        for k, v in page:
+            out[k] = v.decode() if v is not None else ""
+        if len(page) < 1000:
+            return out
+        after = page[-1][0]
+
+
 def journal(cluster="perf", pool="rbd", kind="volume"):
     """{name: uuid} of the journal directory, and the set of record uuids."""
-    directory = {}
-    obj = "gantry.%ss" % kind
-    keys = [k for k in tool("rados", cluster, "-p", pool, "listomapkeys", obj,
-                            check=False).split("\n") if k]
-    for k in keys:
-        v = tool("rados", cluster, "-p", pool, "getomapval", obj, k, "/dev/stdout", check=False)
-        directory[k] = v.strip()[:36]
-    prefix = "gantry.%s." % kind
-    records = {o[len(prefix):] for o in tool("rados", cluster, "-p", pool, "ls").split()
-               if o.startswith(prefix)}
-    return directory, records
+    io = admin_ioctx(cluster, pool)
+    try:
+        directory = omap_all(io, "gantry.%ss" % kind)
+        prefix = "gantry.%s." % kind
+        records = {o.key[len(prefix):] for o in io.list_objects() if o.key.startswith(prefix)}
+        return directory, records
+    finally:
+        io.close()
+
+
+def record(uuid, cluster="perf", pool="rbd", kind="volume"):
+    """The journal record of @uuid as a dict ({} when absent)."""
+    io = admin_ioctx(cluster, pool)
+    try:
+        return omap_all(io, "gantry.%s.%s" % (kind, uuid))
+    finally:
+        io.close()
+
+
+def image_data_pool(cluster, image, pool="rbd"):
+    import rbd
+    io = admin_ioctx(cluster, pool)
+    try:
+        with rbd.Image(io, image, read_only=True) as img:
+            pid = img.data_pool_id()
+        return _admins[cluster].pool_reverse_lookup(pid)
+    finally:
+        io.close()
 
 
 def uuid_of(volume_id):

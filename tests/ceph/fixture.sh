@@ -41,6 +41,9 @@ setup() {
         [ $rc = 0 ] || { echo "fixture.sh: a cluster did not start" >&2; false; }
         for c in perf capa; do
                 (umask 077; bash "$cluster" user "$dir/$c" gantry >"$dir/$c/gantry.key")
+                # a killed client's watches lapse after 10 s instead of 30: the crash
+                # tests wait for that before the retry can clean up
+                timeout 60 ceph -c "$dir/$c/ceph.conf" config set osd osd_client_watch_timeout 10
         done
         cat >"$dir/gantry.json" <<JSON
 {
