@@ -766,11 +766,12 @@ static int m_nvmf_get_subsystems(struct tgt_context *ctx, json_t *p, json_t **re
         if (!arr)
                 return gantry_error_set(err, ENOMEM, "out of memory");
         json_object_foreach(tgt_state_subsystems(ctx), nqn, s) {
-                json_t *o, *hosts = json_array(), *h;
+                json_t *o, *hosts, *h;
                 size_t i;
 
                 if (want && strcmp(want, nqn) != 0)
                         continue;
+                hosts = json_array();
                 json_array_foreach(json_object_get(s, "hosts"), i, h)
                         json_array_append_new(hosts, json_pack("{s:O}", "nqn", h));
                 o = json_pack("{s:s, s:s, s:O, s:O, s:O, s:o, s:O, s:O}", "nqn", nqn, "subtype", "NVMe",
