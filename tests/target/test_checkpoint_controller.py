@@ -20,6 +20,15 @@ class CheckpointControllerTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix=f"gantry-checkpoint-ctl-{os.getpid()}-")
+        cls.a = cls.b = cls.c = cls.plugin = None
+        try:
+            cls.start_all()
+        except BaseException:
+            cls.stop_all()  # a failed setUpClass gets no tearDownClass
+            raise
+
+    @classmethod
+    def start_all(cls):
         cls.a = Target(workdir=os.path.join(cls.dir, "a")).start()
         cls.b = Target(workdir=os.path.join(cls.dir, "b")).start()
         cls.c = Target(workdir=os.path.join(cls.dir, "c"), tls=True).start()
@@ -38,13 +47,23 @@ class CheckpointControllerTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        rc = cls.plugin.stop()
-        log = cls.plugin.read_log()
-        for t in (cls.a, cls.b, cls.c):
-            t.cleanup()
-        shutil.rmtree(cls.dir, ignore_errors=True)
+        rc, log = cls.stop_all()
         if rc != 0:  # under ASan a leak makes the exit non-zero
             raise RuntimeError("gantry-csi exited %s:\n%s" % (rc, log[-4000:]))
+
+    @classmethod
+    def stop_all(cls):
+        rc, log = 0, ""
+        try:
+            if cls.plugin:
+                rc = cls.plugin.stop()
+                log = cls.plugin.read_log()
+            for t in (cls.a, cls.b, cls.c):
+                if t:
+                    t.cleanup()
+        finally:
+            shutil.rmtree(cls.dir, ignore_errors=True)
+        return rc, log
 
     def call(self, method, req):
         return self.plugin.call(method, req, timeout=30)

@@ -16,8 +16,9 @@ LISTEN = {"trtype": "TCP", "adrfam": "IPv4", "traddr": "127.0.0.1", "trsvcid": "
 
 class TargetRpcTest(unittest.TestCase):
     def setUp(self):
-        self.t = Target().start()
-        self.addCleanup(self.t.cleanup)
+        self.t = Target()
+        self.addCleanup(self.t.cleanup)  # before start: a failed start cleans up too
+        self.t.start()
 
     def subsys_dir(self):
         return os.path.join(self.t.cfs, "subsystems", NQN)
@@ -146,8 +147,9 @@ class TargetRpcTest(unittest.TestCase):
 
 class TargetTlsTest(unittest.TestCase):
     def test_tls(self):
-        t = Target(tls=True).start()
+        t = Target(tls=True)
         self.addCleanup(t.cleanup)
+        t.start()
         self.assertEqual(t.call("nvmf_get_subsystems"), [])
         self.assertIn("gantry", [l["name"] for l in t.call("bdev_lvol_get_lvstores")])
 
