@@ -7,6 +7,7 @@
  * buy nothing. Families keep first-seen order so the output is stable.
  */
 #include "metrics.h"
+#include "netaddr.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -284,43 +285,6 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
         return ret;
 }
 
-int gantry_parse_listen_addr(const char *addr, struct sockaddr_storage *ss)
-{
-        char host[128];
-        const char *colon = strrchr(addr, ':');
-        char *end;
-        long port;
-
-        if (!colon || (size_t)(colon - addr) >= sizeof(host))
-                return -EINVAL;
-        port = strtol(colon + 1, &end, 10);
-        if (*end || colon[1] == '\0' || port < 0 || port > 65535)
-                return -EINVAL;
-        memcpy(host, addr, (size_t)(colon - addr));
-        host[colon - addr] = '\0';
-        memset(ss, 0, sizeof(*ss));
-        if (host[0] == '[') {
-                struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-                size_t n = strlen(host);
-                if (n < 2 || host[n - 1] != ']')
-                        return -EINVAL;
-                host[n - 1] = '\0';
-                s6->sin6_family = AF_INET6;
-                s6->sin6_port = htons((uint16_t)port);
-                return inet_pton(AF_INET6, host + 1, &s6->sin6_addr) == 1 ? 0 : -EINVAL;
-        }
-        struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-        s4->sin_family = AF_INET;
-        s4->sin_port = htons((uint16_t)port);
-        if (strcmp(host, "") == 0 || strcmp(host, "0.0.0.0") == 0) {
-                s4->sin_addr.s_addr = htonl(INADDR_ANY);
-                return 0;
-        }
-        if (strcmp(host, "localhost") == 0)
-                strcpy(host, "127.0.0.1");
-        return inet_pton(AF_INET, host, &s4->sin_addr) == 1 ? 0 : -EINVAL;
-}
-
 int gantry_metrics_server_start(struct gantry_metrics *m, const char *addr,
                                 struct gantry_metrics_server **ret_server, int *ret_port)
 {
@@ -332,7 +296,7 @@ int gantry_metrics_server_start(struct gantry_metrics *m, const char *addr,
 
         if (!m || !addr)
                 return -EINVAL;
-        r = gantry_parse_listen_addr(addr, &ss);
+        r = gantry_netaddr_parse(addr, &ss);
         if (r < 0)
                 return r;
         if (ss.ss_family == AF_INET6)

@@ -58,10 +58,3 @@ int gantry_metrics_server_start(struct gantry_metrics *m, const char *addr,
                                 struct gantry_metrics_server **ret_server, int *ret_port);
 /* Stops and frees the server; NULL is a no-op. */
 void gantry_metrics_server_stop(struct gantry_metrics_server *s);
-
-/*
- * Parses a listen address "HOST:PORT", ":PORT", "0.0.0.0:PORT", "localhost:PORT"
- * or "[::1]:PORT" into *ss (shared by every HTTP server). 0 or -EINVAL.
- */
-struct sockaddr_storage;
-int gantry_parse_listen_addr(const char *addr, struct sockaddr_storage *ss);

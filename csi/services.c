@@ -6,6 +6,7 @@
  */
 #include "services.h"
 
+#include "controller.h"
 #include "node.h"
 
 int gantry_services_init(const struct gantry_config *config, const char *node_id, bool controller,
@@ -14,7 +15,13 @@ int gantry_services_init(const struct gantry_config *config, const char *node_id
 {
         int r;
 
-        (void)controller;
+        if (controller) {
+                r = gantry_controller_init(config, err);
+                if (r < 0)
+                        return r;
+                idopts->probes[idopts->n_probes] = gantry_controller_probe;
+                idopts->probe_names[idopts->n_probes++] = "ceph";
+        }
         if (node) {
                 if ((r = gantry_node_init(config, node_id, err)) < 0)
                         return r;
@@ -26,5 +33,6 @@ int gantry_services_init(const struct gantry_config *config, const char *node_id
 
 void gantry_services_shutdown(void)
 {
+        gantry_controller_shutdown();
         gantry_node_shutdown();
 }

@@ -34,6 +34,11 @@ int gantry_node_expand(struct gantry_csi_call *call, const ProtobufCMessage *req
 static const struct gantry_config *node_cfg;
 static const char *node_name;
 
+const char *gantry_node_id(void)
+{
+        return node_name;
+}
+
 const struct gantry_node_config *gantry_node_config(void)
 {
         return &node_cfg->node;

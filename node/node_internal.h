@@ -233,5 +233,8 @@ int gantry_node_check_path(const char *field, const char *path, struct gantry_er
 int gantry_node_parse_capability(const Csi__V1__VolumeCapability *cap, const char *ctx_fstype,
                                  struct node_capability *ret, struct gantry_error *err);
 
+/* The CSI node id the service was started with (--node-id). */
+const char *gantry_node_id(void);
+
 /* The node config the service was started with. */
 const struct gantry_node_config *gantry_node_config(void);

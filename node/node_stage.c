@@ -9,6 +9,11 @@
  * retried or restarted call sees what an earlier one did: staging twice is
  * OK, unstaging what is not staged is OK, and a mapping left by a call that
  * failed half-way is reused by the retry rather than leaked.
+ *
+ * Tiers: a dataset volume is mapped with krbd (rbd_map.c); a checkpoint
+ * volume (volume_context tier=checkpoint) is attached over NVMe-oF with
+ * libnvme (nvmf_*.c). Its controllers are found again from the volume ID
+ * alone, so it needs no marker.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,6 +24,7 @@
 #include "csi_call.h"
 #include "log.h"
 #include "node_internal.h"
+#include "nvmf.h"
 
 /* What a stage request asks, checked before anything is touched. */
 struct stage_req {
@@ -28,6 +34,8 @@ struct stage_req {
         struct node_capability cap;
         struct rbd_spec spec;
         const char *mkfs_options;
+        bool nvmf; /* a checkpoint volume: NVMe-oF, described by @vol */
+        struct gantry_nvmf_volume vol;
 };
 
 static int check_stage(struct gantry_csi_call *call, const Csi__V1__NodeStageVolumeRequest *req,
@@ -47,11 +55,8 @@ static int check_stage(struct gantry_csi_call *call, const Csi__V1__NodeStageVol
         s->staging = req->staging_target_path;
         snprintf(s->block_path, sizeof(s->block_path), "%s/%s", s->staging, NODE_BLOCK_STAGE_NAME);
         tier = gantry_node_map_get(ctx, n, "tier");
-        if (tier && strcmp(tier, "dataset") != 0) {
-                if (strcmp(tier, "checkpoint") == 0)
-                        return gantry_error_set(err, ENOTSUP,
-                                                "volume_context.tier: checkpoint volumes are not "
-                                                "served by this node plugin build");
+        s->nvmf = tier && strcmp(tier, "checkpoint") == 0;
+        if (tier && !s->nvmf && strcmp(tier, "dataset") != 0) {
                 return gantry_error_set(err, EINVAL,
                                         "volume_context.tier: %.32s: must be dataset or checkpoint",
                                         tier);
@@ -76,6 +81,14 @@ static int check_stage(struct gantry_csi_call *call, const Csi__V1__NodeStageVol
         for (size_t i = 0; i < n; i++) {
                 keys[i] = req->volume_context[i]->key;
                 values[i] = req->volume_context[i]->value;
+        }
+        if (s->nvmf) {
+                s->spec.readonly = s->cap.readonly_mode; /* what mount_fs and bind read */
+                return gantry_nvmf_volume_parse(
+                        keys, values, n,
+                        gantry_node_map_get((void *const *)req->publish_context,
+                                            req->n_publish_context, "hostNQN"),
+                        gantry_node_id(), &s->vol, err);
         }
         return gantry_node_rbd_spec_parse(keys, values, n,
                                           gantry_node_map_get(sec, req->n_secrets, "userID"),
@@ -103,8 +116,8 @@ static int already_staged(const struct stage_req *s, struct gantry_error *err)
                 return 0;
         if (r < 0)
                 return gantry_error_set(err, r, "staging_target_path: %s", strerror(-r));
-        id = gantry_node_rbd_id_of(dev);
-        if (id < 0 || !gantry_node_rbd_matches(id, &s->spec))
+        if (s->nvmf ? !gantry_nvmf_device_matches(dev, &s->vol)
+                    : ((id = gantry_node_rbd_id_of(dev)) < 0 || !gantry_node_rbd_matches(id, &s->spec)))
                 return gantry_error_set(err, EEXIST,
                                         "staging_target_path: another volume, or this one with "
                                         "another read-only flag, is staged there");
@@ -142,6 +155,41 @@ static int mount_fs(const struct stage_req *s, const char *device, int64_t deadl
                                     s->cap.n_flags, s->spec.readonly, err);
 }
 
+/* Binds (raw block) or mounts (file system) the attached @device at the staging path. */
+static int use_device(struct gantry_csi_call *call, const struct stage_req *s, const char *device,
+                      struct gantry_error *err)
+{
+        int r;
+
+        if (!s->cap.block)
+                return mount_fs(s, device, call->deadline_ms, err);
+        if ((r = gantry_node_touch(s->block_path)) < 0)
+                return gantry_error_set(err, r, "staging_target_path: %s", strerror(-r));
+        return gantry_node_bind(device, s->block_path, s->spec.readonly, err);
+}
+
+static int stage_nvmf(struct gantry_csi_call *call, const struct stage_req *s,
+                      struct gantry_error *err)
+{
+        char device[64];
+        int r;
+
+        if ((r = gantry_node_mkdir_p(s->staging)) < 0)
+                return gantry_error_set(err, r, "staging_target_path: %s", strerror(-r));
+        if ((r = gantry_nvmf_attach(&s->vol, call->deadline_ms, device, sizeof(device), err)) < 0)
+                return r;
+        if ((r = use_device(call, s, device, err)) < 0) {
+                struct gantry_error ignored = { 0 };
+                if (s->cap.block)
+                        unlink(s->block_path);
+                gantry_nvmf_detach_volume(s->volume_id, call->deadline_ms, &ignored);
+                return r;
+        }
+        log_info("node.staged", "volume_id=%s device=%s path=%s block=%d ro=%d", s->volume_id,
+                 device, s->staging, s->cap.block, s->spec.readonly);
+        return 0;
+}
+
 static int stage_locked(struct gantry_csi_call *call, const struct stage_req *s,
                         struct gantry_error *err)
 {
@@ -152,6 +200,8 @@ static int stage_locked(struct gantry_csi_call *call, const struct stage_req *s,
         r = already_staged(s, err);
         if (r != 0)
                 return r < 0 ? r : 0;
+        if (s->nvmf)
+                return stage_nvmf(call, s, err);
         /* the marker goes down before the map, so a crash after it leaks nothing */
         if ((r = gantry_node_mkdir_p(s->staging)) < 0 ||
             (r = gantry_node_rbd_marker_write(s->staging, &s->spec)) < 0)
@@ -166,14 +216,7 @@ static int stage_locked(struct gantry_csi_call *call, const struct stage_req *s,
                 mapped = true;
         }
         snprintf(device, sizeof(device), "/dev/rbd%d", id);
-        if (s->cap.block) {
-                if ((r = gantry_node_touch(s->block_path)) < 0)
-                        r = gantry_error_set(err, r, "staging_target_path: %s", strerror(-r));
-                else
-                        r = gantry_node_bind(device, s->block_path, s->spec.readonly, err);
-        } else {
-                r = mount_fs(s, device, call->deadline_ms, err);
-        }
+        r = use_device(call, s, device, err);
         if (r < 0) {
                 struct gantry_error ignored = { 0 };
                 if (s->cap.block)
@@ -221,7 +264,8 @@ static int release(const char *volume_id, int id, struct gantry_error *err)
         return gantry_node_rbd_unmap(id, err);
 }
 
-static int unstage_locked(const char *volume_id, const char *staging, struct gantry_error *err)
+static int unstage_locked(const char *volume_id, const char *staging, int64_t deadline_ms,
+                          struct gantry_error *err)
 {
         char block_path[NODE_PATH_MAX];
         struct rbd_spec marked;
@@ -255,6 +299,14 @@ static int unstage_locked(const char *volume_id, const char *staging, struct gan
                                                 "staging_target_path: cannot remove %s: %s",
                                                 block_path, strerror(errno));
         }
+        /* a checkpoint volume: its controllers follow from the ID, mounted or not */
+        if (gantry_nvmf_is_volume_id(volume_id)) {
+                if ((r = gantry_nvmf_detach_volume(volume_id, deadline_ms, err)) < 0)
+                        return r;
+                if (found)
+                        log_info("node.unstaged", "volume_id=%s path=%s", volume_id, staging);
+                return 0;
+        }
         /* the device under the mount, and the one the marker names (a map
            that never got mounted: the plugin died in between) */
         id_mount = found ? gantry_node_rbd_id_of(dev) : -1;
@@ -279,14 +331,13 @@ int gantry_node_unstage(struct gantry_csi_call *call, const ProtobufCMessage *re
                 (const Csi__V1__NodeUnstageVolumeRequest *)request;
         int r;
 
-        (void)call;
         (void)response;
         if ((r = gantry_node_check_volume_id(req->volume_id, err)) < 0 ||
             (r = gantry_node_check_path("staging_target_path", req->staging_target_path, err)) < 0)
                 return r;
         if ((r = gantry_node_lock_try(req->volume_id, err)) < 0)
                 return r;
-        r = unstage_locked(req->volume_id, req->staging_target_path, err);
+        r = unstage_locked(req->volume_id, req->staging_target_path, call->deadline_ms, err);
         gantry_node_lock_release(req->volume_id);
         return r;
 }

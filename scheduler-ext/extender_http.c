@@ -13,6 +13,7 @@
 #include "extender_http.h"
 #include "log.h"
 #include "metrics.h"
+#include "netaddr.h"
 
 #define DEFAULT_MAX_BODY (64u << 20)
 #define TLS_FILE_MAX (1u << 20)
@@ -227,7 +228,7 @@ int gantry_sched_server_start(struct gantry_extender *ext,
         unsigned int threads = opts->threads > 0 ? (unsigned int)opts->threads : 4;
         int r;
 
-        if (!opts->addr || gantry_parse_listen_addr(opts->addr, &ss) < 0)
+        if (!opts->addr || gantry_netaddr_parse(opts->addr, &ss) < 0)
                 return gantry_error_set(err, EINVAL, "--listen %s: must be HOST:PORT",
                                         opts->addr ? opts->addr : "(none)");
         if (!opts->tls_cert_file != !opts->tls_key_file)

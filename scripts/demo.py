@@ -1,11 +1,15 @@
 """The Gantry demo, told as a story with timings.
 
 Chapter 1 starts the CSI plugin and talks to it over its socket exactly as
-kubelet and the CSI sidecars do. Later chapters (dataset volumes on a
-throwaway Ceph cluster, placement of a training job) join as they land.
+kubelet and the CSI sidecars do. Chapter 2 boots a throwaway Ceph cluster
+and provisions a dataset volume on its erasure-coded pool, snapshots it and
+clones it. Later chapters (placement of a training job) join as they land.
 """
 import argparse
+import json
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +46,102 @@ def chapter_identity(client):
     say("stopped the plugin (SIGTERM, drained)")
 
 
+def chapter_dataset(client):
+    say("\n== 2. A dataset volume on an erasure-coded Ceph pool ==")
+    cluster = os.path.join(ROOT, "tests", "ceph", "cluster.sh")
+    port = os.environ.get("GANTRY_DEMO_CEPH_PORT", "13600")
+    work = tempfile.mkdtemp(prefix="gantry-demo-ceph-")
+    cdir = os.path.join(work, "ceph")
+    pb = client.csi_pb2
+    try:
+        t = time.monotonic()
+        subprocess.run(["bash", cluster, "start", cdir, port], check=True, timeout=600,
+                       stdout=subprocess.DEVNULL)
+        say("booted a throwaway Ceph cluster on 127.0.0.1:%s: 1 mon, 1 mgr, 3 OSDs, "
+            "pools rbd (replicated) and ecdata (EC 2+1)" % port, t)
+        key = subprocess.run(["bash", cluster, "user", cdir, "gantry"], check=True, timeout=120,
+                             capture_output=True, text=True).stdout.strip()
+        keyfile = os.path.join(work, "gantry.key")
+        with open(os.open(keyfile, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(key + "\n")
+        config = os.path.join(work, "gantry.json")
+        with open(config, "w") as f:
+            json.dump({"clusters": [{"clusterID": "demo", "monitors": ["127.0.0.1:" + port],
+                                     "tier": "performance", "rbdTimeoutSeconds": 10,
+                                     "userID": "gantry", "keyFile": keyfile}]}, f)
+        say("made a least-privilege Ceph user (profile rbd) and a driver config naming the cluster")
+        conf = os.path.join(cdir, "ceph.conf")
+        params = {"tier": "dataset", "clusterID": "demo", "pool": "rbd", "dataPool": "ecdata"}
+        secrets = {"userID": "gantry", "userKey": key}
+        cap = pb.VolumeCapability(mount=pb.VolumeCapability.MountVolume(fs_type="ext4"),
+                                  access_mode=pb.VolumeCapability.AccessMode(
+                                      mode=pb.VolumeCapability.AccessMode.MULTI_NODE_READER_ONLY))
+        os.makedirs(os.path.join(work, "csi"))
+        with client.Plugin(mode="controller", node_id=None, config=config,
+                           workdir=os.path.join(work, "csi")) as p:
+            t = time.monotonic()
+            say("Probe: ready=%s (the cluster answers)" % p.call("Probe").ready.value, t)
+            t = time.monotonic()
+            vol = p.call("CreateVolume", pb.CreateVolumeRequest(
+                name="pvc-imagenet", volume_capabilities=[cap], parameters=params,
+                secrets=secrets, capacity_range=pb.CapacityRange(required_bytes=256 << 20)),
+                timeout=120).volume
+            ctx = dict(vol.volume_context)
+            say("CreateVolume pvc-imagenet: %d MiB, image %s" % (vol.capacity_bytes >> 20,
+                                                               ctx["imageName"]), t)
+            info = json.loads(subprocess.run(
+                ["rbd", "-c", conf, "info", "--format", "json", "rbd/" + ctx["imageName"]],
+                check=True, capture_output=True, text=True, timeout=60).stdout)
+            say("  rbd info: metadata in pool rbd, data in pool %s (EC 2+1: 2/3 of raw space "
+                "usable, a mirror gives 1/2)" % info["data_pool"])
+            t = time.monotonic()
+            subprocess.run(["rbd", "-c", conf, "bench", "--io-type", "write", "--io-size", "4M",
+                            "--io-total", "64M", "rbd/" + ctx["imageName"]], check=True,
+                           capture_output=True, timeout=300)
+            say("wrote 64 MiB of \"dataset\" into it", t)
+            t = time.monotonic()
+            snap = p.call("CreateSnapshot", pb.CreateSnapshotRequest(
+                name="snap-imagenet-v1", source_volume_id=vol.volume_id, secrets=secrets),
+                timeout=120).snapshot
+            say("CreateSnapshot snap-imagenet-v1: ready=%s" % snap.ready_to_use, t)
+            t = time.monotonic()
+            clone = p.call("CreateVolume", pb.CreateVolumeRequest(
+                name="pvc-imagenet-job-42", volume_capabilities=[cap], parameters=params,
+                secrets=secrets, volume_content_source=pb.VolumeContentSource(
+                    snapshot=pb.VolumeContentSource.SnapshotSource(
+                        snapshot_id=snap.snapshot_id))), timeout=120).volume
+            cinfo = json.loads(subprocess.run(
+                ["rbd", "-c", conf, "info", "--format", "json",
+                 "rbd/" + dict(clone.volume_context)["imageName"]],
+                check=True, capture_output=True, text=True, timeout=60).stdout)
+            say("CreateVolume pvc-imagenet-job-42 from the snapshot: a copy-on-write clone, "
+                "data pool %s (kept)" % cinfo["data_pool"], t)
+            t = time.monotonic()
+            again = p.call("CreateVolume", pb.CreateVolumeRequest(
+                name="pvc-imagenet", volume_capabilities=[cap], parameters=params,
+                secrets=secrets, capacity_range=pb.CapacityRange(required_bytes=256 << 20)),
+                timeout=120).volume
+            say("CreateVolume pvc-imagenet again (a retry): same volume=%s" %
+                (again.volume_id == vol.volume_id), t)
+            t = time.monotonic()
+            cap_bytes = p.call("GetCapacity", pb.GetCapacityRequest(parameters=params),
+                               timeout=60).available_capacity
+            say("GetCapacity: %.1f GiB usable for new images in ecdata" % (cap_bytes / 2**30), t)
+            t = time.monotonic()
+            p.call("DeleteVolume", pb.DeleteVolumeRequest(volume_id=clone.volume_id,
+                                                          secrets=secrets), timeout=120)
+            p.call("DeleteSnapshot", pb.DeleteSnapshotRequest(snapshot_id=snap.snapshot_id,
+                                                              secrets=secrets), timeout=120)
+            p.call("DeleteVolume", pb.DeleteVolumeRequest(volume_id=vol.volume_id,
+                                                          secrets=secrets), timeout=120)
+            say("deleted the clone, the snapshot and the volume", t)
+    finally:
+        t = time.monotonic()
+        subprocess.run(["bash", cluster, "purge", cdir], timeout=300)
+        shutil.rmtree(work, ignore_errors=True)
+        say("stopped and removed the cluster", t)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -52,6 +152,7 @@ def main():
     t0 = time.monotonic()
     say("Gantry demo: tiered volumes and bandwidth-aware placement for GPU training")
     chapter_identity(csi_client)
+    chapter_dataset(csi_client)
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     import demo_scheduler
     demo_scheduler.chapter_placement(say, os.environ["GANTRY_BUILD_DIR"])

@@ -20,8 +20,9 @@ PACKAGES=(
   libclang-rt-14-dev
   # the chart tests' helm template stand-in (Go, GOPATH mode, offline)
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
+  openssl  # a throwaway certificate for the TLS tests of gantry-target
   # real parts for tests and demo: Ceph cluster, VM with Debian's kernel
-  ceph-mon ceph-mgr ceph-osd ceph-common uuid-runtime
+  ceph-mon ceph-mgr ceph-osd ceph-common uuid-runtime python3-rados python3-rbd
   qemu-system-x86 busybox-static kmod iproute2 e2fsprogs xfsprogs nvme-cli
 )
 

@@ -1,0 +1,112 @@
+"""Checkpoint benchmark, run inside the VM by tests/vm/run.sh (CTest:
+bench_checkpoint, label bench).
+
+Prints, for one checkpoint volume served by gantry-target on the guest
+kernel's nvmet and staged over NVMe/TCP (loopback) by gantry-csi's
+NodeStageVolume (libnvme attach, mkfs when blank, mount), driven over gRPC:
+  - write throughput (MiB/s) of a checkpoint file (1 MiB writes, fsync at
+    the end) through the staged namespace, and of the same file on the
+    guest's tmpfs measured in the same run, and their ratio;
+  - NodeStageVolume latency (attach + mount) and NodeUnstageVolume latency
+    (umount + disconnect) of an already formatted volume, median and max of
+    several rounds, as kubelet sees them.
+Figures only: nothing is asserted about time. The backing file lives on the
+guest's tmpfs too, so the ratio is the cost of the NVMe/TCP path and the
+file system, not of a disk. Under TCG everything is several times slower
+than on hardware; compare ratios, not absolute numbers.
+"""
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "target"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "conformance"))
+from ckpt_helpers import create_req, publish_req, write_config  # noqa: E402
+from csi_client import BUILD_DIR, Plugin, csi_pb2  # noqa: E402
+from targetproc import Target  # noqa: E402
+
+WORK = "/tmp/gantry-checkpoint-bench"
+SIZE_MIB = int(os.environ.get("GANTRY_BENCH_MIB", "256"))
+ROUNDS = int(os.environ.get("GANTRY_BENCH_ROUNDS", "5"))
+
+
+def run(*args):
+    return subprocess.run(args, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def write_file(path, mib):
+    buf = os.urandom(1 << 20)
+    t0 = time.monotonic()
+    with open(path, "wb") as f:
+        for _ in range(mib):
+            f.write(buf)
+        f.flush()
+        os.fsync(f.fileno())
+    return mib / (time.monotonic() - t0)
+
+
+def main():
+    run("modprobe", "-a", "nvmet", "nvmet-tcp", "nvme-tcp", "nvme-fabrics")
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(os.path.join(WORK, "csi"))
+    stage = os.path.join(WORK, "stage")
+    os.makedirs(stage)
+    target = Target(workdir=os.path.join(WORK, "tgt"), configfs="/sys/kernel/config/nvmet", port=8009).start()
+    tok = os.path.join(WORK, "token")
+    with open(tok, "w") as f:
+        f.write(target.token)
+    cfg = write_config(os.path.join(WORK, "gantry.json"),
+                       [("tgt-bench", target.url, tok, [("127.0.0.1", "4420")], None)])
+    plugin = Plugin(mode="all", node_id="bench-node", config=cfg, workdir=os.path.join(WORK, "csi"),
+                    ready_timeout=60).start()
+    try:
+        vol = plugin.call("CreateVolume", create_req("pvc-bench", size=(SIZE_MIB + 128) << 20),
+                          timeout=60).volume
+        host = plugin.call("ControllerPublishVolume", publish_req(vol.volume_id, "bench-node"),
+                           timeout=60).publish_context["hostNQN"]
+        stage_req = csi_pb2.NodeStageVolumeRequest(volume_id=vol.volume_id, staging_target_path=stage)
+        stage_req.publish_context["hostNQN"] = host
+        stage_req.volume_capability.CopyFrom(publish_req(vol.volume_id, "bench-node").volume_capability)
+        for k, v in vol.volume_context.items():
+            stage_req.volume_context[k] = v
+        unstage_req = csi_pb2.NodeUnstageVolumeRequest(volume_id=vol.volume_id, staging_target_path=stage)
+        plugin.call("NodeStageVolume", stage_req, timeout=120)  # the first stage formats
+
+        tmpfs_dir = os.path.join(WORK, "tmpfs")
+        os.makedirs(tmpfs_dir)  # /tmp is the guest's tmpfs
+        base = write_file(os.path.join(tmpfs_dir, "ckpt.bin"), SIZE_MIB)
+        os.unlink(os.path.join(tmpfs_dir, "ckpt.bin"))
+        nvme = write_file(os.path.join(stage, "ckpt.bin"), SIZE_MIB)
+        print("checkpoint write %d MiB: nvme-tcp %.1f MiB/s, tmpfs %.1f MiB/s, ratio %.2f"
+              % (SIZE_MIB, nvme, base, nvme / base))
+
+        stages, unstages = [], []
+        for _ in range(ROUNDS):
+            t0 = time.monotonic()
+            plugin.call("NodeUnstageVolume", unstage_req, timeout=120)
+            t1 = time.monotonic()
+            plugin.call("NodeStageVolume", stage_req, timeout=120)
+            t2 = time.monotonic()
+            unstages.append(t1 - t0)
+            stages.append(t2 - t1)
+        print("NodeStageVolume (attach+mount) over %d rounds: median %.3f s, max %.3f s"
+              % (ROUNDS, statistics.median(stages), max(stages)))
+        print("NodeUnstageVolume (umount+disconnect) over %d rounds: median %.3f s, max %.3f s"
+              % (ROUNDS, statistics.median(unstages), max(unstages)))
+        plugin.call("NodeUnstageVolume", unstage_req, timeout=120)
+        plugin.call("ControllerUnpublishVolume", csi_pb2.ControllerUnpublishVolumeRequest(
+            volume_id=vol.volume_id, node_id="bench-node"), timeout=60)
+        plugin.call("DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=vol.volume_id),
+                    timeout=60)
+    finally:
+        plugin.stop()
+        target.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

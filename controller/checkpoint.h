@@ -1,0 +1,52 @@
+/*
+ * The checkpoint tier of the Controller service: NVMe-oF namespaces on
+ * storage targets (gantry-target on nvmet, or SPDK), managed over JSON-RPC.
+ *
+ * controller.c dispatches here when CreateVolume's parameter `tier` is
+ * `checkpoint`, and for existing volumes when the volume ID's version is
+ * 0002 (gantry_checkpoint_is_volume_id). The handlers have the shape of the
+ * dataset tier's: they fill the response from the call's arena and return 0
+ * or -errno with @err naming the field.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "csi.pb-c.h"
+#include "csi_call.h"
+#include "error.h"
+
+/* The topology segment key that names a fabric leaf (as NVIDIA Topograph labels nodes). */
+#define GANTRY_CHECKPOINT_LEAF_KEY "network.topology.nvidia.com/leaf"
+
+/* Whether @volume_id is a checkpoint volume ID ("0002-..."). */
+bool gantry_checkpoint_is_volume_id(const char *volume_id);
+
+int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolumeRequest *req,
+                                    Csi__V1__CreateVolumeResponse *resp, struct gantry_error *err);
+int gantry_checkpoint_delete_volume(struct gantry_csi_call *call, const Csi__V1__DeleteVolumeRequest *req,
+                                    struct gantry_error *err);
+int gantry_checkpoint_publish_volume(struct gantry_csi_call *call,
+                                     const Csi__V1__ControllerPublishVolumeRequest *req,
+                                     Csi__V1__ControllerPublishVolumeResponse *resp,
+                                     struct gantry_error *err);
+int gantry_checkpoint_unpublish_volume(struct gantry_csi_call *call,
+                                       const Csi__V1__ControllerUnpublishVolumeRequest *req,
+                                       struct gantry_error *err);
+int gantry_checkpoint_expand_volume(struct gantry_csi_call *call,
+                                    const Csi__V1__ControllerExpandVolumeRequest *req,
+                                    Csi__V1__ControllerExpandVolumeResponse *resp,
+                                    struct gantry_error *err);
+int gantry_checkpoint_get_volume(struct gantry_csi_call *call, const Csi__V1__ControllerGetVolumeRequest *req,
+                                 Csi__V1__ControllerGetVolumeResponse *resp, struct gantry_error *err);
+/* 0 when checkpoint volume @volume_id exists; -ENOENT (NOT_FOUND) when not. */
+int gantry_checkpoint_check_exists(struct gantry_csi_call *call, const char *volume_id,
+                                   struct gantry_error *err);
+/*
+ * Whether checkpoint volumes support @cap (SINGLE_NODE_* modes; mount as
+ * ext4/xfs or block). Returns 0 or -EINVAL with @err prefixed by @field.
+ */
+int gantry_checkpoint_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
+                                       struct gantry_error *err);
+int gantry_checkpoint_get_capacity(struct gantry_csi_call *call, const Csi__V1__GetCapacityRequest *req,
+                                   Csi__V1__GetCapacityResponse *resp, struct gantry_error *err);

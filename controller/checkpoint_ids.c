@@ -1,0 +1,167 @@
+/*
+ * Checkpoint volume IDs, capability checks and the small helpers the
+ * checkpoint handlers share.
+ *
+ *   0002-0005-tgt-a-0000000000000000-5f1c1a52-8a2e-4a7b-9d3c-0c1e2f3a4b5c
+ *   ver  len  target  (no pool)       volume uuid
+ *
+ * The ID has the dataset ID's shape (controller/ids.c) with version 0002, the
+ * target id where a dataset has its cluster and 16 zeros for the pool. The
+ * NQN, NGUID and lvol name all follow from the uuid (common/nvmf_names.h),
+ * so the controller keeps no state of its own: the target is the record.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "checkpoint_internal.h"
+
+#define ZERO_POOL "0000000000000000"
+
+bool gantry_checkpoint_is_volume_id(const char *id)
+{
+        return id && strncmp(id, CKPT_ID_VERSION "-", 5) == 0;
+}
+
+int ckpt_ref_init(const struct gantry_target_config *target, const char *uuid, struct ckpt_ref *ref)
+{
+        int r;
+
+        memset(ref, 0, sizeof(*ref));
+        ref->target = target;
+        snprintf(ref->uuid, sizeof(ref->uuid), "%s", uuid);
+        if ((r = gantry_nvmf_volume_nqn(uuid, ref->nqn, sizeof(ref->nqn))) < 0 ||
+            (r = gantry_nvmf_volume_nguid(uuid, ref->nguid)) < 0)
+                return r;
+        return 0;
+}
+
+int ckpt_id_encode(const struct ckpt_ref *ref, char *buf, size_t size)
+{
+        int n = snprintf(buf, size, CKPT_ID_VERSION "-%04zx-%s-" ZERO_POOL "-%s",
+                         strlen(ref->target->id), ref->target->id, ref->uuid);
+
+        if (n < 0 || (size_t)n >= size || n > CKPT_ID_MAX)
+                return -ENAMETOOLONG;
+        return 0;
+}
+
+int ckpt_id_decode(const struct gantry_config *config, const char *id, const char *field,
+                   struct ckpt_ref *ret, struct gantry_error *err)
+{
+        char target[GANTRY_CONFIG_ID_MAX + 1];
+        const struct gantry_target_config *t;
+        unsigned long len;
+        const char *p;
+        char *end;
+
+        if (!id || strlen(id) > CKPT_ID_MAX || !gantry_checkpoint_is_volume_id(id))
+                return gantry_error_set(err, EINVAL, "%s: not a checkpoint volume ID", field);
+        p = id + 5;
+        len = strtoul(p, &end, 16);
+        if (end != p + 4 || *end != '-' || len == 0 || len > GANTRY_CONFIG_ID_MAX ||
+            strlen(end + 1) != len + 1 + 16 + 1 + GANTRY_NVMF_UUID_LEN)
+                return gantry_error_set(err, EINVAL, "%s: malformed checkpoint volume ID", field);
+        p = end + 1;
+        memcpy(target, p, len);
+        target[len] = '\0';
+        p += len;
+        if (strncmp(p, "-" ZERO_POOL "-", 18) != 0 || !gantry_nvmf_is_uuid(p + 18))
+                return gantry_error_set(err, EINVAL, "%s: malformed checkpoint volume ID", field);
+        t = gantry_config_find_target(config, target);
+        if (!t)
+                return gantry_error_set(err, ENOENT, "%s: target %s is not in the config", field,
+                                        target);
+        if (ckpt_ref_init(t, p + 18, ret) < 0)
+                return gantry_error_set(err, EINVAL, "%s: malformed checkpoint volume ID", field);
+        return 0;
+}
+
+int gantry_checkpoint_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
+                                       struct gantry_error *err)
+{
+        if (!cap || !cap->access_mode)
+                return gantry_error_set(err, EINVAL, "%s.access_mode: required", field);
+        switch (cap->access_mode->mode) {
+        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER:
+        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY:
+        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER:
+        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER:
+                break;
+        default:
+                return gantry_error_set(err, EINVAL,
+                                        "%s.access_mode: checkpoint volumes attach to one node at "
+                                        "a time (SINGLE_NODE_* modes only)",
+                                        field);
+        }
+        if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT) {
+                const char *fs = cap->mount ? cap->mount->fs_type : NULL;
+                if (fs && *fs && strcmp(fs, "ext4") != 0 && strcmp(fs, "xfs") != 0)
+                        return gantry_error_set(err, EINVAL, "%s.mount.fs_type: must be ext4 or xfs",
+                                                field);
+        } else if (cap->access_type_case != CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK) {
+                return gantry_error_set(err, EINVAL, "%s: access_type (mount or block) required",
+                                        field);
+        }
+        return 0;
+}
+
+const char *ckpt_map_get(void *const *entries, size_t n, const char *key)
+{
+        for (size_t i = 0; i < n; i++) {
+                const struct ckpt_map_entry *e = entries[i];
+                if (e->key && strcmp(e->key, key) == 0)
+                        return e->value;
+        }
+        return NULL;
+}
+
+int64_t ckpt_timeout_ms(const struct gantry_csi_call *call)
+{
+        int64_t left = gantry_csi_call_remaining_ms(call);
+
+        return left < CKPT_CALL_TIMEOUT_MS ? left : CKPT_CALL_TIMEOUT_MS;
+}
+
+/* ---- per-volume try-locks ---- */
+
+#define MAX_LOCKS 1024
+
+static pthread_mutex_t locks_mutex = PTHREAD_MUTEX_INITIALIZER;
+static char *held[MAX_LOCKS];
+
+int ckpt_lock_try(const char *key, struct gantry_error *err)
+{
+        int r = -EBUSY, free_slot = -1;
+
+        pthread_mutex_lock(&locks_mutex);
+        for (int i = 0; i < MAX_LOCKS; i++) {
+                if (held[i] && strcmp(held[i], key) == 0)
+                        goto out;
+                if (!held[i] && free_slot < 0)
+                        free_slot = i;
+        }
+        if (free_slot >= 0 && (held[free_slot] = strdup(key)))
+                r = 0;
+out:
+        pthread_mutex_unlock(&locks_mutex);
+        if (r < 0)
+                return gantry_error_set(err, EBUSY, "an operation on volume %s is in progress", key);
+        return 0;
+}
+
+void ckpt_lock_release(const char *key)
+{
+        pthread_mutex_lock(&locks_mutex);
+        for (int i = 0; i < MAX_LOCKS; i++) {
+                if (held[i] && strcmp(held[i], key) == 0) {
+                        free(held[i]);
+                        held[i] = NULL;
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&locks_mutex);
+}

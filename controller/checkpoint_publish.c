@@ -1,0 +1,130 @@
+/*
+ * ControllerPublishVolume / ControllerUnpublishVolume for checkpoint volumes:
+ * the node's host NQN is added to / removed from the subsystem's access list
+ * on the target (allow_any_host stays off, so only a published node can
+ * connect).
+ *
+ * The host NQN follows from the CSI node id (common/nvmf_names.h); it is
+ * also handed to the node in the publish context as "hostNQN", so the node
+ * plugin connects with exactly the NQN that was allowed.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "checkpoint_internal.h"
+#include "log.h"
+#include "target_client.h"
+
+int gantry_checkpoint_publish_volume(struct gantry_csi_call *call,
+                                     const Csi__V1__ControllerPublishVolumeRequest *req,
+                                     Csi__V1__ControllerPublishVolumeResponse *resp,
+                                     struct gantry_error *err)
+{
+        Csi__V1__ControllerPublishVolumeResponse__PublishContextEntry *e;
+        char host[GANTRY_NQN_MAX + 1];
+        struct ckpt_ref ref;
+        json_t *subsys = NULL, *res = NULL, *h;
+        size_t i;
+        int r;
+
+        if ((r = ckpt_id_decode(call->config, req->volume_id, "volume_id", &ref, err)) < 0)
+                return r;
+        if (gantry_nvmf_host_nqn(req->node_id, host, sizeof(host)) < 0)
+                return gantry_error_set(err, EINVAL, "node_id: must be 1 to 190 of [A-Za-z0-9.:_-]");
+        if ((r = gantry_checkpoint_check_capability(req->volume_capability, "volume_capability", err)) < 0)
+                return r;
+        if ((r = ckpt_lock_try(ref.uuid, err)) < 0)
+                return r;
+        r = ckpt_get_subsystem(call, &ref, &subsys, err);
+        if (r == -ENODEV)
+                r = gantry_error_set(err, ENOENT, "volume_id: volume does not exist on target %s",
+                                     ref.target->id);
+        if (r < 0)
+                goto out;
+        json_array_foreach(json_object_get(subsys, "hosts"), i, h) {
+                const char *other = json_string_value(json_object_get(h, "nqn"));
+                if (other && strcmp(other, host) != 0) {
+                        r = gantry_error_set(err, ENOTEMPTY, "volume_id: already published to %s", other);
+                        goto out;
+                }
+        }
+        r = gantry_target_call(ref.target, "nvmf_subsystem_add_host",
+                               json_pack("{s:s, s:s}", "nqn", ref.nqn, "host", host), ckpt_timeout_ms(call),
+                               &res, err);
+        json_decref(res);
+        if (r < 0 && r != -EEXIST)
+                goto out;
+        r = 0;
+        resp->publish_context = gantry_csi_call_alloc(call, sizeof(*resp->publish_context));
+        e = gantry_csi_call_alloc(call, sizeof(*e));
+        if (!resp->publish_context || !e) {
+                r = gantry_error_set(err, ENOMEM, "out of memory");
+                goto out;
+        }
+        csi__v1__controller_publish_volume_response__publish_context_entry__init(e);
+        e->key = gantry_csi_call_strdup(call, "hostNQN");
+        e->value = gantry_csi_call_strdup(call, host);
+        if (!e->key || !e->value) {
+                r = gantry_error_set(err, ENOMEM, "out of memory");
+                goto out;
+        }
+        resp->publish_context[0] = e;
+        resp->n_publish_context = 1;
+        log_info("controller.checkpoint_published", "volume_id=%s host=%s", req->volume_id, host);
+out:
+        json_decref(subsys);
+        ckpt_lock_release(ref.uuid);
+        return r;
+}
+
+static int remove_host(const struct gantry_csi_call *call, const struct ckpt_ref *ref, const char *host,
+                       struct gantry_error *err)
+{
+        json_t *res = NULL;
+        int r = gantry_target_call(ref->target, "nvmf_subsystem_remove_host",
+                                   json_pack("{s:s, s:s}", "nqn", ref->nqn, "host", host),
+                                   ckpt_timeout_ms(call), &res, err);
+
+        json_decref(res);
+        return r == -ENODEV ? 0 : r;
+}
+
+int gantry_checkpoint_unpublish_volume(struct gantry_csi_call *call,
+                                       const Csi__V1__ControllerUnpublishVolumeRequest *req,
+                                       struct gantry_error *err)
+{
+        char host[GANTRY_NQN_MAX + 1];
+        struct ckpt_ref ref;
+        json_t *subsys = NULL, *h;
+        size_t i;
+        int r;
+
+        if ((r = ckpt_id_decode(call->config, req->volume_id, "volume_id", &ref, err)) < 0)
+                return r == -ENOENT ? (gantry_error_clear(err), 0) : r;
+        if (req->node_id && *req->node_id && gantry_nvmf_host_nqn(req->node_id, host, sizeof(host)) < 0)
+                return gantry_error_set(err, EINVAL, "node_id: must be 1 to 190 of [A-Za-z0-9.:_-]");
+        if ((r = ckpt_lock_try(ref.uuid, err)) < 0)
+                return r;
+        r = ckpt_get_subsystem(call, &ref, &subsys, err);
+        if (r == -ENODEV) { /* the volume is gone: nothing is published */
+                gantry_error_clear(err);
+                r = 0;
+                goto out;
+        }
+        if (r < 0)
+                goto out;
+        if (req->node_id && *req->node_id) {
+                r = remove_host(call, &ref, host, err);
+        } else { /* no node: unpublish from every node */
+                json_array_foreach(json_object_get(subsys, "hosts"), i, h)
+                        if (r >= 0)
+                                r = remove_host(call, &ref, json_string_value(json_object_get(h, "nqn")), err);
+        }
+        if (r == 0)
+                log_info("controller.checkpoint_unpublished", "volume_id=%s node=%s", req->volume_id,
+                         req->node_id ? req->node_id : "");
+out:
+        json_decref(subsys);
+        ckpt_lock_release(ref.uuid);
+        return r;
+}

@@ -1,0 +1,334 @@
+/*
+ * The Controller service: registers the CSI Controller methods and
+ * dispatches each call by tier. A CreateVolume says its tier in the
+ * parameter `tier` (`dataset`, the default, or `checkpoint`); every other
+ * call finds the tier in the version of the volume or snapshot ID (0001:
+ * dataset, 0002: checkpoint, whose handlers are in checkpoint_*.c).
+ *
+ * Also here: what the Controller can do (ControllerGetCapabilities), which
+ * access modes datasets support (ValidateVolumeCapabilities), and the Ceph
+ * reachability check for Identity.Probe.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "controller.h"
+#include "controller_internal.h"
+#include "log.h"
+
+int gantry_dataset_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
+                                    struct gantry_error *err)
+{
+        bool block;
+
+        if (!cap->access_mode)
+                return gantry_error_set(err, EINVAL, "%s.access_mode: required", field);
+        if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE__NOT_SET)
+                return gantry_error_set(err, EINVAL, "%s.access_type: required (block or mount)", field);
+        block = cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
+        if (!block && cap->mount && cap->mount->fs_type && *cap->mount->fs_type &&
+            strcmp(cap->mount->fs_type, "ext4") && strcmp(cap->mount->fs_type, "xfs"))
+                return gantry_error_set(err, EINVAL, "%s.mount.fs_type: %s is not supported (ext4 or xfs)",
+                                        field, cap->mount->fs_type);
+        switch (cap->access_mode->mode) {
+        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER:
+        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY:
+        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER:
+        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER:
+        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY:
+                return 0;
+        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_SINGLE_WRITER:
+        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER:
+                if (block)
+                        return 0;
+                return gantry_error_set(err, EINVAL,
+                                        "%s.access_mode: multi-node writers are refused for "
+                                        "filesystem volumes (a local filesystem on many writers "
+                                        "corrupts); use MULTI_NODE_READER_ONLY or raw block",
+                                        field);
+        default:
+                return gantry_error_set(err, EINVAL, "%s.access_mode.mode: unknown mode %d", field,
+                                        (int)cap->access_mode->mode);
+        }
+}
+
+static bool is_checkpoint_id(const char *id)
+{
+        return gantry_checkpoint_is_volume_id(id);
+}
+
+static int checkpoint_unserved(const char *field, struct gantry_error *err)
+{
+        return gantry_error_set(err, ENOENT, "%s: checkpoint volumes are not served by this build",
+                                field);
+}
+
+static int create_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                         ProtobufCMessage *response, struct gantry_error *err)
+{
+        const Csi__V1__CreateVolumeRequest *req = (const void *)request;
+        const char *tier = gantry_map_get((void *const *)req->parameters, req->n_parameters, "tier");
+
+        if (!tier || strcmp(tier, "dataset") == 0)
+                return gantry_dataset_create_volume(call, req, (void *)response, err);
+        if (strcmp(tier, "checkpoint") == 0)
+                return gantry_checkpoint_create_volume(call, req, (void *)response, err);
+        return gantry_error_set(err, EINVAL, "parameters.tier: must be dataset or checkpoint, not %s",
+                                tier);
+}
+
+static int delete_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                         ProtobufCMessage *response, struct gantry_error *err)
+{
+        const Csi__V1__DeleteVolumeRequest *req = (const void *)request;
+
+        (void)response;
+        if (is_checkpoint_id(req->volume_id))
+                return gantry_checkpoint_delete_volume(call, req, err);
+        return gantry_dataset_delete_volume(call, req, err);
+}
+
+static int expand_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                         ProtobufCMessage *response, struct gantry_error *err)
+{
+        const Csi__V1__ControllerExpandVolumeRequest *req = (const void *)request;
+
+        if (is_checkpoint_id(req->volume_id))
+                return gantry_checkpoint_expand_volume(call, req, (void *)response, err);
+        return gantry_dataset_expand_volume(call, req, (void *)response, err);
+}
+
+static int get_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                      ProtobufCMessage *response, struct gantry_error *err)
+{
+        const Csi__V1__ControllerGetVolumeRequest *req = (const void *)request;
+        Csi__V1__ControllerGetVolumeResponse *resp = (void *)response;
+        Csi__V1__ControllerGetVolumeResponse__VolumeStatus *status;
+        Csi__V1__VolumeCondition *cond;
+        int r;
+
+        if (is_checkpoint_id(req->volume_id))
+                return gantry_checkpoint_get_volume(call, req, resp, err);
+        r = gantry_dataset_get_volume(call, req->volume_id, NULL, 0, &resp->volume, err);
+        if (r < 0)
+                return r;
+        status = gantry_csi_call_alloc(call, sizeof(*status));
+        cond = gantry_csi_call_alloc(call, sizeof(*cond));
+        if (!status || !cond)
+                return -ENOMEM;
+        csi__v1__controller_get_volume_response__volume_status__init(status);
+        csi__v1__volume_condition__init(cond);
+        cond->abnormal = 0;
+        cond->message = gantry_csi_call_strdup(call, "image present");
+        status->volume_condition = cond;
+        resp->status = status;
+        return 0;
+}
+
+static int validate_capabilities(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                                 ProtobufCMessage *response, struct gantry_error *err)
+{
+        const Csi__V1__ValidateVolumeCapabilitiesRequest *req = (const void *)request;
+        Csi__V1__ValidateVolumeCapabilitiesResponse *resp = (void *)response;
+        Csi__V1__ValidateVolumeCapabilitiesResponse__Confirmed *ok;
+        Csi__V1__Volume *vol;
+        char field[64];
+        int r;
+
+        int (*check)(const Csi__V1__VolumeCapability *, const char *, struct gantry_error *) =
+                gantry_dataset_check_capability;
+
+        /* NOT_FOUND first: the spec asks to tell a missing volume apart */
+        if (is_checkpoint_id(req->volume_id)) {
+                check = gantry_checkpoint_check_capability;
+                r = gantry_checkpoint_check_exists(call, req->volume_id, err);
+        } else {
+                r = gantry_dataset_get_volume(call, req->volume_id, (void *const *)req->secrets,
+                                              req->n_secrets, &vol, err);
+        }
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < req->n_volume_capabilities; i++) {
+                struct gantry_error why = { 0 };
+                snprintf(field, sizeof(field), "volume_capabilities[%zu]", i);
+                if (check(req->volume_capabilities[i], field, &why) < 0) {
+                        resp->message = gantry_csi_call_strdup(call, why.msg);
+                        return resp->message ? 0 : -ENOMEM;
+                }
+        }
+        ok = gantry_csi_call_alloc(call, sizeof(*ok));
+        if (!ok)
+                return -ENOMEM;
+        csi__v1__validate_volume_capabilities_response__confirmed__init(ok);
+        ok->volume_capabilities = req->volume_capabilities;
+        ok->n_volume_capabilities = req->n_volume_capabilities;
+        resp->confirmed = ok;
+        return 0;
+}
+
+static int get_capabilities(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                            ProtobufCMessage *response, struct gantry_error *err)
+{
+        static const Csi__V1__ControllerServiceCapability__RPC__Type types[] = {
+                CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CREATE_DELETE_VOLUME,
+                CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME,
+                CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CREATE_DELETE_SNAPSHOT,
+                CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__LIST_SNAPSHOTS,
+                CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CLONE_VOLUME,
+                CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__EXPAND_VOLUME,
+                CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__LIST_VOLUMES,
+                CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_CAPACITY,
+                CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME,
+                CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_CONDITION,
+        };
+        const size_t n = sizeof(types) / sizeof(types[0]);
+        Csi__V1__ControllerGetCapabilitiesResponse *resp = (void *)response;
+
+        (void)request;
+        (void)err;
+        resp->capabilities = gantry_csi_call_alloc(call, n * sizeof(*resp->capabilities));
+        if (!resp->capabilities)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                Csi__V1__ControllerServiceCapability *c = gantry_csi_call_alloc(call, sizeof(*c));
+                Csi__V1__ControllerServiceCapability__RPC *rpc = gantry_csi_call_alloc(call, sizeof(*rpc));
+                if (!c || !rpc)
+                        return -ENOMEM;
+                csi__v1__controller_service_capability__init(c);
+                csi__v1__controller_service_capability__rpc__init(rpc);
+                rpc->type = types[i];
+                c->type_case = CSI__V1__CONTROLLER_SERVICE_CAPABILITY__TYPE_RPC;
+                c->rpc = rpc;
+                resp->capabilities[i] = c;
+        }
+        resp->n_capabilities = n;
+        return 0;
+}
+
+static int create_snapshot(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                           ProtobufCMessage *response, struct gantry_error *err)
+{
+        const Csi__V1__CreateSnapshotRequest *req = (const void *)request;
+
+        if (is_checkpoint_id(req->source_volume_id))
+                return checkpoint_unserved("source_volume_id", err);
+        return gantry_dataset_create_snapshot(call, req, (void *)response, err);
+}
+
+static int delete_snapshot(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                           ProtobufCMessage *response, struct gantry_error *err)
+{
+        (void)response;
+        return gantry_dataset_delete_snapshot(call, (const void *)request, err);
+}
+
+static int list_snapshots(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                          ProtobufCMessage *response, struct gantry_error *err)
+{
+        return gantry_dataset_list_snapshots(call, (const void *)request, (void *)response, err);
+}
+
+static int list_volumes(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                        ProtobufCMessage *response, struct gantry_error *err)
+{
+        return gantry_dataset_list_volumes(call, (const void *)request, (void *)response, err);
+}
+
+static int get_capacity(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                        ProtobufCMessage *response, struct gantry_error *err)
+{
+        const Csi__V1__GetCapacityRequest *req = (const void *)request;
+        const char *tier = gantry_map_get((void *const *)req->parameters, req->n_parameters, "tier");
+
+        if (tier && strcmp(tier, "checkpoint") == 0)
+                return gantry_checkpoint_get_capacity(call, req, (void *)response, err);
+        return gantry_dataset_get_capacity(call, req, (void *)response, err);
+}
+
+/* Datasets need no attach step (krbd maps on the node): publish is a no-op for them. */
+static int publish_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                          ProtobufCMessage *response, struct gantry_error *err)
+{
+        const Csi__V1__ControllerPublishVolumeRequest *req = (const void *)request;
+
+        if (is_checkpoint_id(req->volume_id))
+                return gantry_checkpoint_publish_volume(call, req, (void *)response, err);
+        return 0;
+}
+
+static int unpublish_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                            ProtobufCMessage *response, struct gantry_error *err)
+{
+        const Csi__V1__ControllerUnpublishVolumeRequest *req = (const void *)request;
+
+        (void)response;
+        if (is_checkpoint_id(req->volume_id))
+                return gantry_checkpoint_unpublish_volume(call, req, err);
+        return 0;
+}
+
+int gantry_controller_init(const struct gantry_config *config, struct gantry_error *err)
+{
+        static const struct {
+                const char *name;
+                gantry_csi_handler fn;
+        } handlers[] = {
+                { "/csi.v1.Controller/CreateVolume", create_volume },
+                { "/csi.v1.Controller/DeleteVolume", delete_volume },
+                { "/csi.v1.Controller/ControllerExpandVolume", expand_volume },
+                { "/csi.v1.Controller/ControllerGetVolume", get_volume },
+                { "/csi.v1.Controller/ValidateVolumeCapabilities", validate_capabilities },
+                { "/csi.v1.Controller/ControllerGetCapabilities", get_capabilities },
+                { "/csi.v1.Controller/CreateSnapshot", create_snapshot },
+                { "/csi.v1.Controller/DeleteSnapshot", delete_snapshot },
+                { "/csi.v1.Controller/ListSnapshots", list_snapshots },
+                { "/csi.v1.Controller/ListVolumes", list_volumes },
+                { "/csi.v1.Controller/GetCapacity", get_capacity },
+                { "/csi.v1.Controller/ControllerPublishVolume", publish_volume },
+                { "/csi.v1.Controller/ControllerUnpublishVolume", unpublish_volume },
+        };
+
+        (void)config;
+        for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+                if (gantry_csi_register(handlers[i].name, handlers[i].fn) < 0)
+                        return gantry_error_set(err, ENOENT, "cannot register %s", handlers[i].name);
+        return 0;
+}
+
+int gantry_controller_probe(const struct gantry_config *config, int64_t deadline_ms,
+                            struct gantry_error *err)
+{
+        (void)deadline_ms; /* each librados call is bounded by the cluster's rbdTimeoutSeconds */
+        for (size_t i = 0; i < config->n_clusters; i++) {
+                const struct gantry_cluster_config *c = &config->clusters[i];
+                struct gantry_ceph_credentials creds;
+                struct rados_cluster_stat_t st;
+                char keybuf[512];
+                rados_t rados;
+                int r;
+
+                if (!c->user_id)
+                        continue; /* no credentials of its own: only reachable with a request's secrets */
+                r = gantry_ceph_credentials(c, NULL, 0, keybuf, sizeof(keybuf), &creds, err);
+                if (r == 0)
+                        r = gantry_ceph_cluster(c, &creds, &rados, err);
+                if (r == 0) {
+                        r = rados_cluster_stat(rados, &st);
+                        if (r < 0) {
+                                gantry_ceph_invalidate(c, creds.user_id);
+                                gantry_ceph_error(err, r, "probe cluster", c->cluster_id);
+                        }
+                }
+                explicit_bzero(keybuf, sizeof(keybuf));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+void gantry_controller_shutdown(void)
+{
+        gantry_ceph_close_all();
+}

@@ -1,0 +1,29 @@
+/*
+ * The CSI Controller service of gantry-csi: provisioning of dataset volumes
+ * (Ceph RBD, data in an erasure-coded pool) and their snapshots. Checkpoint
+ * volumes (NVMe-oF) join with their issue; a request for a tier this build
+ * does not serve is refused with the parameter named.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "config.h"
+#include "error.h"
+
+/*
+ * Registers the Controller handlers with the CSI server (csi/csi_call.h).
+ * Call before the server starts. Returns 0 or -errno with @err filled.
+ */
+int gantry_controller_init(const struct gantry_config *config, struct gantry_error *err);
+
+/*
+ * Identity.Probe's check: every configured Ceph cluster that has
+ * credentials in the config answers within @deadline_ms (CLOCK_MONOTONIC
+ * ms). Returns 0, or -errno with @err naming the cluster.
+ */
+int gantry_controller_probe(const struct gantry_config *config, int64_t deadline_ms,
+                            struct gantry_error *err);
+
+/* Closes every cached Ceph connection. */
+void gantry_controller_shutdown(void);

@@ -1,0 +1,240 @@
+/*
+ * Private declarations shared by the files of controller/.
+ */
+#pragma once
+
+#include <rados/librados.h>
+#include <rbd/librbd.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "csi.pb-c.h"
+#include "csi_call.h"
+#include "error.h"
+
+/* ---- IDs (ids.c) ---- */
+
+#define GANTRY_ID_MAX 128
+#define GANTRY_UUID_LEN 36
+
+struct gantry_volume_ref {
+        char cluster_id[GANTRY_CONFIG_ID_MAX + 1];
+        int64_t pool_id;
+        char uuid[GANTRY_UUID_LEN + 1];
+};
+
+/* Writes "0001-<clusterlen:4 hex>-<cluster>-<pool:16 hex>-<uuid>" into @buf. */
+int gantry_id_encode(const struct gantry_volume_ref *ref, char *buf, size_t size);
+/* Parses an ID; -EINVAL when it is not one of ours (wrong version, shape, length). */
+int gantry_id_decode(const char *id, struct gantry_volume_ref *ret_ref);
+/* A fresh random UUID (lower-case, 36 chars). */
+void gantry_uuid_generate(char out[GANTRY_UUID_LEN + 1]);
+
+/* ---- StorageClass parameters (params.c) ---- */
+
+struct gantry_dataset_params {
+        const char *cluster_id;
+        const char *pool;
+        const char *data_pool;     /* may be NULL: data in @pool */
+        uint64_t features;         /* RBD_FEATURE_* */
+        const char *features_text; /* as given, for volume_context */
+        uint64_t object_size;      /* 0: default */
+        uint64_t stripe_unit;      /* 0: default */
+        uint64_t stripe_count;     /* 0: default */
+        const char *fs_type;       /* may be NULL */
+        const char *mkfs_options;  /* may be NULL */
+        const char *map_options;   /* may be NULL */
+};
+
+/*
+ * Decodes CreateVolume's parameters for tier=dataset. Unknown keys (other
+ * than csi.storage.k8s.io/ ones the provisioner adds) and bad values are
+ * refused with the parameter named. @entries is any CSI map<string,string>
+ * (CreateVolume's or GetCapacity's parameters); strings point into it.
+ */
+int gantry_params_parse_dataset(void *const *entries, size_t n, struct gantry_dataset_params *ret,
+                                struct gantry_error *err);
+/* A stable text of the parameters that define an image, to detect a name reused differently. */
+int gantry_params_fingerprint(const struct gantry_dataset_params *p, char *buf, size_t size);
+/* Looks up @key in a protobuf-c string map; NULL when absent. */
+const char *gantry_map_get(void *const *entries, size_t n, const char *key);
+
+/* ---- Ceph connections (ceph_conn.c) ---- */
+
+struct gantry_ceph_credentials {
+        const char *user_id;
+        const char *key;
+};
+
+/*
+ * Credentials from a request's secrets (userID, userKey), or else from the
+ * cluster's userID/keyFile in the config. @keybuf holds a key read from a
+ * file. Returns 0 or -EINVAL naming the missing secret.
+ */
+int gantry_ceph_credentials(const struct gantry_cluster_config *cluster, void *const *secrets,
+                            size_t n_secrets, char *keybuf, size_t keybuf_size,
+                            struct gantry_ceph_credentials *ret, struct gantry_error *err);
+
+/*
+ * An io context on @pool of @cluster for @creds, from a cached connection
+ * (one per cluster and user, reconnected when the key changes or after a
+ * failure). Every librados call on it is bounded by the cluster's timeout.
+ * The caller destroys the ioctx; the connection stays cached.
+ */
+int gantry_ceph_ioctx(const struct gantry_cluster_config *cluster,
+                      const struct gantry_ceph_credentials *creds, const char *pool,
+                      rados_ioctx_t *ret_ioctx, struct gantry_error *err);
+/* Same, by pool id. */
+int gantry_ceph_ioctx_by_id(const struct gantry_cluster_config *cluster,
+                            const struct gantry_ceph_credentials *creds, int64_t pool_id,
+                            rados_ioctx_t *ret_ioctx, struct gantry_error *err);
+/* The raw cluster handle for mon commands (borrowed; valid until shutdown). */
+int gantry_ceph_cluster(const struct gantry_cluster_config *cluster,
+                        const struct gantry_ceph_credentials *creds, rados_t *ret_cluster,
+                        struct gantry_error *err);
+/* Drops the cached connection (after an error that suggests it is broken). */
+void gantry_ceph_invalidate(const struct gantry_cluster_config *cluster, const char *user_id);
+void gantry_ceph_close_all(void);
+/* Maps a librados/librbd error to an errno and a message for the user. */
+int gantry_ceph_error(struct gantry_error *err, int r, const char *what, const char *name);
+
+/* ---- The journal in RADOS omap (journal.c) ---- */
+
+enum gantry_journal_kind { GANTRY_JOURNAL_VOLUME, GANTRY_JOURNAL_SNAPSHOT };
+
+struct gantry_journal_entry {
+        char uuid[GANTRY_UUID_LEN + 1];
+        char name[256];        /* the CO's name (CreateVolume/CreateSnapshot .name) */
+        char image[128];       /* RBD image name (volumes) or snapshot name */
+        char source[128];      /* snapshots: the source image */
+        char fingerprint[512]; /* parameters that define it */
+        char data_pool[128];
+        uint64_t size;         /* bytes asked for (volumes) */
+        bool ready;            /* the image (or snapshot) is complete */
+};
+
+/* The uuid reserved for @name, or -ENOENT. */
+int gantry_journal_lookup_name(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
+                               char uuid[GANTRY_UUID_LEN + 1]);
+/* Reserves @name -> @uuid in the directory (before anything else exists). */
+int gantry_journal_reserve(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
+                           const char *uuid);
+/* Writes (idempotently) the per-object record. */
+int gantry_journal_write(rados_ioctx_t io, enum gantry_journal_kind kind,
+                         const struct gantry_journal_entry *e);
+/* Reads the per-object record of @uuid, or -ENOENT. */
+int gantry_journal_read(rados_ioctx_t io, enum gantry_journal_kind kind, const char *uuid,
+                        struct gantry_journal_entry *ret);
+/* Removes the record, then the directory key (each idempotent). */
+int gantry_journal_remove(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
+                          const char *uuid);
+/*
+ * Lists directory entries after @start_after (exclusive, "" from the start),
+ * at most @max. Calls @fn(name, uuid, ctx) for each; *ret_more says if more exist.
+ */
+int gantry_journal_list(rados_ioctx_t io, enum gantry_journal_kind kind, const char *start_after,
+                        unsigned max, int (*fn)(const char *name, const char *uuid, void *ctx),
+                        void *ctx, bool *ret_more);
+
+/* ---- Try-locks (locks.c) ---- */
+
+/* Takes the lock on @key, or returns -EBUSY at once when it is held. */
+int gantry_lock_try(const char *key);
+void gantry_lock_release(const char *key);
+
+/* ---- Dataset helpers (dataset_common.c) ---- */
+
+/* What a dataset volume or snapshot ID leads to: its cluster, credentials, metadata pool. */
+struct gantry_dataset_target {
+        const struct gantry_cluster_config *cluster;
+        struct gantry_ceph_credentials creds;
+        char keybuf[512]; /* creds.key may point here: never copy this struct */
+        rados_ioctx_t io;
+        struct gantry_volume_ref ref;
+};
+
+/*
+ * Decodes @id (named @field in errors), finds its cluster in the config,
+ * picks credentials (@secrets, else the config's) and opens the pool the ID
+ * names. Returns 0, -EINVAL for an ID that is not ours (@err names @field),
+ * -ENOENT when the pool is gone, or another -errno.
+ */
+int gantry_dataset_target_open(const struct gantry_config *config, const char *id,
+                               const char *field, void *const *secrets, size_t n_secrets,
+                               struct gantry_dataset_target *ret, struct gantry_error *err);
+/* Same for a StorageClass's clusterID and pool (-EINVAL naming parameters.pool when absent). */
+int gantry_dataset_target_open_pool(const struct gantry_config *config, const char *cluster_id,
+                                    const char *pool, void *const *secrets, size_t n_secrets,
+                                    struct gantry_dataset_target *ret, struct gantry_error *err);
+void gantry_dataset_target_close(struct gantry_dataset_target *t);
+/*
+ * For the Delete calls: opens the pool of @id and reads its @kind record.
+ * Returns 1 with @t open and @e filled, 0 when there is nothing to delete
+ * (pool or record gone), or -errno. Close @t in every case.
+ */
+int gantry_dataset_open_record(const struct gantry_config *config, const char *id,
+                               const char *field, enum gantry_journal_kind kind,
+                               void *const *secrets, size_t n_secrets,
+                               struct gantry_dataset_target *t, struct gantry_journal_entry *e,
+                               struct gantry_error *err);
+
+/* RBD image and snapshot names derived from a journal uuid. */
+void gantry_dataset_image_name(const char *uuid, char *buf, size_t size);
+void gantry_dataset_snap_name(const char *uuid, char *buf, size_t size);
+
+/*
+ * Removes image @name from @io: refuses with -ENOTEMPTY (naming the watcher
+ * or the snapshots) when it is mapped or has snapshots unless @force, which
+ * purges snapshots first (for half-made images). Missing image: 0.
+ */
+int gantry_dataset_image_remove(rados_ioctx_t io, const char *name, bool force,
+                                struct gantry_error *err);
+
+/*
+ * Fills @vol for the volume recorded in @e within @t: the ID, @size, and the
+ * volume_context the node needs (fsType, mkfsOptions, mapOptions from @p
+ * when given). Memory comes from @call's arena.
+ */
+int gantry_dataset_fill_volume(struct gantry_csi_call *call, const struct gantry_dataset_target *t,
+                               const struct gantry_journal_entry *e, uint64_t size,
+                               const struct gantry_dataset_params *p, Csi__V1__Volume *vol);
+
+int gantry_dataset_fill_snapshot(struct gantry_csi_call *call, const struct gantry_dataset_target *t,
+                                 const struct gantry_journal_entry *e, Csi__V1__Snapshot *snap);
+
+/* ---- Dataset handlers (dataset_*.c) ---- */
+
+int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolumeRequest *req,
+                                 Csi__V1__CreateVolumeResponse *resp, struct gantry_error *err);
+int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__DeleteVolumeRequest *req,
+                                 struct gantry_error *err);
+int gantry_dataset_expand_volume(struct gantry_csi_call *call,
+                                 const Csi__V1__ControllerExpandVolumeRequest *req,
+                                 Csi__V1__ControllerExpandVolumeResponse *resp,
+                                 struct gantry_error *err);
+/* The volume @volume_id (NOT_FOUND when absent); @secrets may be NULL (the config's user). */
+int gantry_dataset_get_volume(struct gantry_csi_call *call, const char *volume_id,
+                              void *const *secrets, size_t n_secrets, Csi__V1__Volume **ret_volume,
+                              struct gantry_error *err);
+int gantry_dataset_create_snapshot(struct gantry_csi_call *call,
+                                   const Csi__V1__CreateSnapshotRequest *req,
+                                   Csi__V1__CreateSnapshotResponse *resp, struct gantry_error *err);
+int gantry_dataset_delete_snapshot(struct gantry_csi_call *call,
+                                   const Csi__V1__DeleteSnapshotRequest *req,
+                                   struct gantry_error *err);
+int gantry_dataset_list_snapshots(struct gantry_csi_call *call,
+                                  const Csi__V1__ListSnapshotsRequest *req,
+                                  Csi__V1__ListSnapshotsResponse *resp, struct gantry_error *err);
+int gantry_dataset_list_volumes(struct gantry_csi_call *call, const Csi__V1__ListVolumesRequest *req,
+                                Csi__V1__ListVolumesResponse *resp, struct gantry_error *err);
+int gantry_dataset_get_capacity(struct gantry_csi_call *call, const Csi__V1__GetCapacityRequest *req,
+                                Csi__V1__GetCapacityResponse *resp, struct gantry_error *err);
+
+/*
+ * Whether datasets support @cap: MULTI_NODE_READER_ONLY and the single-node
+ * modes; multi-node writers only as raw block. Returns 0 or -EINVAL (@err
+ * says why, prefixed with @field).
+ */
+int gantry_dataset_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
+                                    struct gantry_error *err);

@@ -1,0 +1,534 @@
+/*
+ * Dataset volumes: CreateVolume, DeleteVolume, ControllerExpandVolume and
+ * ControllerGetVolume on Ceph RBD images whose data sits in an
+ * erasure-coded pool (RBD_IMAGE_OPTION_DATA_POOL), metadata and journal in a
+ * replicated one.
+ *
+ * CreateVolume follows the journal's order (journal.c): reserve the name,
+ * write the record (ready=0), make the image (new, cloned from a snapshot,
+ * or copied from a volume -- possibly in another cluster), then mark the
+ * record ready. A retry finds the reservation by name and picks up where the
+ * last attempt stopped; a half-made image (ready=0) is removed and made
+ * again, so a crash anywhere leaves nothing behind once the CO retries.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller_internal.h"
+#include "log.h"
+
+#define MiB (1024ull * 1024)
+#define DEFAULT_SIZE (1024 * MiB)
+
+/* The source of a new volume, resolved before anything is created. */
+struct source {
+        const char *id;               /* the CSI ID (snapshot or volume), NULL: none */
+        bool is_snapshot;
+        struct gantry_dataset_target t;
+        struct gantry_journal_entry e; /* source record (snapshot or volume) */
+        char image[128];
+        char snap[128];               /* snapshots: the RBD snapshot name */
+        uint64_t size;
+};
+
+static int pick_size(const Csi__V1__CapacityRange *cr, uint64_t min, uint64_t dflt,
+                     uint64_t *ret, struct gantry_error *err)
+{
+        int64_t req = cr ? cr->required_bytes : 0, lim = cr ? cr->limit_bytes : 0;
+        uint64_t size;
+
+        if (req < 0)
+                return gantry_error_set(err, EINVAL, "capacity_range.required_bytes: must not be negative");
+        if (lim < 0)
+                return gantry_error_set(err, EINVAL, "capacity_range.limit_bytes: must not be negative");
+        if (lim && req > lim)
+                return gantry_error_set(err, ERANGE,
+                                        "capacity_range: required_bytes %lld exceeds limit_bytes %lld",
+                                        (long long)req, (long long)lim);
+        if (req && (uint64_t)req < min)
+                return gantry_error_set(err, ERANGE,
+                                        "capacity_range.required_bytes: %lld is smaller than the "
+                                        "source (%llu bytes)",
+                                        (long long)req, (unsigned long long)min);
+        size = req ? (uint64_t)req : (lim && (uint64_t)lim < dflt ? (uint64_t)lim : dflt);
+        if (size < min)
+                size = min;
+        /* whole MiB suit every filesystem; keep exact bytes if rounding would pass the limit */
+        if ((size + MiB - 1) / MiB * MiB <= (lim ? (uint64_t)lim : UINT64_MAX))
+                size = (size + MiB - 1) / MiB * MiB;
+        if (lim && size > (uint64_t)lim)
+                return gantry_error_set(err, ERANGE,
+                                        "capacity_range.limit_bytes: %lld is smaller than the source "
+                                        "(%llu bytes)",
+                                        (long long)lim, (unsigned long long)min);
+        *ret = size;
+        return 0;
+}
+
+static int image_size(rados_ioctx_t io, const char *image, const char *snap, uint64_t *ret)
+{
+        rbd_image_t img;
+        int r = rbd_open_read_only(io, image, &img, snap);
+
+        if (r < 0)
+                return r;
+        r = rbd_get_size(img, ret);
+        rbd_close(img);
+        return r;
+}
+
+/* Resolves the content source (NOT_FOUND when it does not exist), before any side effect. */
+static int resolve_source(struct gantry_csi_call *call, const Csi__V1__CreateVolumeRequest *req,
+                          const char *dest_cluster, struct source *s, struct gantry_error *err)
+{
+        const Csi__V1__VolumeContentSource *cs = req->volume_content_source;
+        void *const *secrets = (void *const *)req->secrets;
+        size_t n_secrets = req->n_secrets;
+        const char *field;
+        struct gantry_volume_ref ref;
+        int r;
+
+        if (!cs || cs->type_case == CSI__V1__VOLUME_CONTENT_SOURCE__TYPE__NOT_SET)
+                return 0;
+        s->is_snapshot = cs->type_case == CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_SNAPSHOT;
+        s->id = s->is_snapshot ? (cs->snapshot ? cs->snapshot->snapshot_id : NULL)
+                               : (cs->volume ? cs->volume->volume_id : NULL);
+        field = s->is_snapshot ? "volume_content_source.snapshot.snapshot_id"
+                               : "volume_content_source.volume.volume_id";
+        if (!s->id || !*s->id)
+                return gantry_error_set(err, EINVAL, "%s: required", field);
+        if (gantry_id_decode(s->id, &ref) < 0)
+                return gantry_error_set(err, ENOENT, "%s: %s does not exist (not an ID of this driver)",
+                                        field, s->id);
+        /* a source in another cluster is read with that cluster's own credentials */
+        if (strcmp(ref.cluster_id, dest_cluster) != 0) {
+                secrets = NULL;
+                n_secrets = 0;
+        }
+        r = gantry_dataset_target_open(call->config, s->id, field, secrets, n_secrets, &s->t, err);
+        if (r == -ENOENT)
+                return gantry_error_set(err, ENOENT, "%s: %s does not exist", field, s->id);
+        if (r < 0)
+                return r;
+        r = gantry_journal_read(s->t.io,
+                                s->is_snapshot ? GANTRY_JOURNAL_SNAPSHOT : GANTRY_JOURNAL_VOLUME,
+                                s->t.ref.uuid, &s->e);
+        if (r == -ENOENT || (r == 0 && !s->e.ready))
+                return gantry_error_set(err, ENOENT, "%s: %s does not exist", field, s->id);
+        if (r < 0)
+                return gantry_ceph_error(err, r, "read journal of", s->id);
+        if (s->is_snapshot) {
+                snprintf(s->image, sizeof(s->image), "%s", s->e.source);
+                snprintf(s->snap, sizeof(s->snap), "%s", s->e.image);
+        } else {
+                snprintf(s->image, sizeof(s->image), "%s", s->e.image);
+        }
+        r = image_size(s->t.io, s->image, s->snap[0] ? s->snap : NULL, &s->size);
+        if (r == -ENOENT)
+                return gantry_error_set(err, ENOENT, "%s: %s does not exist", field, s->id);
+        if (r < 0)
+                return gantry_ceph_error(err, r, "open source image", s->image);
+        return 0;
+}
+
+static int image_options(const struct gantry_dataset_params *p, rbd_image_options_t *ret)
+{
+        rbd_image_options_t o;
+        int r = 0;
+
+        rbd_image_options_create(&o);
+        if (p->data_pool)
+                r = rbd_image_options_set_string(o, RBD_IMAGE_OPTION_DATA_POOL, p->data_pool);
+        if (r >= 0)
+                r = rbd_image_options_set_uint64(o, RBD_IMAGE_OPTION_FEATURES, p->features);
+        if (r >= 0 && p->object_size)
+                r = rbd_image_options_set_uint64(o, RBD_IMAGE_OPTION_ORDER,
+                                                 (uint64_t)__builtin_ctzll(p->object_size));
+        if (r >= 0 && p->stripe_unit)
+                r = rbd_image_options_set_uint64(o, RBD_IMAGE_OPTION_STRIPE_UNIT, p->stripe_unit);
+        if (r >= 0 && p->stripe_count)
+                r = rbd_image_options_set_uint64(o, RBD_IMAGE_OPTION_STRIPE_COUNT, p->stripe_count);
+        if (r < 0) {
+                rbd_image_options_destroy(o);
+                return r;
+        }
+        *ret = o;
+        return 0;
+}
+
+/* Makes image @name of @size in @io: empty, cloned or copied from @s. */
+static int make_image(rados_ioctx_t io, const char *name, uint64_t size,
+                      const struct gantry_dataset_params *p, struct source *s,
+                      struct gantry_error *err)
+{
+        rbd_image_options_t o;
+        rbd_image_t src, img;
+        bool same_cluster = s->id && strcmp(s->t.cluster->cluster_id, p->cluster_id) == 0;
+        int r = image_options(p, &o);
+
+        if (r < 0)
+                return gantry_error_set(err, EINVAL, "parameters: rejected by librbd: %s", strerror(-r));
+        if (!s->id) {
+                r = rbd_create4(io, name, size, o);
+        } else if (s->is_snapshot && same_cluster) {
+                /* clone v2: copy-on-write, keeps the destination's data pool */
+                r = rbd_clone3(s->t.io, s->image, s->snap, io, name, o);
+        } else {
+                /* from a volume, or from another cluster: a full copy into our data pool */
+                r = rbd_open_read_only(s->t.io, s->image, &src, s->snap[0] ? s->snap : NULL);
+                if (r == 0) {
+                        r = rbd_copy3(src, io, name, o);
+                        rbd_close(src);
+                }
+        }
+        rbd_image_options_destroy(o);
+        if (r == -ENOENT && p->data_pool)
+                return gantry_error_set(err, EINVAL, "parameters.dataPool: pool %s does not exist",
+                                        p->data_pool);
+        if (r < 0)
+                return gantry_ceph_error(err, r, "create image", name);
+        if (s->id && size > s->size) {
+                r = rbd_open(io, name, &img, NULL);
+                if (r == 0) {
+                        r = rbd_resize(img, size);
+                        rbd_close(img);
+                }
+                if (r < 0)
+                        return gantry_ceph_error(err, r, "resize image", name);
+        }
+        return 0;
+}
+
+static int fingerprint(const struct gantry_dataset_params *p, uint64_t size, const char *source,
+                       char *buf, size_t bufsize)
+{
+        char fp[400];
+        int n, r = gantry_params_fingerprint(p, fp, sizeof(fp));
+
+        if (r < 0)
+                return r;
+        n = snprintf(buf, bufsize, "%s;size=%llu;source=%s;fs=%s;mkfs=%s;map=%s", fp,
+                     (unsigned long long)size, source ? source : "", p->fs_type ? p->fs_type : "",
+                     p->mkfs_options ? p->mkfs_options : "", p->map_options ? p->map_options : "");
+        return n < 0 || (size_t)n >= bufsize ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * Reserves @name or finds its reservation; fills @e (record written, maybe
+ * not ready). Returns 1 when this call made the reservation (nothing can
+ * exist under it yet), 0 when it found one, or -errno.
+ */
+static int reserve(rados_ioctx_t io, const char *name, const char *fp,
+                   const struct gantry_dataset_params *p, uint64_t size,
+                   struct gantry_journal_entry *e, struct gantry_error *err)
+{
+        char uuid[GANTRY_UUID_LEN + 1];
+        int r, fresh = 0;
+
+        for (int attempt = 0; attempt < 3; attempt++) {
+                r = gantry_journal_lookup_name(io, GANTRY_JOURNAL_VOLUME, name, uuid);
+                if (r == -ENOENT) {
+                        gantry_uuid_generate(uuid);
+                        r = gantry_journal_reserve(io, GANTRY_JOURNAL_VOLUME, name, uuid);
+                        if (r == -EEXIST)
+                                continue; /* another plugin won the name: use its uuid */
+                        if (r == 0)
+                                fresh = 1;
+                }
+                if (r < 0)
+                        return gantry_ceph_error(err, r, "reserve volume name", name);
+                r = gantry_journal_read(io, GANTRY_JOURNAL_VOLUME, uuid, e);
+                if (r == 0) {
+                        if (strcmp(e->fingerprint, fp) != 0)
+                                return gantry_error_set(err, EEXIST,
+                                                        "name: volume %s already exists with other "
+                                                        "parameters, size or source",
+                                                        name);
+                        return fresh;
+                }
+                if (r != -ENOENT)
+                        return gantry_ceph_error(err, r, "read journal of", name);
+                /* reserved, but the record was never written: write it now */
+                memset(e, 0, sizeof(*e));
+                memcpy(e->uuid, uuid, sizeof(uuid));
+                snprintf(e->name, sizeof(e->name), "%s", name);
+                gantry_dataset_image_name(uuid, e->image, sizeof(e->image));
+                snprintf(e->fingerprint, sizeof(e->fingerprint), "%s", fp);
+                snprintf(e->data_pool, sizeof(e->data_pool), "%s", p->data_pool ? p->data_pool : "");
+                e->size = size;
+                r = gantry_journal_write(io, GANTRY_JOURNAL_VOLUME, e);
+                if (r < 0)
+                        return gantry_ceph_error(err, r, "write journal of", name);
+                return fresh;
+        }
+        return gantry_error_set(err, EBUSY, "name: volume %s is being created elsewhere", name);
+}
+
+static int check_capabilities(Csi__V1__VolumeCapability *const *caps, size_t n,
+                              struct gantry_error *err)
+{
+        char field[64];
+
+        for (size_t i = 0; i < n; i++) {
+                snprintf(field, sizeof(field), "volume_capabilities[%zu]", i);
+                int r = gantry_dataset_check_capability(caps[i], field, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolumeRequest *req,
+                                 Csi__V1__CreateVolumeResponse *resp, struct gantry_error *err)
+{
+        struct gantry_dataset_params p;
+        struct gantry_dataset_target t = { 0 };
+        struct source s = { 0 };
+        struct gantry_journal_entry e;
+        char fp[512], name_lock[300], uuid_lock[64];
+        bool name_locked = false, uuid_locked = false, fresh;
+        uint64_t size, have;
+        Csi__V1__Volume *vol;
+        int r;
+
+        /* everything is checked before any side effect */
+        if (strlen(req->name) >= sizeof(e.name))
+                return gantry_error_set(err, EINVAL, "name: longer than %zu bytes", sizeof(e.name) - 1);
+        if ((r = check_capabilities(req->volume_capabilities, req->n_volume_capabilities, err)) < 0)
+                return r;
+        if ((r = gantry_params_parse_dataset((void *const *)req->parameters, req->n_parameters, &p, err)) < 0)
+                return r;
+        if (!gantry_config_find_cluster(call->config, p.cluster_id))
+                return gantry_error_set(err, EINVAL,
+                                        "parameters.clusterID: cluster \"%s\" is not in the driver config",
+                                        p.cluster_id);
+        if ((r = pick_size(req->capacity_range, 0, DEFAULT_SIZE, &size, err)) < 0)
+                return r;
+
+        snprintf(name_lock, sizeof(name_lock), "volume-name:%s", req->name);
+        if ((r = gantry_lock_try(name_lock)) < 0)
+                return gantry_error_set(err, EBUSY, "name: an operation on volume %s is in progress",
+                                        req->name);
+        name_locked = true;
+        if ((r = resolve_source(call, req, p.cluster_id, &s, err)) < 0)
+                goto out;
+        if (s.id && (r = pick_size(req->capacity_range, s.size, s.size, &size, err)) < 0)
+                goto out;
+        if ((r = fingerprint(&p, size, s.id, fp, sizeof(fp))) < 0) {
+                r = gantry_error_set(err, EINVAL, "parameters: too long");
+                goto out;
+        }
+        r = gantry_dataset_target_open_pool(call->config, p.cluster_id, p.pool,
+                                            (void *const *)req->secrets, req->n_secrets, &t, err);
+        if (r < 0)
+                goto out;
+        if (p.data_pool && rados_pool_lookup(rados_ioctx_get_cluster(t.io), p.data_pool) < 0) {
+                r = gantry_error_set(err, EINVAL, "parameters.dataPool: pool %s does not exist in "
+                                     "cluster %s", p.data_pool, p.cluster_id);
+                goto out;
+        }
+        if ((r = reserve(t.io, req->name, fp, &p, size, &e, err)) < 0)
+                goto out;
+        fresh = r == 1;
+        snprintf(uuid_lock, sizeof(uuid_lock), "volume:%s", e.uuid);
+        if ((r = gantry_lock_try(uuid_lock)) < 0) {
+                r = gantry_error_set(err, EBUSY, "name: volume %s is busy (being deleted?)", req->name);
+                goto out;
+        }
+        uuid_locked = true;
+
+        r = e.ready ? image_size(t.io, e.image, NULL, &have) : -ENOENT;
+        if (r == -ENOENT) {
+                /* not made yet, or half made by a crashed attempt: (re)make it */
+                if (!fresh && (r = gantry_dataset_image_remove(t.io, e.image, true, err)) < 0)
+                        goto out;
+                e.ready = false;
+                if ((r = make_image(t.io, e.image, size, &p, &s, err)) < 0) {
+                        /* roll back, so a request that cannot succeed leaves nothing */
+                        struct gantry_error ignore = { 0 };
+                        if (gantry_dataset_image_remove(t.io, e.image, true, &ignore) == 0)
+                                gantry_journal_remove(t.io, GANTRY_JOURNAL_VOLUME, e.name, e.uuid);
+                        goto out;
+                }
+                e.ready = true;
+                if ((r = gantry_journal_write(t.io, GANTRY_JOURNAL_VOLUME, &e)) < 0) {
+                        r = gantry_ceph_error(err, r, "write journal of", req->name);
+                        goto out;
+                }
+                log_info("dataset.volume_created", "name=%s image=%s size=%llu data_pool=%s", req->name,
+                         e.image, (unsigned long long)size, p.data_pool ? p.data_pool : "-");
+        } else if (r < 0) {
+                r = gantry_ceph_error(err, r, "open image", e.image);
+                goto out;
+        }
+
+        vol = gantry_csi_call_alloc(call, sizeof(*vol));
+        if (!vol) {
+                r = -ENOMEM;
+                goto out;
+        }
+        csi__v1__volume__init(vol);
+        if ((r = gantry_dataset_fill_volume(call, &t, &e, size, &p, vol)) < 0)
+                goto out;
+        vol->content_source = req->volume_content_source; /* echoed; lives as long as the call */
+        resp->volume = vol;
+        r = 0;
+out:
+        if (uuid_locked)
+                gantry_lock_release(uuid_lock);
+        if (name_locked)
+                gantry_lock_release(name_lock);
+        gantry_dataset_target_close(&t);
+        if (s.id)
+                gantry_dataset_target_close(&s.t);
+        return r;
+}
+
+int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__DeleteVolumeRequest *req,
+                                 struct gantry_error *err)
+{
+        struct gantry_dataset_target t;
+        struct gantry_journal_entry e;
+        struct gantry_volume_ref ref;
+        char lock[64];
+        int r;
+
+        /* an ID that is not ours names nothing this driver made: nothing to delete */
+        if (gantry_id_decode(req->volume_id, &ref) < 0)
+                return 0;
+        snprintf(lock, sizeof(lock), "volume:%s", ref.uuid);
+        if (gantry_lock_try(lock) < 0)
+                return gantry_error_set(err, EBUSY, "volume_id: an operation on %s is in progress",
+                                        req->volume_id);
+        r = gantry_dataset_open_record(call->config, req->volume_id, "volume_id", GANTRY_JOURNAL_VOLUME,
+                                       (void *const *)req->secrets, req->n_secrets, &t, &e, err);
+        if (r <= 0)
+                goto out;
+        /* a half-made image (ready=0) is ours to purge; a ready one must be unused */
+        if ((r = gantry_dataset_image_remove(t.io, e.image, !e.ready, err)) < 0)
+                goto out;
+        r = gantry_journal_remove(t.io, GANTRY_JOURNAL_VOLUME, e.name, e.uuid);
+        if (r < 0) {
+                r = gantry_ceph_error(err, r, "remove journal of", req->volume_id);
+                goto out;
+        }
+        log_info("dataset.volume_deleted", "name=%s image=%s", e.name, e.image);
+out:
+        gantry_dataset_target_close(&t);
+        gantry_lock_release(lock);
+        return r;
+}
+
+/* Opens the volume @id for the calls that need it to exist (NOT_FOUND otherwise). */
+static int open_existing(struct gantry_csi_call *call, const char *id, void *const *secrets,
+                         size_t n_secrets, struct gantry_dataset_target *t,
+                         struct gantry_journal_entry *e, struct gantry_error *err)
+{
+        int r = gantry_dataset_target_open(call->config, id, "volume_id", secrets, n_secrets, t, err);
+
+        if (r == -EINVAL && gantry_id_decode(id, &t->ref) < 0)
+                return gantry_error_set(err, ENOENT, "volume_id: %s does not exist", id);
+        if (r == -ENOENT)
+                return gantry_error_set(err, ENOENT, "volume_id: %s does not exist", id);
+        if (r < 0)
+                return r;
+        r = gantry_journal_read(t->io, GANTRY_JOURNAL_VOLUME, t->ref.uuid, e);
+        if (r == -ENOENT || (r == 0 && !e->ready))
+                return gantry_error_set(err, ENOENT, "volume_id: %s does not exist", id);
+        if (r < 0)
+                return gantry_ceph_error(err, r, "read journal of", id);
+        return 0;
+}
+
+int gantry_dataset_expand_volume(struct gantry_csi_call *call,
+                                 const Csi__V1__ControllerExpandVolumeRequest *req,
+                                 Csi__V1__ControllerExpandVolumeResponse *resp,
+                                 struct gantry_error *err)
+{
+        struct gantry_dataset_target t = { 0 };
+        struct gantry_journal_entry e;
+        struct gantry_volume_ref ref;
+        char lock[64];
+        uint64_t size, have;
+        rbd_image_t img;
+        int r;
+
+        if (req->volume_capability &&
+            (r = gantry_dataset_check_capability(req->volume_capability, "volume_capability", err)) < 0)
+                return r;
+        if ((r = pick_size(req->capacity_range, 0, 0, &size, err)) < 0)
+                return r;
+        if (size == 0)
+                return gantry_error_set(err, EINVAL, "capacity_range: required_bytes or limit_bytes required");
+        if (gantry_id_decode(req->volume_id, &ref) < 0)
+                return gantry_error_set(err, ENOENT, "volume_id: %s does not exist", req->volume_id);
+        snprintf(lock, sizeof(lock), "volume:%s", ref.uuid);
+        if (gantry_lock_try(lock) < 0)
+                return gantry_error_set(err, EBUSY, "volume_id: an operation on %s is in progress",
+                                        req->volume_id);
+        r = open_existing(call, req->volume_id, (void *const *)req->secrets, req->n_secrets, &t, &e, err);
+        if (r < 0)
+                goto out;
+        r = rbd_open(t.io, e.image, &img, NULL);
+        if (r < 0) {
+                r = r == -ENOENT ? gantry_error_set(err, ENOENT, "volume_id: %s does not exist",
+                                                    req->volume_id)
+                                 : gantry_ceph_error(err, r, "open image", e.image);
+                goto out;
+        }
+        r = rbd_get_size(img, &have);
+        if (r == 0 && size > have) {
+                r = rbd_resize(img, size);
+                if (r == 0)
+                        log_info("dataset.volume_expanded", "image=%s from=%llu to=%llu", e.image,
+                                 (unsigned long long)have, (unsigned long long)size);
+                have = size;
+        }
+        rbd_close(img);
+        if (r < 0) {
+                r = gantry_ceph_error(err, r, "resize image", e.image);
+                goto out;
+        }
+        resp->capacity_bytes = (int64_t)have;
+        resp->node_expansion_required =
+                !(req->volume_capability && req->volume_capability->access_type_case ==
+                                                     CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK);
+out:
+        gantry_dataset_target_close(&t);
+        gantry_lock_release(lock);
+        return r;
+}
+
+int gantry_dataset_get_volume(struct gantry_csi_call *call, const char *volume_id,
+                              void *const *secrets, size_t n_secrets, Csi__V1__Volume **ret_volume,
+                              struct gantry_error *err)
+{
+        struct gantry_dataset_target t = { 0 };
+        struct gantry_journal_entry e;
+        Csi__V1__Volume *vol;
+        uint64_t size;
+        int r = open_existing(call, volume_id, secrets, n_secrets, &t, &e, err);
+
+        if (r < 0)
+                goto out;
+        r = image_size(t.io, e.image, NULL, &size);
+        if (r < 0) {
+                r = r == -ENOENT ? gantry_error_set(err, ENOENT, "volume_id: %s does not exist", volume_id)
+                                 : gantry_ceph_error(err, r, "open image", e.image);
+                goto out;
+        }
+        vol = gantry_csi_call_alloc(call, sizeof(*vol));
+        if (!vol) {
+                r = -ENOMEM;
+                goto out;
+        }
+        csi__v1__volume__init(vol);
+        if ((r = gantry_dataset_fill_volume(call, &t, &e, size, NULL, vol)) < 0)
+                goto out;
+        *ret_volume = vol;
+out:
+        gantry_dataset_target_close(&t);
+        return r;
+}

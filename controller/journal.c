@@ -1,0 +1,233 @@
+/*
+ * The provisioning journal, kept in RADOS omap next to the images.
+ *
+ * Two kinds of objects per pool and kind (volumes, snapshots):
+ *   gantry.volumes            directory: omap key = the CO's name, value = uuid
+ *   gantry.volume.<uuid>      record: omap keys name, image, source, fp,
+ *                             dataPool, size, ready
+ *
+ * The directory entry is the reservation: it is written (atomically, with an
+ * omap compare so two plugins can never reserve one name twice) before the
+ * record, and the record before the image. Whatever step a crash interrupts,
+ * the retry of the same request finds the uuid by name and finishes the job;
+ * DeleteVolume removes in the reverse order. No step leaves anything a retry
+ * cannot find.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller_internal.h"
+
+static const char *dir_object(enum gantry_journal_kind kind)
+{
+        return kind == GANTRY_JOURNAL_VOLUME ? "gantry.volumes" : "gantry.snapshots";
+}
+
+static void record_object(enum gantry_journal_kind kind, const char *uuid, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s.%s", kind == GANTRY_JOURNAL_VOLUME ? "gantry.volume" : "gantry.snapshot",
+                 uuid);
+}
+
+int gantry_journal_lookup_name(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
+                               char uuid[GANTRY_UUID_LEN + 1])
+{
+        rados_read_op_t op = rados_create_read_op();
+        rados_omap_iter_t iter = NULL;
+        const char *keys[1] = { name };
+        size_t key_lens[1] = { strlen(name) };
+        int prval = 0, r;
+        char *k, *v;
+        size_t klen, vlen;
+
+        if (!op)
+                return -ENOMEM;
+        rados_read_op_omap_get_vals_by_keys2(op, keys, 1, key_lens, &iter, &prval);
+        r = rados_read_op_operate(op, io, dir_object(kind), 0);
+        if (r >= 0 && prval < 0)
+                r = prval;
+        if (r >= 0) {
+                r = -ENOENT;
+                if (rados_omap_get_next2(iter, &k, &v, &klen, &vlen) == 0 && k && v &&
+                    vlen == GANTRY_UUID_LEN) {
+                        memcpy(uuid, v, GANTRY_UUID_LEN);
+                        uuid[GANTRY_UUID_LEN] = '\0';
+                        r = 0;
+                }
+        }
+        if (iter)
+                rados_omap_get_end(iter);
+        rados_release_read_op(op);
+        return r;
+}
+
+int gantry_journal_reserve(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
+                           const char *uuid)
+{
+        rados_write_op_t op = rados_create_write_op();
+        const char *keys[1] = { name }, *vals[1] = { uuid };
+        size_t key_lens[1] = { strlen(name) }, val_lens[1] = { strlen(uuid) };
+        int prval = 0, r;
+
+        if (!op)
+                return -ENOMEM;
+        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+        /* a missing key compares as empty: the name must be free */
+        rados_write_op_omap_cmp(op, name, LIBRADOS_CMPXATTR_OP_EQ, "", 0, &prval);
+        rados_write_op_omap_set2(op, keys, vals, key_lens, val_lens, 1);
+        r = rados_write_op_operate(op, io, dir_object(kind), NULL, 0);
+        rados_release_write_op(op);
+        return r == -ECANCELED ? -EEXIST : r;
+}
+
+int gantry_journal_write(rados_ioctx_t io, enum gantry_journal_kind kind,
+                         const struct gantry_journal_entry *e)
+{
+        char obj[64], size[32];
+        const char *keys[] = { "name", "image", "source", "fp", "dataPool", "size", "ready" };
+        const char *vals[] = { e->name, e->image, e->source, e->fingerprint, e->data_pool, size,
+                               e->ready ? "1" : "0" };
+        size_t key_lens[7], val_lens[7];
+        rados_write_op_t op;
+        int r;
+
+        snprintf(size, sizeof(size), "%llu", (unsigned long long)e->size);
+        for (int i = 0; i < 7; i++) {
+                key_lens[i] = strlen(keys[i]);
+                val_lens[i] = strlen(vals[i]);
+        }
+        record_object(kind, e->uuid, obj, sizeof(obj));
+        op = rados_create_write_op();
+        if (!op)
+                return -ENOMEM;
+        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+        rados_write_op_omap_set2(op, keys, vals, key_lens, val_lens, 7);
+        r = rados_write_op_operate(op, io, obj, NULL, 0);
+        rados_release_write_op(op);
+        return r;
+}
+
+static void copy_value(char *dst, size_t size, const char *v, size_t len)
+{
+        if (len >= size)
+                len = size - 1;
+        memcpy(dst, v, len);
+        dst[len] = '\0';
+}
+
+int gantry_journal_read(rados_ioctx_t io, enum gantry_journal_kind kind, const char *uuid,
+                        struct gantry_journal_entry *ret)
+{
+        struct gantry_journal_entry e = { 0 };
+        rados_read_op_t op;
+        rados_omap_iter_t iter = NULL;
+        unsigned char more = 0;
+        int prval = 0, r, found = 0;
+        char obj[64], *k, *v, num[32];
+        size_t klen, vlen;
+
+        record_object(kind, uuid, obj, sizeof(obj));
+        op = rados_create_read_op();
+        if (!op)
+                return -ENOMEM;
+        rados_read_op_omap_get_vals2(op, "", "", 32, &iter, &more, &prval);
+        r = rados_read_op_operate(op, io, obj, 0);
+        if (r >= 0 && prval < 0)
+                r = prval;
+        while (r >= 0 && rados_omap_get_next2(iter, &k, &v, &klen, &vlen) == 0 && k) {
+                found = 1;
+                if (!v)
+                        continue;
+                if (strcmp(k, "name") == 0)
+                        copy_value(e.name, sizeof(e.name), v, vlen);
+                else if (strcmp(k, "image") == 0)
+                        copy_value(e.image, sizeof(e.image), v, vlen);
+                else if (strcmp(k, "source") == 0)
+                        copy_value(e.source, sizeof(e.source), v, vlen);
+                else if (strcmp(k, "fp") == 0)
+                        copy_value(e.fingerprint, sizeof(e.fingerprint), v, vlen);
+                else if (strcmp(k, "dataPool") == 0)
+                        copy_value(e.data_pool, sizeof(e.data_pool), v, vlen);
+                else if (strcmp(k, "size") == 0) {
+                        copy_value(num, sizeof(num), v, vlen);
+                        e.size = strtoull(num, NULL, 10);
+                } else if (strcmp(k, "ready") == 0)
+                        e.ready = vlen == 1 && v[0] == '1';
+        }
+        if (iter)
+                rados_omap_get_end(iter);
+        rados_release_read_op(op);
+        if (r < 0)
+                return r;
+        if (!found || !e.name[0])
+                return -ENOENT;
+        memcpy(e.uuid, uuid, GANTRY_UUID_LEN + 1);
+        *ret = e;
+        return 0;
+}
+
+int gantry_journal_remove(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
+                          const char *uuid)
+{
+        char obj[64];
+        int r, prval = 0;
+        rados_write_op_t op;
+        const char *keys[1] = { name };
+        size_t key_lens[1];
+
+        record_object(kind, uuid, obj, sizeof(obj));
+        r = rados_remove(io, obj);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        if (!name || !*name)
+                return 0;
+        key_lens[0] = strlen(name);
+        op = rados_create_write_op();
+        if (!op)
+                return -ENOMEM;
+        /* only if the name still maps to this uuid (never drop another's reservation) */
+        rados_write_op_omap_cmp(op, name, LIBRADOS_CMPXATTR_OP_EQ, uuid, strlen(uuid), &prval);
+        rados_write_op_omap_rm_keys2(op, keys, key_lens, 1);
+        r = rados_write_op_operate(op, io, dir_object(kind), NULL, 0);
+        rados_release_write_op(op);
+        return r == -ECANCELED || r == -ENOENT ? 0 : r;
+}
+
+int gantry_journal_list(rados_ioctx_t io, enum gantry_journal_kind kind, const char *start_after,
+                        unsigned max, int (*fn)(const char *name, const char *uuid, void *ctx),
+                        void *ctx, bool *ret_more)
+{
+        rados_read_op_t op = rados_create_read_op();
+        rados_omap_iter_t iter = NULL;
+        unsigned char more = 0;
+        int prval = 0, r;
+        char *k, *v, uuid[GANTRY_UUID_LEN + 1];
+        size_t klen, vlen;
+
+        if (!op)
+                return -ENOMEM;
+        rados_read_op_omap_get_vals2(op, start_after, "", max, &iter, &more, &prval);
+        r = rados_read_op_operate(op, io, dir_object(kind), 0);
+        if (r >= 0 && prval < 0)
+                r = prval;
+        if (r == -ENOENT) {
+                r = 0;
+                more = 0;
+        } else {
+                while (r >= 0 && rados_omap_get_next2(iter, &k, &v, &klen, &vlen) == 0 && k) {
+                        if (!v || vlen != GANTRY_UUID_LEN)
+                                continue;
+                        memcpy(uuid, v, GANTRY_UUID_LEN);
+                        uuid[GANTRY_UUID_LEN] = '\0';
+                        r = fn(k, uuid, ctx);
+                }
+        }
+        if (iter)
+                rados_omap_get_end(iter);
+        rados_release_read_op(op);
+        if (r >= 0)
+                *ret_more = more != 0;
+        return r < 0 ? r : 0;
+}

@@ -1,0 +1,95 @@
+/*
+ * The checkpoint tier on the node: NVMe-over-Fabrics attach and detach with
+ * libnvme (no nvme-cli, no raw writes to /dev/nvme-fabrics).
+ *
+ * node_stage.c calls gantry_nvmf_volume_parse() and gantry_nvmf_attach() for
+ * a stage request whose volume_context says tier=checkpoint, then formats
+ * (when blank) and mounts the device with the node's fs helpers; at unstage,
+ * after the unmount, gantry_nvmf_detach() for a device that
+ * gantry_nvmf_is_device() recognises.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "nvmf_names.h"
+
+#define GANTRY_NVMF_MAX_PATHS 8
+
+/*
+ * Controller timeouts chosen for checkpoints: a checkpoint burst blocks the
+ * whole job, so a path that drops is retried every 2 s, I/O fails over (or
+ * fails) after 10 s instead of queueing, and a controller that stays lost
+ * for 60 s is given up so the job sees an error within a minute rather than
+ * hanging for the kernel's default 10 minutes.
+ */
+#define GANTRY_NVMF_RECONNECT_DELAY_S 2
+#define GANTRY_NVMF_FAST_IO_FAIL_TMO_S 10
+#define GANTRY_NVMF_CTRL_LOSS_TMO_S 60
+
+struct gantry_nvmf_path {
+        char transport[8]; /* tcp, rdma */
+        char traddr[64];
+        char trsvcid[8];
+};
+
+struct gantry_nvmf_volume {
+        char nqn[GANTRY_NQN_MAX + 1];
+        char nguid[33];
+        char uuid[GANTRY_NVMF_UUID_LEN + 1];
+        char fs_type[16];
+        struct gantry_nvmf_path paths[GANTRY_NVMF_MAX_PATHS];
+        size_t n_paths;
+        char host_nqn[GANTRY_NQN_MAX + 1];
+        char host_id[GANTRY_NVMF_UUID_LEN + 1];
+};
+
+/*
+ * Fills @ret from a checkpoint volume_context (@ctx_keys/@ctx_values, @n_ctx
+ * of them) and the host NQN: @publish_host_nqn (publish_context "hostNQN",
+ * may be NULL), else the one derived from @node_id. Every field is checked;
+ * errors name volume_context.X.
+ */
+int gantry_nvmf_volume_parse(const char *const *ctx_keys, const char *const *ctx_values, size_t n_ctx,
+                             const char *publish_host_nqn, const char *node_id,
+                             struct gantry_nvmf_volume *ret, struct gantry_error *err);
+
+/*
+ * Connects @v (every path; reusing a live controller to the same subsystem
+ * and address) and waits until @deadline_ms (CLOCK_MONOTONIC ms) for the
+ * namespace with @v's NGUID/UUID to appear. Writes its device node
+ * ("/dev/nvme1n1") to @ret_dev. Returns 0 or -errno with @err: an
+ * unreachable target or a refused host is named.
+ */
+int gantry_nvmf_attach(const struct gantry_nvmf_volume *v, int64_t deadline_ms, char *ret_dev,
+                       size_t size, struct gantry_error *err);
+
+/* Whether @volume_id is a checkpoint volume ID ("0002-..."). */
+bool gantry_nvmf_is_volume_id(const char *volume_id);
+
+/* Whether block device @dev is an NVMe namespace. */
+bool gantry_nvmf_is_device(dev_t dev);
+
+/* Whether block device @dev is the namespace of @v (same subsystem NQN and NGUID). */
+bool gantry_nvmf_device_matches(dev_t dev, const struct gantry_nvmf_volume *v);
+
+/*
+ * The unstage retry's safety net: disconnects what is left of checkpoint
+ * volume @volume_id (a 0002 ID: its subsystem follows from the uuid in it)
+ * when nothing of it is mounted, e.g. after an unstage that unmounted and
+ * then failed to disconnect. 0 when nothing is left; -EINVAL for an ID that
+ * is not a checkpoint ID; errors as gantry_nvmf_detach().
+ */
+int gantry_nvmf_detach_volume(const char *volume_id, int64_t deadline_ms, struct gantry_error *err);
+
+/*
+ * Disconnects every controller of the subsystem that namespace @dev belongs
+ * to, unless one of its namespaces is still mounted (then 0: still in use).
+ * Returns 0 only when the namespace is gone (or still in use); -EBUSY or
+ * -errno with @err otherwise, never success while the device is still there.
+ */
+int gantry_nvmf_detach(dev_t dev, int64_t deadline_ms, struct gantry_error *err);

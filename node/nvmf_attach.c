@@ -1,0 +1,384 @@
+/*
+ * NVMe-oF attach and detach with libnvme; see nvmf.h.
+ *
+ * Attach: the kernel's view of NVMe (libnvme's tree, built from sysfs) is
+ * searched first for a live controller to the same subsystem at the same
+ * address, which is reused; otherwise nvmf_add_ctrl() connects, once per
+ * path (native NVMe multipath merges the paths under one namespace head).
+ * The namespace is then found in sysfs by its NGUID (/sys/block/nvmeXnY/
+ * nguid) and subsystem NQN; there is no udev to wait for.
+ *
+ * Users are not counted in memory (a plugin restart would lose the count):
+ * a controller is in use while a namespace of its subsystem is mounted, as
+ * /proc/self/mountinfo says. Each checkpoint volume has a subsystem of its
+ * own, so detaching one volume never takes another's controller.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libnvme.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "nvmf.h"
+
+/* connects and disconnects are serialised: libnvme's tree is per call, the kernel's is shared */
+static pthread_mutex_t nvmf_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int64_t now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void pause_ms(long ms)
+{
+        struct timespec ts = { .tv_sec = 0, .tv_nsec = ms * 1000000L };
+
+        nanosleep(&ts, NULL);
+}
+
+/* Reads a sysfs attribute without its trailing newline; "" when absent. */
+static void read_sysfs(const char *path, char *buf, size_t size)
+{
+        ssize_t n;
+        int fd;
+
+        buf[0] = '\0';
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        n = read(fd, buf, size - 1);
+        close(fd);
+        if (n <= 0)
+                return;
+        buf[n] = '\0';
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+                buf[--n] = '\0';
+}
+
+/* nvmeXnY (a namespace head or a non-multipath namespace), not nvmeXcYnZ paths */
+static bool is_ns_name(const char *name)
+{
+        return strncmp(name, "nvme", 4) == 0 && strchr(name + 4, 'n') &&
+               !strchr(name + 4, 'c');
+}
+
+static void strip_dashes(const char *in, char *out, size_t size)
+{
+        size_t n = 0;
+
+        for (; *in && n + 1 < size; in++)
+                if (*in != '-')
+                        out[n++] = *in;
+        out[n] = '\0';
+}
+
+/* Finds the namespace with @nguid in subsystem @nqn; writes its name ("nvme1n1"). */
+static int find_namespace(const char *nqn, const char *nguid, char *ret, size_t size)
+{
+        DIR *d = opendir("/sys/block");
+        struct dirent *e;
+        int r = -ENOENT;
+
+        if (!d)
+                return -errno;
+        while ((e = readdir(d))) {
+                char path[PATH_MAX], val[256], plain[64];
+
+                if (!is_ns_name(e->d_name))
+                        continue;
+                snprintf(path, sizeof(path), "/sys/block/%s/nguid", e->d_name);
+                read_sysfs(path, val, sizeof(val));
+                strip_dashes(val, plain, sizeof(plain));
+                if (strcmp(plain, nguid) != 0)
+                        continue;
+                snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", e->d_name);
+                read_sysfs(path, val, sizeof(val));
+                if (strcmp(val, nqn) != 0)
+                        continue;
+                snprintf(ret, size, "%.63s", e->d_name);
+                r = 0;
+                break;
+        }
+        closedir(d);
+        return r;
+}
+
+static bool ctrl_matches(nvme_ctrl_t c, const char *nqn, const struct gantry_nvmf_path *p)
+{
+        const char *sn = nvme_ctrl_get_subsysnqn(c), *tr = nvme_ctrl_get_transport(c);
+        const char *ad = nvme_ctrl_get_traddr(c), *sv = nvme_ctrl_get_trsvcid(c);
+
+        return sn && tr && ad && sv && strcmp(sn, nqn) == 0 && strcmp(tr, p->transport) == 0 &&
+               strcmp(ad, p->traddr) == 0 && strcmp(sv, p->trsvcid) == 0;
+}
+
+/* A controller of the kernel to @nqn at @p that is live or trying to be, or NULL. */
+static nvme_ctrl_t find_ctrl(nvme_root_t root, const char *nqn, const struct gantry_nvmf_path *p)
+{
+        nvme_host_t h;
+        nvme_subsystem_t s;
+        nvme_ctrl_t c;
+
+        nvme_for_each_host(root, h)
+                nvme_for_each_subsystem(h, s)
+                        nvme_subsystem_for_each_ctrl(s, c)
+                                if (ctrl_matches(c, nqn, p)) {
+                                        const char *st = nvme_ctrl_get_state(c);
+                                        if (!st || strcmp(st, "deleting") != 0)
+                                                return c;
+                                }
+        return NULL;
+}
+
+static const char *connect_error(int e)
+{
+        return e >= ENVME_CONNECT_RESOLVE ? nvme_errno_to_string(e) : strerror(e);
+}
+
+int gantry_nvmf_attach(const struct gantry_nvmf_volume *v, int64_t deadline_ms, char *ret_dev, size_t size,
+                       struct gantry_error *err)
+{
+        char ns[64], why[256] = "";
+        nvme_root_t root;
+        nvme_host_t host;
+        size_t live = 0;
+        int r;
+
+        pthread_mutex_lock(&nvmf_lock);
+        root = nvme_create_root(NULL, LOG_ERR);
+        if (!root) {
+                pthread_mutex_unlock(&nvmf_lock);
+                return gantry_error_set(err, ENOMEM, "libnvme: cannot create a root");
+        }
+        nvme_scan_topology(root, NULL, NULL);
+        host = nvme_lookup_host(root, v->host_nqn, v->host_id);
+        for (size_t i = 0; host && i < v->n_paths; i++) {
+                const struct gantry_nvmf_path *p = &v->paths[i];
+                struct nvme_fabrics_config cfg;
+                nvme_ctrl_t c = find_ctrl(root, v->nqn, p);
+
+                if (c) {
+                        log_info("node.nvmf_reuse", "nqn=%s ctrl=%s state=%s", v->nqn, nvme_ctrl_get_name(c),
+                                 nvme_ctrl_get_state(c) ?: "?");
+                        live++;
+                        continue;
+                }
+                c = nvme_create_ctrl(root, v->nqn, p->transport, p->traddr, NULL, NULL, p->trsvcid);
+                if (!c) {
+                        snprintf(why, sizeof(why), "%s:%s:%s: %s", p->transport, p->traddr, p->trsvcid,
+                                 strerror(errno));
+                        continue;
+                }
+                nvmf_default_config(&cfg);
+                cfg.reconnect_delay = GANTRY_NVMF_RECONNECT_DELAY_S;
+                cfg.fast_io_fail_tmo = GANTRY_NVMF_FAST_IO_FAIL_TMO_S;
+                cfg.ctrl_loss_tmo = GANTRY_NVMF_CTRL_LOSS_TMO_S;
+                if (nvmf_add_ctrl(host, c, &cfg) < 0) {
+                        int e = errno;
+                        snprintf(why, sizeof(why), "%s:%s:%s: %s", p->transport, p->traddr, p->trsvcid,
+                                 connect_error(e));
+                        log_warn("node.nvmf_connect_failed", "nqn=%s path=%s:%s:%s error=%d", v->nqn,
+                                 p->transport, p->traddr, p->trsvcid, e);
+                        nvme_free_ctrl(c);
+                        continue;
+                }
+                log_info("node.nvmf_connected", "nqn=%s ctrl=%s host=%s", v->nqn, nvme_ctrl_get_name(c),
+                         v->host_nqn);
+                live++;
+        }
+        nvme_free_tree(root);
+        pthread_mutex_unlock(&nvmf_lock);
+        if (!host)
+                return gantry_error_set(err, ENOMEM, "libnvme: no host object for %s", v->host_nqn);
+        if (live == 0)
+                return gantry_error_set(err, EHOSTUNREACH,
+                                        "volume_context.addresses: cannot connect to %s as host %s "
+                                        "(target unreachable, or this host is not allowed: was the "
+                                        "volume published to this node?): %s",
+                                        v->nqn, v->host_nqn, why);
+        while ((r = find_namespace(v->nqn, v->nguid, ns, sizeof(ns))) == -ENOENT && now_ms() < deadline_ms)
+                pause_ms(50);
+        if (r < 0)
+                return gantry_error_set(err, r == -ENOENT ? ETIMEDOUT : -r,
+                                        "volume_context.nguid: namespace %s of %s did not appear", v->nguid,
+                                        v->nqn);
+        snprintf(ret_dev, size, "/dev/%s", ns);
+        return 0;
+}
+
+/* "nvme1n1" for @dev from /sys/dev/block/MAJ:MIN; -ENODEV when gone. */
+static int dev_name(dev_t dev, char *buf, size_t size)
+{
+        char path[64], link[PATH_MAX];
+        const char *base;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(dev), minor(dev));
+        n = readlink(path, link, sizeof(link) - 1);
+        if (n < 0)
+                return -ENODEV;
+        link[n] = '\0';
+        base = strrchr(link, '/');
+        snprintf(buf, size, "%.63s", base ? base + 1 : link);
+        return 0;
+}
+
+bool gantry_nvmf_is_device(dev_t dev)
+{
+        char name[64];
+
+        return dev_name(dev, name, sizeof(name)) == 0 && is_ns_name(name);
+}
+
+/* Whether a namespace of subsystem @nqn is mounted (a file system, or its node bind-mounted). */
+static bool subsystem_in_use(const char *nqn)
+{
+        FILE *f = fopen("/proc/self/mountinfo", "re");
+        char line[8192];
+        bool used = false;
+
+        if (!f)
+                return true; /* cannot tell: keep the controller */
+        while (!used && fgets(line, sizeof(line), f)) {
+                unsigned int maj, min;
+                char root[PATH_MAX], name[64], path[PATH_MAX], val[256];
+
+                if (sscanf(line, "%*d %*d %u:%u %4095s", &maj, &min, root) != 3)
+                        continue;
+                if (dev_name(makedev(maj, min), name, sizeof(name)) < 0 || !is_ns_name(name)) {
+                        /* raw block: the device node bind-mounted from devtmpfs */
+                        if (strncmp(root, "/nvme", 5) != 0 || !is_ns_name(root + 1))
+                                continue;
+                        snprintf(name, sizeof(name), "%.63s", root + 1);
+                }
+                snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", name);
+                read_sysfs(path, val, sizeof(val));
+                used = strcmp(val, nqn) == 0;
+        }
+        fclose(f);
+        return used;
+}
+
+/* Whether any namespace block device of subsystem @nqn exists. */
+static bool subsystem_has_namespace(const char *nqn)
+{
+        DIR *d = opendir("/sys/block");
+        struct dirent *e;
+        bool found = false;
+
+        if (!d)
+                return false;
+        while (!found && (e = readdir(d))) {
+                char path[PATH_MAX], val[256];
+
+                if (!is_ns_name(e->d_name))
+                        continue;
+                snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", e->d_name);
+                read_sysfs(path, val, sizeof(val));
+                found = strcmp(val, nqn) == 0;
+        }
+        closedir(d);
+        return found;
+}
+
+/* Disconnects every controller of @nqn unless a namespace of it is mounted; see nvmf.h. */
+static int detach_subsystem(const char *nqn, int64_t deadline_ms, struct gantry_error *err)
+{
+        nvme_root_t root;
+        nvme_host_t h;
+        nvme_subsystem_t s;
+        nvme_ctrl_t c;
+        int failed = 0, first_errno = 0, found = 0;
+
+        pthread_mutex_lock(&nvmf_lock);
+        if (subsystem_in_use(nqn)) {
+                pthread_mutex_unlock(&nvmf_lock);
+                log_info("node.nvmf_still_used", "nqn=%s", nqn);
+                return 0;
+        }
+        root = nvme_create_root(NULL, LOG_ERR);
+        if (!root) {
+                pthread_mutex_unlock(&nvmf_lock);
+                return gantry_error_set(err, ENOMEM, "libnvme: cannot create a root");
+        }
+        nvme_scan_topology(root, NULL, NULL);
+        nvme_for_each_host(root, h)
+                nvme_for_each_subsystem(h, s)
+                        nvme_subsystem_for_each_ctrl(s, c) {
+                                const char *sn = nvme_ctrl_get_subsysnqn(c);
+                                if (!sn || strcmp(sn, nqn) != 0)
+                                        continue;
+                                found++;
+                                if (nvme_disconnect_ctrl(c) < 0) {
+                                        failed++;
+                                        if (!first_errno)
+                                                first_errno = errno;
+                                } else {
+                                        log_info("node.nvmf_disconnected", "nqn=%s ctrl=%s", nqn,
+                                                 nvme_ctrl_get_name(c));
+                                }
+                        }
+        nvme_free_tree(root);
+        pthread_mutex_unlock(&nvmf_lock);
+        if (failed)
+                return gantry_error_set(err, first_errno ? first_errno : EIO, "disconnecting %s: %s", nqn,
+                                        strerror(first_errno ? first_errno : EIO));
+        /* truthful: success only once no namespace of it is left */
+        while (found && subsystem_has_namespace(nqn) && now_ms() < deadline_ms)
+                pause_ms(50);
+        if (subsystem_has_namespace(nqn))
+                return gantry_error_set(err, EBUSY, "a namespace of %s is still present after disconnect", nqn);
+        return 0;
+}
+
+int gantry_nvmf_detach(dev_t dev, int64_t deadline_ms, struct gantry_error *err)
+{
+        char name[64], path[PATH_MAX], nqn[GANTRY_NQN_MAX + 2];
+
+        if (dev_name(dev, name, sizeof(name)) < 0)
+                return 0; /* already gone */
+        snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", name);
+        read_sysfs(path, nqn, sizeof(nqn));
+        if (!nqn[0])
+                return gantry_error_set(err, ENODEV, "%s: no subsystem NQN in sysfs", name);
+        return detach_subsystem(nqn, deadline_ms, err);
+}
+
+bool gantry_nvmf_device_matches(dev_t dev, const struct gantry_nvmf_volume *v)
+{
+        char name[64], path[PATH_MAX], val[256], plain[64];
+
+        if (dev_name(dev, name, sizeof(name)) < 0 || !is_ns_name(name))
+                return false;
+        snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", name);
+        read_sysfs(path, val, sizeof(val));
+        if (strcmp(val, v->nqn) != 0)
+                return false;
+        snprintf(path, sizeof(path), "/sys/block/%s/nguid", name);
+        read_sysfs(path, val, sizeof(val));
+        strip_dashes(val, plain, sizeof(plain));
+        return strcmp(plain, v->nguid) == 0;
+}
+
+int gantry_nvmf_detach_volume(const char *volume_id, int64_t deadline_ms, struct gantry_error *err)
+{
+        char nqn[GANTRY_NQN_MAX + 1];
+        size_t n = volume_id ? strlen(volume_id) : 0;
+
+        if (n < GANTRY_NVMF_UUID_LEN || !gantry_nvmf_is_volume_id(volume_id) ||
+            gantry_nvmf_volume_nqn(volume_id + n - GANTRY_NVMF_UUID_LEN, nqn, sizeof(nqn)) < 0)
+                return gantry_error_set(err, EINVAL, "volume_id: not a checkpoint volume ID");
+        return detach_subsystem(nqn, deadline_ms, err);
+}

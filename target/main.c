@@ -1,0 +1,241 @@
+/*
+ * gantry-target: an NVMe-oF target agent for Linux's kernel target (nvmet).
+ *
+ *   gantry-target --listen 0.0.0.0:8009 --lvstore gantry=/var/lib/gantry-target/gantry
+ *                 [--configfs /sys/kernel/config/nvmet] [--state FILE]
+ *                 [--token-file FILE] [--tls-cert PEM --tls-key PEM] [--log-level LEVEL]
+ *
+ * At start it reads its state file and applies it to configfs again (after a
+ * reboot configfs is empty), then serves JSON-RPC until SIGTERM or SIGINT.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "target_internal.h"
+
+#ifndef GANTRY_VERSION
+#define GANTRY_VERSION "dev"
+#endif
+
+static void usage(FILE *f)
+{
+        fprintf(f,
+                "usage: gantry-target --lvstore NAME=DIR [--lvstore ...] [options]\n"
+                "  --listen HOST:PORT     JSON-RPC over HTTP(S) (default 127.0.0.1:8009)\n"
+                "  --configfs DIR         nvmet's configfs root (default /sys/kernel/config/nvmet)\n"
+                "  --state FILE           desired state, re-applied at start\n"
+                "                         (default /var/lib/gantry-target/state.json)\n"
+                "  --lvstore NAME=DIR     a logical volume store: backing files live in DIR\n"
+                "  --token-file FILE      require \"Authorization: Bearer <contents>\"\n"
+                "  --tls-cert FILE        serve HTTPS with this PEM certificate ...\n"
+                "  --tls-key FILE         ... and this PEM key\n"
+                "  --log-level LEVEL      debug, info, warn, error (default info)\n"
+                "  --version, --help\n");
+}
+
+/* Reads a small file (token, PEM) whole; trailing newlines dropped for tokens. */
+static int read_small_file(const char *path, bool trim, char **ret)
+{
+        FILE *f = fopen(path, "re");
+        char *buf;
+        size_t n;
+
+        if (!f)
+                return -errno;
+        buf = calloc(1, 65537);
+        if (!buf) {
+                fclose(f);
+                return -ENOMEM;
+        }
+        n = fread(buf, 1, 65536, f);
+        fclose(f);
+        while (trim && n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+                buf[--n] = '\0';
+        if (n == 0) {
+                free(buf);
+                return -EINVAL;
+        }
+        *ret = buf;
+        return 0;
+}
+
+/* A stable UUID-shaped id for an lvstore, from its name (FNV-1a, two seeds). */
+static void lvstore_uuid(const char *name, char out[37])
+{
+        uint64_t a = 1469598103934665603ULL, b = 1099511628211ULL * 7;
+
+        for (const char *c = name; *c; c++) {
+                a = (a ^ (unsigned char)*c) * 1099511628211ULL;
+                b = (b ^ (unsigned char)*c) * 1099511628211ULL + 0x9e3779b97f4a7c15ULL;
+        }
+        snprintf(out, 37, "%08x-%04x-4%03x-8%03x-%012llx", (unsigned)(a >> 32),
+                 (unsigned)(a >> 16) & 0xffff, (unsigned)a & 0xfff, (unsigned)(b >> 52) & 0xfff,
+                 (unsigned long long)(b & 0xffffffffffffULL));
+}
+
+static int add_lvstore(struct tgt_context *ctx, const char *arg)
+{
+        const char *eq = strchr(arg, '=');
+        struct tgt_lvstore *l;
+        size_t n;
+
+        if (!eq || ctx->n_lvstores == TGT_MAX_LVSTORES)
+                return -EINVAL;
+        n = (size_t)(eq - arg);
+        if (n == 0 || n > TGT_NAME_MAX || eq[1] != '/')
+                return -EINVAL;
+        l = &ctx->lvstores[ctx->n_lvstores];
+        memcpy(l->name, arg, n);
+        l->name[n] = '\0';
+        for (char *c = l->name; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                      *c == '-' || *c == '_' || *c == '.'))
+                        return -EINVAL;
+        if (tgt_lvstore_find(ctx, l->name))
+                return -EEXIST;
+        l->dir = strdup(eq + 1);
+        if (!l->dir)
+                return -ENOMEM;
+        if (mkdir(l->dir, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        lvstore_uuid(l->name, l->uuid);
+        ctx->n_lvstores++;
+        return 0;
+}
+
+/* Creates the state file's directory (one level) when it is missing. */
+static int ensure_state_dir(const char *state_path)
+{
+        char dir[4096];
+        char *slash;
+
+        snprintf(dir, sizeof(dir), "%s", state_path);
+        slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+                return 0;
+        *slash = '\0';
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "listen", required_argument, NULL, 'l' },  { "configfs", required_argument, NULL, 'c' },
+                { "state", required_argument, NULL, 's' },   { "lvstore", required_argument, NULL, 'v' },
+                { "token-file", required_argument, NULL, 't' }, { "tls-cert", required_argument, NULL, 'C' },
+                { "tls-key", required_argument, NULL, 'K' }, { "log-level", required_argument, NULL, 'L' },
+                { "version", no_argument, NULL, 'V' },       { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        struct tgt_context ctx = { 0 };
+        struct tgt_server_options so = { .listen = "127.0.0.1:8009" };
+        const char *token_file = NULL, *cert_file = NULL, *key_file = NULL;
+        char *token = NULL, *cert = NULL, *key = NULL;
+        struct gantry_error err = { 0 };
+        struct tgt_server *server = NULL;
+        enum gantry_log_level level;
+        struct stat st;
+        sigset_t set;
+        int c, r, sig, port = 0, rc = 1;
+
+        ctx.configfs = "/sys/kernel/config/nvmet";
+        ctx.state_path = "/var/lib/gantry-target/state.json";
+        while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+                switch (c) {
+                case 'l': so.listen = optarg; break;
+                case 'c': ctx.configfs = optarg; break;
+                case 's': ctx.state_path = optarg; break;
+                case 'v':
+                        if ((r = add_lvstore(&ctx, optarg)) < 0) {
+                                fprintf(stderr, "gantry-target: --lvstore %s: %s (want NAME=/DIR, "
+                                        "NAME of [A-Za-z0-9._-], unique)\n", optarg, strerror(-r));
+                                return 2;
+                        }
+                        break;
+                case 't': token_file = optarg; break;
+                case 'C': cert_file = optarg; break;
+                case 'K': key_file = optarg; break;
+                case 'L':
+                        if (gantry_log_level_parse(optarg, &level) < 0) {
+                                fprintf(stderr, "gantry-target: --log-level: unknown level %s\n", optarg);
+                                return 2;
+                        }
+                        gantry_log_set_level(level);
+                        break;
+                case 'V': printf("gantry-target %s\n", GANTRY_VERSION); return 0;
+                case 'h': usage(stdout); return 0;
+                default: usage(stderr); return 2;
+                }
+        }
+        if (optind != argc || !cert_file != !key_file) {
+                usage(stderr);
+                return 2;
+        }
+        if ((token_file && (r = read_small_file(token_file, true, &token)) < 0) ||
+            (cert_file && (r = read_small_file(cert_file, false, &cert)) < 0) ||
+            (key_file && (r = read_small_file(key_file, false, &key)) < 0)) {
+                fprintf(stderr, "gantry-target: reading --token-file/--tls-cert/--tls-key: %s\n",
+                        strerror(-r));
+                goto out;
+        }
+        if (stat(ctx.configfs, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                fprintf(stderr, "gantry-target: --configfs %s: not a directory (is the nvmet "
+                        "module loaded and configfs mounted?)\n", ctx.configfs);
+                goto out;
+        }
+        if (ensure_state_dir(ctx.state_path) < 0) {
+                fprintf(stderr, "gantry-target: --state %s: cannot create its directory: %s\n",
+                        ctx.state_path, strerror(errno));
+                goto out;
+        }
+        ctx.configfs_real = tgt_nvmet_is_configfs(ctx.configfs);
+        if (!ctx.configfs_real)
+                log_warn("target.configfs_standin", "root=%s note=not_configfs_no_kernel_target",
+                         ctx.configfs);
+        if ((r = tgt_state_load(&ctx, &err)) < 0 || (r = tgt_rpc_reapply(&ctx, &err)) < 0) {
+                fprintf(stderr, "gantry-target: %s\n", err.msg);
+                goto out;
+        }
+        /* the workers of libmicrohttpd must not take the signals main waits for */
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        so.token = token;
+        so.tls_cert = cert;
+        so.tls_key = key;
+        if ((r = tgt_server_start(&ctx, &so, &server, &port, &err)) < 0) {
+                fprintf(stderr, "gantry-target: %s\n", err.msg);
+                goto out;
+        }
+        log_info("target.listening", "port=%d tls=%d auth=%s lvstores=%zu state=%s", port, cert != NULL,
+                 token ? "bearer" : "none", ctx.n_lvstores, ctx.state_path);
+        do
+                r = sigwait(&set, &sig);
+        while (r != 0);
+        log_info("target.stopping", "signal=%d", sig);
+        rc = 0;
+out:
+        tgt_server_stop(server);
+        if (token)
+                explicit_bzero(token, strlen(token));
+        free(token);
+        free(cert);
+        if (key)
+                explicit_bzero(key, strlen(key));
+        free(key);
+        for (size_t i = 0; i < ctx.n_lvstores; i++)
+                free(ctx.lvstores[i].dir);
+        json_decref(ctx.state);
+        return rc;
+}

@@ -1,0 +1,115 @@
+/*
+ * Private declarations shared by the files of gantry-target, the agent that
+ * drives Linux's kernel NVMe target (nvmet) through configfs and answers a
+ * subset of SPDK's JSON-RPC methods (see docs/targets.md).
+ *
+ * The agent keeps its whole desired state in one JSON document (bdevs,
+ * subsystems); every RPC edits that document, brings configfs into agreement
+ * with it (idempotently: each step looks before it acts) and writes it to
+ * disk atomically. At start the document is read back and applied again,
+ * because configfs is empty after a reboot.
+ *
+ * One mutex (in rpc.c) serialises every RPC, so none of these functions is
+ * thread-safe on its own.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define TGT_NAME_MAX 64     /* bdev / lvol / lvstore names */
+#define TGT_NQN_MAX 223     /* NVMe spec */
+#define TGT_MAX_LVSTORES 16
+#define TGT_CLUSTER_SIZE (1024 * 1024) /* reported lvstore cluster size */
+
+/* JSON-RPC 2.0 error codes (SPDK uses the same, and -errno for the rest). */
+#define TGT_RPC_PARSE_ERROR -32700
+#define TGT_RPC_INVALID_REQUEST -32600
+#define TGT_RPC_METHOD_NOT_FOUND -32601
+#define TGT_RPC_INVALID_PARAMS -32602
+#define TGT_RPC_INTERNAL_ERROR -32603
+
+struct tgt_lvstore {
+        char name[TGT_NAME_MAX + 1];
+        char *dir; /* backing files live here */
+        char uuid[37];
+};
+
+struct tgt_context {
+        char *configfs; /* e.g. /sys/kernel/config/nvmet */
+        char *state_path;
+        bool configfs_real; /* false: a plain directory standing in (tests) */
+        struct tgt_lvstore lvstores[TGT_MAX_LVSTORES];
+        size_t n_lvstores;
+        json_t *state; /* { "bdevs": {name: {...}}, "subsystems": {nqn: {...}} } */
+};
+
+/* ---- state.c: the desired state document ---- */
+
+/* Loads @ctx->state_path (absent: empty state). -errno with @err on a bad file. */
+int tgt_state_load(struct tgt_context *ctx, struct gantry_error *err);
+/* Writes the state atomically (temp file, fsync, rename, fsync dir). */
+int tgt_state_save(const struct tgt_context *ctx, struct gantry_error *err);
+/* The "bdevs" / "subsystems" objects of the state (borrowed). */
+json_t *tgt_state_bdevs(const struct tgt_context *ctx);
+json_t *tgt_state_subsystems(const struct tgt_context *ctx);
+/* The bdev whose name, uuid or "lvs/lvol" alias is @name; NULL when none. Sets *ret_key. */
+json_t *tgt_state_find_bdev(const struct tgt_context *ctx, const char *name, const char **ret_key);
+/* Whether a namespace of any subsystem uses bdev @key. */
+bool tgt_state_bdev_in_use(const struct tgt_context *ctx, const char *key);
+
+/* ---- bdev.c: backing files and block devices ---- */
+
+/* The lvstore named @name, or NULL. */
+const struct tgt_lvstore *tgt_lvstore_find(const struct tgt_context *ctx, const char *name);
+/* Creates (or adopts, when a crash left it) the backing file of a logical volume. */
+int tgt_bdev_file_create(const char *path, uint64_t size, bool thin, struct gantry_error *err);
+/* Grows a backing file to @size (never shrinks). */
+int tgt_bdev_file_grow(const char *path, uint64_t size, bool thin, struct gantry_error *err);
+/* The size in bytes of a regular file or a block device. */
+int tgt_bdev_path_size(const char *path, uint64_t *ret_size);
+/* Total and free bytes of the filesystem holding @dir. */
+int tgt_lvstore_space(const struct tgt_lvstore *lvs, uint64_t *ret_total, uint64_t *ret_free);
+
+/* ---- nvmet.c: configfs ---- */
+
+/* Whether @path is on configfs (statfs magic). */
+bool tgt_nvmet_is_configfs(const char *path);
+/*
+ * Makes configfs match the state's subsystem @nqn (@subsys): namespaces,
+ * allowed hosts, ports. Idempotent. Returns 0 or -errno with @err.
+ */
+int tgt_nvmet_apply(struct tgt_context *ctx, const char *nqn, json_t *subsys,
+                    struct gantry_error *err);
+/* Removes subsystem @nqn from configfs (ports, hosts, namespaces). Absent is success. */
+int tgt_nvmet_remove(struct tgt_context *ctx, const char *nqn, struct gantry_error *err);
+/* Asks nvmet to re-read the size of the namespaces backed by @path (after a grow). */
+void tgt_nvmet_revalidate(struct tgt_context *ctx, const char *path);
+
+/* ---- rpc.c: the JSON-RPC methods ---- */
+
+/*
+ * Handles one JSON-RPC request body (@body, @len bytes) and returns the
+ * response text (malloc'd; NULL for a notification, which gets no answer).
+ * Thread-safe (one mutex).
+ */
+char *tgt_rpc_handle(struct tgt_context *ctx, const char *body, size_t len);
+/* Applies the whole loaded state to configfs (at start). */
+int tgt_rpc_reapply(struct tgt_context *ctx, struct gantry_error *err);
+
+/* ---- server.c: HTTP(S) ---- */
+
+struct tgt_server_options {
+        const char *listen;  /* HOST:PORT */
+        const char *token;   /* bearer token, or NULL for none */
+        const char *tls_cert; /* PEM text, or NULL for plain HTTP */
+        const char *tls_key;
+};
+
+struct tgt_server;
+int tgt_server_start(struct tgt_context *ctx, const struct tgt_server_options *opts,
+                     struct tgt_server **ret_server, int *ret_port, struct gantry_error *err);
+void tgt_server_stop(struct tgt_server *s);

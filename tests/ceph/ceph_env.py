@@ -1,0 +1,196 @@
+"""What the tests of the `ceph` label share: the fixture's clusters
+(fixture.sh), the driver config naming them, the CSI client, and the `rbd`
+and `rados` command lines to check from the outside what the plugin did.
+
+GANTRY_CEPH_DIR names the fixture directory (set by CTest)."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
+import csi_client  # noqa: E402,F401
+from csi_client import Plugin, csi_pb2  # noqa: E402,F401
+
+DIR = os.environ.get("GANTRY_CEPH_DIR", "")
+CONFIG = os.path.join(DIR, "gantry.json")
+MODE = csi_pb2.VolumeCapability.AccessMode
+UNIQUE = "%s-%d" % (os.environ.get("GANTRY_TEST_TAG", "t"), os.getpid())
+
+
+def conf(cluster="perf"):
+    return os.path.join(DIR, cluster, "ceph.conf")
+
+
+def key(cluster="perf"):
+    with open(os.path.join(DIR, cluster, "gantry.key")) as f:
+        return f.read().strip()
+
+
+def secrets(cluster="perf"):
+    return {"userID": "gantry", "userKey": key(cluster)}
+
+
+def tool(name, cluster, *args, check=True):
+    """Runs the `rbd` or `rados` CLI as the cluster's admin (bounded)."""
+    r = subprocess.run([name, "-c", conf(cluster), *args], capture_output=True, text=True,
+                       timeout=120)
+    if check and r.returncode != 0:
+        raise AssertionError("%s %s: %s" % (name, " ".join(args), r.stderr))
+    return r.stdout
+
+
+def rbd_info(cluster, image, pool="rbd"):
+    return json.loads(tool("rbd", cluster, "info", "--format", "json", "%s/%s" % (pool, image)))
+
+
+def rbd_images(cluster="perf", pool="rbd"):
+    import rbd
+    io = admin_ioctx(cluster, pool)
+    try:
+        return set(rbd.RBD().list(io))
+    finally:
+        io.close()
+
+
+def checksum(cluster, image, pool="rbd"):
+    import hashlib
+    out = subprocess.run(["rbd", "-c", conf(cluster), "export", "%s/%s" % (pool, image), "-"],
+                         capture_output=True, timeout=120, check=True).stdout
+    return hashlib.sha256(out).hexdigest()
+
+
+def fill(cluster, image, mib=8, pool="rbd"):
+    """Writes @mib MiB of pseudo-random data at the start of @image."""
+    tool("rbd", cluster, "bench", "--io-type", "write", "--io-pattern", "rand", "--io-size",
+         "1M", "--io-total", "%dM" % mib, "%s/%s" % (pool, image))
+
+
+_admins = {}
+
+
+def admin_ioctx(cluster="perf", pool="rbd"):
+    """An ioctx as the cluster's admin (python3-rados), cached per process:
+    one connection instead of a CLI process per check."""
+    import rados
+    if cluster not in _admins:
+        c = rados.Rados(conffile=conf(cluster), conf={"rados_osd_op_timeout": "30",
+                                                       "rados_mon_op_timeout": "30"})
+        c.connect(timeout=30)
+        _admins[cluster] = c
+    return _admins[cluster].open_ioctx(pool)
+
+
+def omap_all(io, obj):
+    import rados
+    out = {}
+    after = ""
+    while True:
+        with rados.ReadOpCtx() as op:
+            it, _ = io.get_omap_vals(op, after, "", 1000)
+            try:
+                io.operate_read_op(op, obj)
+            except rados.ObjectNotFound:
+                return out
+            page = [(k, v) for k, v in it]
+        for k, v in page:
+            out[k] = v.decode() if v is not None else ""
+        if len(page) < 1000:
+            return out
+        after = page[-1][0]
+
+
+def journal(cluster="perf", pool="rbd", kind="volume"):
+    """{name: uuid} of the journal directory, and the set of record uuids."""
+    io = admin_ioctx(cluster, pool)
+    try:
+        directory = omap_all(io, "gantry.%ss" % kind)
+        prefix = "gantry.%s." % kind
+        records = {o.key[len(prefix):] for o in io.list_objects() if o.key.startswith(prefix)}
+        return directory, records
+    finally:
+        io.close()
+
+
+def record(uuid, cluster="perf", pool="rbd", kind="volume"):
+    """The journal record of @uuid as a dict ({} when absent)."""
+    io = admin_ioctx(cluster, pool)
+    try:
+        return omap_all(io, "gantry.%s.%s" % (kind, uuid))
+    finally:
+        io.close()
+
+
+def image_data_pool(cluster, image, pool="rbd"):
+    import rbd
+    io = admin_ioctx(cluster, pool)
+    try:
+        with rbd.Image(io, image, read_only=True) as img:
+            pid = img.data_pool_id()
+        return _admins[cluster].pool_reverse_lookup(pid)
+    finally:
+        io.close()
+
+
+def uuid_of(volume_id):
+    return volume_id[-36:]
+
+
+def cap(mode=MODE.MULTI_NODE_READER_ONLY, block=False, fs_type=""):
+    if block:
+        return csi_pb2.VolumeCapability(block=csi_pb2.VolumeCapability.BlockVolume(),
+                                        access_mode=MODE(mode=mode))
+    return csi_pb2.VolumeCapability(mount=csi_pb2.VolumeCapability.MountVolume(fs_type=fs_type),
+                                    access_mode=MODE(mode=mode))
+
+
+def params(cluster="perf", **extra):
+    p = {"clusterID": cluster, "pool": "rbd", "dataPool": "ecdata"}
+    p.update(extra)
+    return p
+
+
+def create_req(name, cluster="perf", size=64 << 20, source_volume=None, source_snapshot=None,
+               caps=None, **extra):
+    src = None
+    if source_volume:
+        src = csi_pb2.VolumeContentSource(
+            volume=csi_pb2.VolumeContentSource.VolumeSource(volume_id=source_volume))
+    if source_snapshot:
+        src = csi_pb2.VolumeContentSource(
+            snapshot=csi_pb2.VolumeContentSource.SnapshotSource(snapshot_id=source_snapshot))
+    return csi_pb2.CreateVolumeRequest(
+        name=name, volume_capabilities=caps or [cap()], parameters=params(cluster, **extra),
+        secrets=secrets(cluster), volume_content_source=src,
+        capacity_range=csi_pb2.CapacityRange(required_bytes=size) if size else None)
+
+
+def delete_req(volume_id, cluster="perf"):
+    return csi_pb2.DeleteVolumeRequest(volume_id=volume_id, secrets=secrets(cluster))
+
+
+def retry(fn, timeout=120.0):
+    """Calls @fn until it does not answer ABORTED (an operation in flight), bounded."""
+    import grpc
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return fn()
+        except grpc.RpcError as e:
+            if e.code() not in (grpc.StatusCode.ABORTED, grpc.StatusCode.UNAVAILABLE) or \
+                    time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def assert_consistent(test, cluster="perf", pool="rbd"):
+    """Every journal name has its record, every record its name, every
+    gantry image its record: nothing orphaned anywhere in the pool."""
+    directory, records = journal(cluster, pool)
+    test.assertEqual(set(directory.values()), records, "journal directory vs records")
+    images = {i[len("gantry-vol-"):] for i in rbd_images(cluster, pool)
+              if i.startswith("gantry-vol-")}
+    test.assertLessEqual(images, records, "images without a journal record")
+    return directory, records, images

@@ -1,0 +1,340 @@
+"""Dataset volumes through gantry-csi's Controller against the fixture's
+real Ceph cluster: create/delete on the EC data pool, idempotent and
+conflicting retries, bad parameters, snapshots, clones, expansion, lists
+with pagination, capacity, malformed IDs, a watcher blocking a delete, and
+a copy from the capacity cluster to the performance cluster."""
+import subprocess
+import time
+import unittest
+
+import grpc
+
+import ceph_env as env
+from ceph_env import Plugin, csi_pb2
+
+Code = grpc.StatusCode
+BAD_KEY = "AQBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB=="  # not a cephx key
+OTHER_KEY = subprocess.run(["ceph-authtool", "--gen-print-key"], capture_output=True, text=True,
+                           timeout=30, check=True).stdout.strip()  # a cephx key, not the user's
+
+
+class DatasetTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.plugin = Plugin(mode="controller", node_id=None, config=env.CONFIG).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        log = cls.plugin.read_log()
+        rc = cls.plugin.stop()
+        cls.plugin.cleanup()
+        if rc != 0:
+            raise AssertionError("plugin exited %s:\n%s" % (rc, log[-4000:]))
+        for secret in (env.key(), env.key("capa"), BAD_KEY, OTHER_KEY):
+            if secret in log:
+                i = log.index(secret)
+                raise AssertionError("a secret reached the log: ...%s" % log[i - 300:i])
+
+    def setUp(self):
+        self.made = []  # (kind, id, cluster), deleted in reverse order
+
+    def tearDown(self):
+        for kind, id_, cluster in reversed(self.made):
+            if kind == "snapshot":
+                env.retry(lambda: self.call("DeleteSnapshot", csi_pb2.DeleteSnapshotRequest(
+                    snapshot_id=id_, secrets=env.secrets(cluster))))
+            else:
+                env.retry(lambda: self.call("DeleteVolume", env.delete_req(id_, cluster)))
+
+    def call(self, method, req=None, timeout=60):
+        return self.plugin.call(method, req, timeout=timeout)
+
+    def name(self, what):
+        return "%s-%s-%s" % (self._testMethodName[5:20].replace("_", "-"), what, env.UNIQUE)
+
+    def create(self, name, cluster="perf", **kw):
+        vol = self.call("CreateVolume", env.create_req(name, cluster, **kw)).volume
+        self.made.append(("volume", vol.volume_id, cluster))
+        return vol
+
+    def snapshot(self, name, volume_id, cluster="perf"):
+        snap = self.call("CreateSnapshot", csi_pb2.CreateSnapshotRequest(
+            name=name, source_volume_id=volume_id, secrets=env.secrets(cluster))).snapshot
+        self.made.append(("snapshot", snap.snapshot_id, cluster))
+        return snap
+
+    def assertCode(self, code, fn, *words):
+        with self.assertRaises(grpc.RpcError) as cm:
+            fn()
+        self.assertEqual(cm.exception.code(), code, cm.exception.details())
+        for w in words:
+            self.assertIn(w, cm.exception.details())
+        return cm.exception
+
+    def test_probe_and_capabilities(self):
+        self.assertTrue(self.call("Probe").ready.value)
+        caps = {c.rpc.type for c in self.call("ControllerGetCapabilities").capabilities}
+        T = csi_pb2.ControllerServiceCapability.RPC
+        for t in (T.CREATE_DELETE_VOLUME, T.CREATE_DELETE_SNAPSHOT, T.LIST_SNAPSHOTS,
+                  T.CLONE_VOLUME, T.EXPAND_VOLUME, T.LIST_VOLUMES, T.GET_CAPACITY, T.GET_VOLUME):
+            self.assertIn(t, caps)
+
+    def test_create_delete_on_ec_pool(self):
+        vol = self.create(self.name("v"), size=100 << 20)
+        ctx = dict(vol.volume_context)
+        self.assertEqual(vol.capacity_bytes, 100 << 20)
+        self.assertLessEqual(len(vol.volume_id), 128)
+        self.assertEqual(ctx["tier"], "dataset")
+        self.assertEqual(ctx["clusterID"], "perf")
+        self.assertEqual(ctx["pool"], "rbd")
+        self.assertEqual(ctx["dataPool"], "ecdata")
+        self.assertEqual(ctx["fsType"], "ext4")
+        self.assertTrue(ctx["monitors"].startswith("127.0.0.1:"))
+        info = env.rbd_info("perf", ctx["imageName"])
+        self.assertEqual(info["data_pool"], "ecdata")
+        self.assertEqual(info["size"], 100 << 20)
+        self.assertIn(self.name("v"), env.journal()[0])
+        self.call("DeleteVolume", env.delete_req(vol.volume_id))
+        self.made.clear()
+        self.assertNotIn(ctx["imageName"], env.rbd_images())
+        directory, records = env.journal()
+        self.assertNotIn(self.name("v"), directory)
+        self.assertNotIn(env.uuid_of(vol.volume_id), records)
+        # deleting again is fine
+        self.call("DeleteVolume", env.delete_req(vol.volume_id))
+
+    def test_idempotent_and_conflicting_retry(self):
+        name = self.name("v")
+        a = self.create(name, size=64 << 20)
+        b = self.call("CreateVolume", env.create_req(name, size=64 << 20)).volume
+        self.assertEqual(a.volume_id, b.volume_id)
+        self.assertEqual(a.capacity_bytes, b.capacity_bytes)
+        self.assertCode(Code.ALREADY_EXISTS,
+                        lambda: self.call("CreateVolume", env.create_req(name, size=128 << 20)),
+                        "name")
+        self.assertCode(Code.ALREADY_EXISTS, lambda: self.call(
+            "CreateVolume", env.create_req(name, size=64 << 20, dataPool="")), "name")
+        self.assertEqual(list(env.journal()[0]).count(name), 1)
+
+    def test_bad_parameters_name_the_parameter(self):
+        before = env.journal()
+        cases = [
+            ({"datapool": "ecdata"}, "parameters.datapool"),
+            ({"objectSize": "3000"}, "parameters.objectSize"),
+            ({"imageFeatures": "layering,journaling"}, "parameters.imageFeatures"),
+            ({"stripeUnit": "65536"}, "parameters.stripeCount"),
+            ({"fsType": "btrfs"}, "parameters.fsType"),
+            ({"clusterID": "nowhere"}, "parameters.clusterID"),
+            ({"tier": "tape"}, "parameters.tier"),
+            ({"pool": "no such pool"}, "parameters.pool"),
+        ]
+        for extra, field in cases:
+            self.assertCode(Code.INVALID_ARGUMENT, lambda: self.call(
+                "CreateVolume", env.create_req(self.name("bad"), **extra)), field)
+        self.assertCode(Code.INVALID_ARGUMENT, lambda: self.call(
+            "CreateVolume", env.create_req(self.name("bad"), pool="nopool")), "parameters.pool")
+        self.assertCode(Code.INVALID_ARGUMENT, lambda: self.call(
+            "CreateVolume", env.create_req(self.name("bad"), dataPool="nopool")),
+            "parameters.dataPool")
+        self.assertCode(Code.INVALID_ARGUMENT, lambda: self.call("CreateVolume", env.create_req(
+            self.name("bad"), caps=[env.cap(env.MODE.MULTI_NODE_MULTI_WRITER)])),
+            "volume_capabilities[0].access_mode")
+        req = env.create_req(self.name("bad"))
+        req.capacity_range.limit_bytes = 1 << 20
+        self.assertCode(Code.OUT_OF_RANGE, lambda: self.call("CreateVolume", req),
+                        "capacity_range")
+        req = env.create_req(self.name("bad"))
+        req.secrets["userKey"] = BAD_KEY
+        self.assertCode(Code.INVALID_ARGUMENT, lambda: self.call("CreateVolume", req),
+                        "secrets.userKey")
+        req.secrets["userKey"] = OTHER_KEY
+        self.assertCode(Code.PERMISSION_DENIED, lambda: self.call("CreateVolume", req), "secrets")
+        # nothing was reserved or created for any of them
+        self.assertEqual(env.journal(), before)
+        env.assert_consistent(self)
+
+    def test_multi_node_writer_block_is_allowed(self):
+        vol = self.create(self.name("v"), caps=[env.cap(env.MODE.MULTI_NODE_MULTI_WRITER,
+                                                        block=True)])
+        r = self.call("ValidateVolumeCapabilities", csi_pb2.ValidateVolumeCapabilitiesRequest(
+            volume_id=vol.volume_id, volume_capabilities=[env.cap(env.MODE.MULTI_NODE_READER_ONLY)]))
+        self.assertEqual(len(r.confirmed.volume_capabilities), 1)
+        r = self.call("ValidateVolumeCapabilities", csi_pb2.ValidateVolumeCapabilitiesRequest(
+            volume_id=vol.volume_id,
+            volume_capabilities=[env.cap(env.MODE.MULTI_NODE_MULTI_WRITER)]))
+        self.assertFalse(r.HasField("confirmed"))
+        self.assertIn("multi-node writers", r.message)
+
+    def test_snapshot_clone_expand_get(self):
+        src = self.create(self.name("src"), size=32 << 20)
+        src_img = dict(src.volume_context)["imageName"]
+        env.fill("perf", src_img)
+        want = env.checksum("perf", src_img)
+        snap = self.snapshot(self.name("s"), src.volume_id)
+        self.assertTrue(snap.ready_to_use)
+        self.assertEqual(snap.source_volume_id, src.volume_id)
+        self.assertEqual(snap.size_bytes, 32 << 20)
+        self.assertGreater(snap.creation_time.seconds, 0)
+        again = self.call("CreateSnapshot", csi_pb2.CreateSnapshotRequest(
+            name=self.name("s"), source_volume_id=src.volume_id, secrets=env.secrets())).snapshot
+        self.assertEqual(again.snapshot_id, snap.snapshot_id)
+        other = self.create(self.name("other"), size=32 << 20)
+        self.assertCode(Code.ALREADY_EXISTS, lambda: self.call("CreateSnapshot",
+                        csi_pb2.CreateSnapshotRequest(name=self.name("s"),
+                                                      source_volume_id=other.volume_id,
+                                                      secrets=env.secrets())), "name")
+        env.fill("perf", src_img)  # the snapshot must not see this
+
+        clone = self.create(self.name("c1"), size=0, source_snapshot=snap.snapshot_id)
+        cimg = dict(clone.volume_context)["imageName"]
+        info = env.rbd_info("perf", cimg)
+        self.assertEqual(info["data_pool"], "ecdata")
+        self.assertEqual(info["parent"]["image"], src_img)
+        self.assertEqual(clone.capacity_bytes, 32 << 20)
+        self.assertEqual(env.checksum("perf", cimg), want)
+
+        copy = self.create(self.name("c2"), size=64 << 20, source_volume=src.volume_id)
+        pimg = dict(copy.volume_context)["imageName"]
+        info = env.rbd_info("perf", pimg)
+        self.assertEqual(info["data_pool"], "ecdata")
+        self.assertEqual(info["size"], 64 << 20)
+        self.assertEqual(copy.content_source.volume.volume_id, src.volume_id)
+        self.assertCode(Code.OUT_OF_RANGE, lambda: self.call("CreateVolume", env.create_req(
+            self.name("c3"), size=16 << 20, source_volume=src.volume_id)), "capacity_range")
+
+        exp = self.call("ControllerExpandVolume", csi_pb2.ControllerExpandVolumeRequest(
+            volume_id=copy.volume_id, capacity_range=csi_pb2.CapacityRange(required_bytes=96 << 20),
+            secrets=env.secrets(), volume_capability=env.cap()))
+        self.assertEqual(exp.capacity_bytes, 96 << 20)
+        self.assertTrue(exp.node_expansion_required)
+        self.assertEqual(env.rbd_info("perf", pimg)["size"], 96 << 20)
+        got = self.call("ControllerGetVolume", csi_pb2.ControllerGetVolumeRequest(
+            volume_id=copy.volume_id))
+        self.assertEqual(got.volume.capacity_bytes, 96 << 20)
+        self.assertFalse(got.status.volume_condition.abnormal)
+
+        listed = self.call("ListSnapshots", csi_pb2.ListSnapshotsRequest(
+            source_volume_id=src.volume_id)).entries
+        self.assertEqual([e.snapshot.snapshot_id for e in listed], [snap.snapshot_id])
+        one = self.call("ListSnapshots", csi_pb2.ListSnapshotsRequest(
+            snapshot_id=snap.snapshot_id)).entries
+        self.assertEqual(len(one), 1)
+        # the source has a snapshot: it cannot go first
+        self.assertCode(Code.FAILED_PRECONDITION,
+                        lambda: self.call("DeleteVolume", env.delete_req(src.volume_id)),
+                        "snapshot")
+
+    def test_list_volumes_and_snapshots_paginate(self):
+        mine = {self.create(self.name("v%d" % i), size=8 << 20).volume_id for i in range(5)}
+        seen, token, pages = [], "", 0
+        while True:
+            r = self.call("ListVolumes", csi_pb2.ListVolumesRequest(max_entries=2,
+                                                                     starting_token=token))
+            self.assertLessEqual(len(r.entries), 2)
+            seen += [e.volume.volume_id for e in r.entries]
+            pages += 1
+            token = r.next_token
+            if not token:
+                break
+            self.assertLess(pages, 100)
+        self.assertEqual(len(seen), len(set(seen)), "a volume listed twice")
+        self.assertLessEqual(mine, set(seen))
+        self.assertGreaterEqual(pages, 3)
+        self.assertCode(Code.ABORTED, lambda: self.call("ListVolumes", csi_pb2.ListVolumesRequest(
+            starting_token="garbage")), "starting_token")
+        src = sorted(mine)[0]
+        snaps = {self.snapshot(self.name("s%d" % i), src).snapshot_id for i in range(3)}
+        seen, token = [], ""
+        for _ in range(10):
+            r = self.call("ListSnapshots", csi_pb2.ListSnapshotsRequest(
+                max_entries=1, starting_token=token, source_volume_id=src))
+            seen += [e.snapshot.snapshot_id for e in r.entries]
+            token = r.next_token
+            if not token:
+                break
+        self.assertEqual(sorted(seen), sorted(snaps))
+
+    def test_capacity_is_ec_aware(self):
+        ec = self.call("GetCapacity", csi_pb2.GetCapacityRequest(
+            parameters=env.params())).available_capacity
+        rep = self.call("GetCapacity", csi_pb2.GetCapacityRequest(
+            parameters=env.params(dataPool=""))).available_capacity
+        rep = self.call("GetCapacity", csi_pb2.GetCapacityRequest(
+            parameters={"clusterID": "perf", "pool": "rbd"})).available_capacity
+        self.assertGreater(ec, 0)
+        self.assertGreater(rep, 0)
+        # EC 2+1 keeps 2/3 of raw space, 2 replicas 1/2: the EC pool holds more
+        self.assertGreater(ec, rep * 1.2)
+        self.assertCode(Code.INVALID_ARGUMENT, lambda: self.call("GetCapacity",
+                        csi_pb2.GetCapacityRequest(parameters=env.params(dataPool="nopool"))),
+                        "parameters.dataPool")
+
+    def test_malformed_and_unknown_ids(self):
+        bad = ["garbage", "0001-0004-perf-0000000000000002-not-a-uuid",
+               "0001-0004-perf-0000000000000002-00000000-0000-4000-8000-000000000000"]
+        for vid in bad:
+            self.call("DeleteVolume", env.delete_req(vid))
+            self.call("DeleteSnapshot", csi_pb2.DeleteSnapshotRequest(snapshot_id=vid,
+                                                                      secrets=env.secrets()))
+            self.assertCode(Code.NOT_FOUND, lambda: self.call(
+                "ControllerExpandVolume", csi_pb2.ControllerExpandVolumeRequest(
+                    volume_id=vid, capacity_range=csi_pb2.CapacityRange(required_bytes=1 << 30),
+                    secrets=env.secrets())), "volume_id")
+            self.assertCode(Code.NOT_FOUND, lambda: self.call(
+                "ControllerGetVolume", csi_pb2.ControllerGetVolumeRequest(volume_id=vid)))
+            self.assertCode(Code.NOT_FOUND, lambda: self.call(
+                "ValidateVolumeCapabilities", csi_pb2.ValidateVolumeCapabilitiesRequest(
+                    volume_id=vid, volume_capabilities=[env.cap()])))
+            self.assertCode(Code.NOT_FOUND, lambda: self.call(
+                "CreateSnapshot", csi_pb2.CreateSnapshotRequest(
+                    name=self.name("s"), source_volume_id=vid, secrets=env.secrets())),
+                "source_volume_id")
+            self.assertCode(Code.NOT_FOUND, lambda: self.call("CreateVolume", env.create_req(
+                self.name("v"), source_volume=vid)), "volume_content_source")
+            r = self.call("ListSnapshots", csi_pb2.ListSnapshotsRequest(snapshot_id=vid))
+            self.assertEqual(len(r.entries), 0)
+
+    def test_delete_refused_while_watched(self):
+        vol = self.create(self.name("v"))
+        img = dict(vol.volume_context)["imageName"]
+        watch = subprocess.Popen(["rbd", "-c", env.conf(), "watch", "rbd/" + img],
+                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while "watcher=" not in env.tool("rbd", "perf", "status", "rbd/" + img):
+                self.assertIsNone(watch.poll(), "rbd watch exited")
+                self.assertLess(time.monotonic(), deadline, "rbd watch never registered")
+                time.sleep(0.1)
+            e = self.assertCode(Code.FAILED_PRECONDITION, lambda: self.call(
+                "DeleteVolume", env.delete_req(vol.volume_id)), "watcher", "127.0.0.1")
+            self.assertIn(img, e.details())
+        finally:
+            try:
+                watch.communicate(b"\n", timeout=30)  # rbd watch unwatches and exits
+            except subprocess.TimeoutExpired:
+                watch.kill()
+                watch.wait(timeout=10)
+        self.call("DeleteVolume", env.delete_req(vol.volume_id))
+        self.made.clear()
+        self.assertNotIn(img, env.rbd_images())
+
+    def test_copy_from_capacity_cluster_to_performance_cluster(self):
+        far = self.create(self.name("far"), cluster="capa", size=32 << 20)
+        far_img = dict(far.volume_context)["imageName"]
+        self.assertEqual(env.rbd_info("capa", far_img)["data_pool"], "ecdata")
+        env.fill("capa", far_img)
+        want = env.checksum("capa", far_img)
+        near = self.create(self.name("near"), cluster="perf", size=0, source_volume=far.volume_id)
+        ctx = dict(near.volume_context)
+        self.assertEqual(ctx["clusterID"], "perf")
+        self.assertEqual(near.capacity_bytes, 32 << 20)
+        self.assertEqual(env.rbd_info("perf", ctx["imageName"])["data_pool"], "ecdata")
+        self.assertEqual(env.checksum("perf", ctx["imageName"]), want)
+        again = self.call("CreateVolume", env.create_req(self.name("near"), "perf", size=0,
+                                                         source_volume=far.volume_id)).volume
+        self.assertEqual(again.volume_id, near.volume_id)
+
+
+if __name__ == "__main__":
+    unittest.main()

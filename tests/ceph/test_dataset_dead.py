@@ -1,0 +1,66 @@
+"""A stopped Ceph cluster gives the CO an error within the deadline, never a
+hang: through a cached connection, through a fresh one, for Probe, and
+while the other cluster keeps serving. Runs last in the label: it stops the
+fixture's "capa" cluster for good (the fixture cleanup purges it)."""
+import os
+import subprocess
+import time
+import unittest
+
+import grpc
+
+import ceph_env as env
+from ceph_env import Plugin, csi_pb2
+
+CLIENT_TIMEOUT = 90  # far above the plugin's own bound (rbdTimeoutSeconds 5 per librados call)
+
+
+class DeadClusterTest(unittest.TestCase):
+    def plugin(self):
+        p = Plugin(mode="controller", node_id=None, config=env.CONFIG)
+        self.addCleanup(p.cleanup)
+        self.addCleanup(p.stop)
+        return p.start()
+
+    def assertServerError(self, fn):
+        """The call fails with UNAVAILABLE or DEADLINE_EXCEEDED answered by the
+        plugin (its message names Ceph), not the client giving up."""
+        with self.assertRaises(grpc.RpcError) as cm:
+            fn()
+        e = cm.exception
+        self.assertIn(e.code(), (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED),
+                      e.details())
+        self.assertNotEqual(e.details(), "Deadline Exceeded", "the client gave up: a hang")
+        self.assertRegex(e.details(), "Ceph|cluster", e.details())
+
+    def test_stopped_cluster(self):
+        warm = self.plugin()
+        vol = warm.call("CreateVolume", env.create_req("dead-%s" % env.UNIQUE, "capa"),
+                        timeout=CLIENT_TIMEOUT).volume
+        self.assertTrue(warm.call("Probe").ready.value)
+        subprocess.run(["bash", os.path.join(env.HERE, "cluster.sh"), "stop",
+                        os.path.join(env.DIR, "capa")], check=True, timeout=120)
+
+        self.assertServerError(lambda: warm.call(
+            "CreateVolume", env.create_req("dead2-%s" % env.UNIQUE, "capa"),
+            timeout=CLIENT_TIMEOUT))
+        self.assertServerError(lambda: warm.call(
+            "DeleteVolume", env.delete_req(vol.volume_id, "capa"), timeout=CLIENT_TIMEOUT))
+        self.assertServerError(lambda: warm.call(
+            "GetCapacity", csi_pb2.GetCapacityRequest(parameters=env.params("capa")),
+            timeout=CLIENT_TIMEOUT))
+        self.assertFalse(warm.call("Probe", timeout=CLIENT_TIMEOUT).ready.value)
+        # the other cluster is not held up by the dead one
+        other = warm.call("CreateVolume", env.create_req("alive-%s" % env.UNIQUE, "perf"),
+                          timeout=CLIENT_TIMEOUT).volume
+        warm.call("DeleteVolume", env.delete_req(other.volume_id), timeout=CLIENT_TIMEOUT)
+
+        cold = self.plugin()  # no cached connection: the connect itself must be bounded
+        self.assertServerError(lambda: cold.call(
+            "CreateVolume", env.create_req("dead3-%s" % env.UNIQUE, "capa"),
+            timeout=CLIENT_TIMEOUT))
+        self.assertFalse(cold.call("Probe", timeout=CLIENT_TIMEOUT).ready.value)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,233 @@
+"""The checkpoint tier of gantry-csi's Controller, driven over gRPC
+(python3-grpcio) against real gantry-target processes on HTTP. The targets
+write to a stand-in configfs directory (the host has no configfs); the VM
+test (tests/vm/) does the same against the kernel's nvmet."""
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+import grpc
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ckpt_helpers import create_req, publish_req, write_config  # noqa: E402
+from csi_client import Plugin, csi_pb2  # noqa: E402
+from targetproc import Target  # noqa: E402
+
+
+class CheckpointControllerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix=f"gantry-checkpoint-ctl-{os.getpid()}-")
+        cls.a = cls.b = cls.c = cls.plugin = None
+        try:
+            cls.start_all()
+        except BaseException:
+            cls.stop_all()  # a failed setUpClass gets no tearDownClass
+            raise
+
+    @classmethod
+    def start_all(cls):
+        cls.a = Target(workdir=os.path.join(cls.dir, "a")).start()
+        cls.b = Target(workdir=os.path.join(cls.dir, "b")).start()
+        cls.c = Target(workdir=os.path.join(cls.dir, "c"), tls=True).start()
+        for t in (cls.a, cls.b, cls.c):
+            with open(os.path.join(t.dir, "token.client"), "w") as f:
+                f.write(t.token + "\n")
+        cfg = write_config(os.path.join(cls.dir, "gantry.json"), [
+            ("tgt-a", cls.a.url, os.path.join(cls.a.dir, "token.client"), [("127.0.0.1", "4420")], "leaf-1"),
+            ("tgt-b", cls.b.url, os.path.join(cls.b.dir, "token.client"), [("127.0.0.2", "4420")], "leaf-2"),
+            ("tgt-tls", cls.c.url, os.path.join(cls.c.dir, "token.client"), [("127.0.0.3", "4420")], "leaf-3",
+             cls.c.cert),
+        ])
+        os.makedirs(os.path.join(cls.dir, "csi"))
+        cls.plugin = Plugin(mode="controller", node_id=None, config=cfg,
+                            workdir=os.path.join(cls.dir, "csi")).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        rc, log = cls.stop_all()
+        if rc != 0:  # under ASan a leak makes the exit non-zero
+            raise RuntimeError("gantry-csi exited %s:\n%s" % (rc, log[-4000:]))
+
+    @classmethod
+    def stop_all(cls):
+        rc, log = 0, ""
+        try:
+            if cls.plugin:
+                rc = cls.plugin.stop()
+                log = cls.plugin.read_log()
+            for t in (cls.a, cls.b, cls.c):
+                if t:
+                    t.cleanup()
+        finally:
+            shutil.rmtree(cls.dir, ignore_errors=True)
+        return rc, log
+
+    def call(self, method, req):
+        return self.plugin.call(method, req, timeout=30)
+
+    def code_of(self, method, req):
+        with self.assertRaises(grpc.RpcError) as e:
+            self.call(method, req)
+        return e.exception.code(), e.exception.details()
+
+    def delete(self, vid):
+        self.call("DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=vid))
+
+    def test_create_is_idempotent_and_lands_on_the_leaf(self):
+        v1 = self.call("CreateVolume", create_req("pvc-leaf2", leaf="leaf-2")).volume
+        v2 = self.call("CreateVolume", create_req("pvc-leaf2", leaf="leaf-2")).volume
+        self.addCleanup(self.delete, v1.volume_id)
+        self.assertEqual(v1.volume_id, v2.volume_id)
+        self.assertTrue(v1.volume_id.startswith("0002-0005-tgt-b-0000000000000000-"), v1.volume_id)
+        ctx = dict(v1.volume_context)
+        self.assertEqual(ctx["tier"], "checkpoint")
+        self.assertEqual(ctx["targetID"], "tgt-b")
+        self.assertEqual(ctx["addresses"], "tcp:127.0.0.2:4420")
+        self.assertEqual(ctx["nqn"], "nqn.2026-11.io.gantry:vol:" + ctx["uuid"])
+        self.assertEqual(ctx["nguid"], ctx["uuid"].replace("-", ""))
+        self.assertEqual(v1.capacity_bytes, 16 << 20)
+        subs = self.b.call("nvmf_get_subsystems", nqn=ctx["nqn"])
+        self.assertFalse(subs[0]["allow_any_host"])
+        self.assertEqual(subs[0]["hosts"], [])
+        self.assertEqual(subs[0]["namespaces"][0]["nguid"], ctx["nguid"])
+        self.assertEqual(len(os.listdir(self.b.lvs)), 1)
+        self.assertEqual(self.a.call("nvmf_get_subsystems"), [])
+        # the same name with a larger size is another volume: refused
+        code, msg = self.code_of("CreateVolume", create_req("pvc-leaf2", size=64 << 20, leaf="leaf-2"))
+        self.assertEqual(code, grpc.StatusCode.ALREADY_EXISTS, msg)
+
+    def test_https_target_with_ca_file(self):
+        self.assertTrue(self.c.url.startswith("https://"))
+        v = self.call("CreateVolume", create_req("pvc-tls", leaf="leaf-3")).volume
+        self.assertEqual(v.volume_context["targetID"], "tgt-tls")
+        self.delete(v.volume_id)
+        self.assertEqual(self.c.call("nvmf_get_subsystems"), [])
+
+    def test_publish_unpublish_and_a_second_node(self):
+        v = self.call("CreateVolume", create_req("pvc-pub", leaf="leaf-1")).volume
+        self.addCleanup(self.delete, v.volume_id)
+        nqn = v.volume_context["nqn"]
+        resp = self.call("ControllerPublishVolume", publish_req(v.volume_id, "gpu-1"))
+        self.assertEqual(resp.publish_context["hostNQN"], "nqn.2014-08.io.gantry:node:gpu-1")
+        self.call("ControllerPublishVolume", publish_req(v.volume_id, "gpu-1"))
+        self.assertEqual(self.a.call("nvmf_get_subsystems", nqn=nqn)[0]["hosts"],
+                         [{"nqn": "nqn.2014-08.io.gantry:node:gpu-1"}])
+        self.assertTrue(os.path.islink(os.path.join(self.a.cfs, "subsystems", nqn, "allowed_hosts",
+                                                    "nqn.2014-08.io.gantry:node:gpu-1")))
+        code, msg = self.code_of("ControllerPublishVolume", publish_req(v.volume_id, "gpu-2"))
+        self.assertEqual(code, grpc.StatusCode.FAILED_PRECONDITION, msg)
+        got = self.call("ControllerGetVolume", csi_pb2.ControllerGetVolumeRequest(volume_id=v.volume_id))
+        self.assertEqual(list(got.status.published_node_ids), ["gpu-1"])
+        self.assertFalse(got.status.volume_condition.abnormal)
+        self.assertEqual(got.volume.capacity_bytes, 16 << 20)
+        val = csi_pb2.ValidateVolumeCapabilitiesRequest(volume_id=v.volume_id)
+        val.volume_capabilities.append(publish_req(v.volume_id, "x").volume_capability)
+        self.assertEqual(len(self.call("ValidateVolumeCapabilities", val).confirmed.volume_capabilities), 1)
+        val.volume_capabilities[0].access_mode.mode = \
+            csi_pb2.VolumeCapability.AccessMode.MULTI_NODE_READER_ONLY
+        resp = self.call("ValidateVolumeCapabilities", val)
+        self.assertFalse(resp.HasField("confirmed"))
+        self.assertIn("SINGLE_NODE", resp.message)
+        code, msg = self.code_of("DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=v.volume_id))
+        self.assertEqual(code, grpc.StatusCode.FAILED_PRECONDITION, msg)
+        for _ in range(2):
+            self.call("ControllerUnpublishVolume",
+                      csi_pb2.ControllerUnpublishVolumeRequest(volume_id=v.volume_id, node_id="gpu-1"))
+        self.assertEqual(self.a.call("nvmf_get_subsystems", nqn=nqn)[0]["hosts"], [])
+
+    def test_delete_leaves_nothing_and_is_idempotent(self):
+        v = self.call("CreateVolume", create_req("pvc-del", leaf="leaf-1")).volume
+        nqn = v.volume_context["nqn"]
+        self.assertTrue(os.path.isdir(os.path.join(self.a.cfs, "subsystems", nqn)))
+        for _ in range(2):
+            self.delete(v.volume_id)
+        self.assertFalse(os.path.exists(os.path.join(self.a.cfs, "subsystems", nqn)))
+        self.assertEqual(os.listdir(self.a.lvs), [])
+        self.assertEqual([b for b in self.a.call("bdev_get_bdevs")], [])
+
+    def test_half_made_volume_is_completed_and_deleted(self):
+        # a crash after the subsystem, before the namespace
+        req = create_req("pvc-crash", leaf="leaf-1")
+        v = self.call("CreateVolume", req).volume
+        nqn, uuid = v.volume_context["nqn"], v.volume_context["uuid"]
+        self.a.call("nvmf_delete_subsystem", nqn=nqn)
+        self.a.call("nvmf_create_subsystem", nqn=nqn)  # only the subsystem is left...
+        # ...and the lvol, orphaned: Delete finds it by alias
+        self.delete(v.volume_id)
+        self.assertEqual(os.listdir(self.a.lvs), [])
+        # Create completes a subsystem that has no namespace yet
+        self.a.call("nvmf_create_subsystem", nqn=nqn)
+        v2 = self.call("CreateVolume", req).volume
+        self.assertEqual(v2.volume_context["uuid"], uuid)
+        self.assertEqual(len(self.a.call("nvmf_get_subsystems", nqn=nqn)[0]["namespaces"]), 1)
+        self.delete(v2.volume_id)
+
+    def test_expand_and_capacity(self):
+        v = self.call("CreateVolume", create_req("pvc-grow", leaf="leaf-1", thinProvision="true")).volume
+        self.addCleanup(self.delete, v.volume_id)
+        req = csi_pb2.ControllerExpandVolumeRequest(volume_id=v.volume_id)
+        req.capacity_range.required_bytes = 40 << 20
+        resp = self.call("ControllerExpandVolume", req)
+        self.assertEqual(resp.capacity_bytes, 40 << 20)
+        self.assertTrue(resp.node_expansion_required)
+        path = os.path.join(self.a.lvs, os.listdir(self.a.lvs)[0])
+        self.assertEqual(os.path.getsize(path), 40 << 20)
+        cap = csi_pb2.GetCapacityRequest()
+        cap.parameters["tier"] = "checkpoint"
+        cap.accessible_topology.segments["network.topology.nvidia.com/leaf"] = "leaf-1"
+        resp = self.call("GetCapacity", cap)
+        st = os.statvfs(self.a.lvs)
+        self.assertGreater(resp.available_capacity, 0)
+        self.assertLessEqual(resp.available_capacity, st.f_blocks * st.f_frsize)
+        self.assertEqual(resp.maximum_volume_size.value, resp.available_capacity)
+
+    def test_errors_name_the_field(self):
+        req = create_req("pvc-bad")
+        req.parameters["colour"] = "blue"
+        code, msg = self.code_of("CreateVolume", req)
+        self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("parameters.colour", msg)
+        req = create_req("pvc-bad")
+        req.volume_capabilities[0].access_mode.mode = \
+            csi_pb2.VolumeCapability.AccessMode.MULTI_NODE_MULTI_WRITER
+        code, msg = self.code_of("CreateVolume", req)
+        self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("volume_capabilities[0].access_mode", msg)
+        code, msg = self.code_of("ControllerPublishVolume",
+                                 publish_req("0002-0005-tgt-a-0000000000000000-zz", "gpu-1"))
+        self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("volume_id", msg)
+        code, msg = self.code_of("ControllerPublishVolume", publish_req(
+            "0002-0005-tgt-a-0000000000000000-11111111-2222-4333-8444-555555555555", "gpu/1"))
+        self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("node_id", msg)
+        code, msg = self.code_of("ControllerPublishVolume", publish_req(
+            "0002-0005-tgt-a-0000000000000000-11111111-2222-4333-8444-555555555555", "gpu-1"))
+        self.assertEqual(code, grpc.StatusCode.NOT_FOUND, msg)
+
+    def test_target_down_is_unavailable_and_retry_works(self):
+        v = self.call("CreateVolume", create_req("pvc-down", leaf="leaf-1")).volume
+        self.addCleanup(self.delete, v.volume_id)
+        self.call("ControllerPublishVolume", publish_req(v.volume_id, "gpu-1"))
+        self.a.stop()
+        try:
+            code, msg = self.code_of("ControllerUnpublishVolume", csi_pb2.ControllerUnpublishVolumeRequest(
+                volume_id=v.volume_id, node_id="gpu-1"))
+            self.assertEqual(code, grpc.StatusCode.UNAVAILABLE)
+            self.assertIn("target tgt-a unreachable", msg)
+            # creating on leaf-1 cannot tell whether a twin exists there: refused, not duplicated
+            code, msg = self.code_of("CreateVolume", create_req("pvc-down2", leaf="leaf-1"))
+            self.assertEqual(code, grpc.StatusCode.UNAVAILABLE, msg)
+        finally:
+            self.a.start()
+        self.call("ControllerUnpublishVolume", csi_pb2.ControllerUnpublishVolumeRequest(
+            volume_id=v.volume_id, node_id="gpu-1"))
+        self.assertEqual(self.a.call("nvmf_get_subsystems", nqn=v.volume_context["nqn"])[0]["hosts"], [])
+        self.assertEqual(self.b.call("nvmf_get_subsystems"), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

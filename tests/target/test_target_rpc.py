@@ -1,0 +1,158 @@
+"""gantry-target's JSON-RPC methods over HTTP against a stand-in configfs
+directory: parameters, idempotency, errors, persistence and re-apply,
+bearer token and TLS. The real kernel target is tested by the vm label."""
+import json
+import os
+import shutil
+import unittest
+import urllib.error
+
+from targetproc import RpcError, Target
+
+NQN = "nqn.2026-11.io.gantry:test-vol"
+HOST = "nqn.2014-08.io.gantry:node:gpu-1"
+LISTEN = {"trtype": "TCP", "adrfam": "IPv4", "traddr": "127.0.0.1", "trsvcid": "4420"}
+
+
+class TargetRpcTest(unittest.TestCase):
+    def setUp(self):
+        self.t = Target()
+        self.addCleanup(self.t.cleanup)  # before start: a failed start cleans up too
+        self.t.start()
+
+    def subsys_dir(self):
+        return os.path.join(self.t.cfs, "subsystems", NQN)
+
+    def make_volume(self, thin=False):
+        bdev = self.t.call("bdev_lvol_create", lvol_name="vol1", size_in_mib=8, lvs_name="gantry",
+                           thin_provision=thin)
+        self.t.call("nvmf_create_subsystem", nqn=NQN, allow_any_host=False)
+        nsid = self.t.call("nvmf_subsystem_add_ns", nqn=NQN,
+                           namespace={"bdev_name": bdev, "nguid": "00112233-4455-6677-8899-aabbccddeeff",
+                                      "uuid": "11111111-2222-4333-8444-555555555555"})
+        self.t.call("nvmf_subsystem_add_listener", nqn=NQN, listen_address=LISTEN)
+        self.t.call("nvmf_subsystem_add_host", nqn=NQN, host=HOST)
+        return bdev, nsid
+
+    def test_lifecycle_writes_configfs_and_is_idempotent(self):
+        bdev, nsid = self.make_volume()
+        self.assertEqual(nsid, 1)
+        ns = os.path.join(self.subsys_dir(), "namespaces", "1")
+        with open(os.path.join(ns, "device_path")) as f:
+            path = f.read()
+        self.assertEqual(os.path.getsize(path), 8 << 20)
+        self.assertGreaterEqual(os.stat(path).st_blocks * 512, 8 << 20, "preallocated")
+        with open(os.path.join(ns, "device_nguid")) as f:
+            self.assertEqual(f.read(), "00112233445566778899aabbccddeeff")
+        with open(os.path.join(self.subsys_dir(), "attr_allow_any_host")) as f:
+            self.assertEqual(f.read(), "0")
+        self.assertTrue(os.path.islink(os.path.join(self.subsys_dir(), "allowed_hosts", HOST)))
+        self.assertTrue(os.path.islink(os.path.join(self.t.cfs, "ports", "1", "subsystems", NQN)))
+        # the same calls again answer the same
+        self.assertEqual(self.make_volume(), (bdev, nsid))
+        # a filtered listing skips the others (under ASan: without leaking them)
+        self.t.call("nvmf_create_subsystem", nqn=NQN + "-other")
+        self.assertEqual([x["nqn"] for x in self.t.call("nvmf_get_subsystems", nqn=NQN)], [NQN])
+        self.t.call("nvmf_delete_subsystem", nqn=NQN + "-other")
+        subs = self.t.call("nvmf_get_subsystems")
+        self.assertEqual(len(subs), 1)
+        self.assertEqual(subs[0]["hosts"], [{"nqn": HOST}])
+        self.assertEqual(len(subs[0]["namespaces"]), 1)
+        self.assertEqual(subs[0]["listen_addresses"][0]["traddr"], "127.0.0.1")
+        # the alias names the same bdev
+        self.assertEqual(self.t.call("bdev_get_bdevs", name="gantry/vol1")[0]["name"], bdev)
+        self.assertEqual(self.t.call("bdev_get_bdevs", name=bdev)[0]["num_blocks"], (8 << 20) // 512)
+
+        self.t.call("nvmf_subsystem_remove_host", nqn=NQN, host=HOST)
+        self.assertFalse(os.path.lexists(os.path.join(self.subsys_dir(), "allowed_hosts", HOST)))
+        self.t.call("nvmf_subsystem_remove_host", nqn=NQN, host=HOST)
+        with self.assertRaises(RpcError) as e:
+            self.t.call("bdev_lvol_delete", name=bdev)
+        self.assertEqual(e.exception.code, -16)  # EBUSY: a namespace uses it
+        self.t.call("nvmf_delete_subsystem", nqn=NQN)
+        self.t.call("nvmf_delete_subsystem", nqn=NQN)
+        self.assertFalse(os.path.exists(self.subsys_dir()))
+        self.assertFalse(os.path.lexists(os.path.join(self.t.cfs, "ports", "1", "subsystems", NQN)))
+        self.t.call("bdev_lvol_delete", name=bdev)
+        self.t.call("bdev_lvol_delete", name=bdev)
+        self.assertFalse(os.path.exists(path))
+        self.assertEqual(self.t.call("nvmf_get_subsystems"), [])
+
+    def test_thin_volume_is_sparse_and_grows(self):
+        bdev = self.t.call("bdev_lvol_create", lvol_name="thin", size_in_mib=64, lvs_name="gantry",
+                           thin_provision=True)
+        path = os.path.join(self.t.lvs, "thin")
+        self.assertLess(os.stat(path).st_blocks * 512, 1 << 20)
+        self.t.call("bdev_lvol_resize", name=bdev, size_in_mib=128)
+        self.assertEqual(os.path.getsize(path), 128 << 20)
+        with self.assertRaises(RpcError) as e:
+            self.t.call("bdev_lvol_resize", name=bdev, size_in_mib=32)
+        self.assertEqual(e.exception.code, -32602)
+        self.assertIn("size_in_mib", e.exception.message)
+
+    def test_errors_name_the_parameter(self):
+        cases = [
+            ("nvmf_create_subsystem", {}, -32602, "nqn: required"),
+            ("nvmf_create_subsystem", {"nqn": "nqn.x/../../etc"}, -32602, "nqn:"),
+            ("bdev_lvol_create", {"lvol_name": "a", "lvs_name": "gantry"}, -32602, "size_in_mib"),
+            ("bdev_lvol_create", {"lvol_name": "../a", "size_in_mib": 1, "lvs_name": "gantry"}, -32602,
+             "lvol_name"),
+            ("bdev_lvol_create", {"lvol_name": "a", "size_in_mib": 1, "lvs_name": "nope"}, -19, "lvs_name"),
+            ("nvmf_subsystem_add_ns", {"nqn": NQN, "namespace": {"bdev_name": "x"}}, -19, "nqn"),
+            ("nvmf_subsystem_add_listener", {"nqn": NQN, "listen_address": {"trtype": "tcp",
+             "traddr": "not-an-ip", "trsvcid": "4420"}}, -32602, "listen_address.traddr"),
+            ("nvmf_subsystem_add_host", {"nqn": NQN}, -32602, "host: required"),
+        ]
+        for method, params, code, text in cases:
+            with self.subTest(method=method, params=params):
+                with self.assertRaises(RpcError) as e:
+                    self.t.call(method, **params)
+                self.assertEqual(e.exception.code, code)
+                self.assertIn(text, e.exception.message)
+        self.t.call("nvmf_create_subsystem", nqn=NQN)
+        with self.assertRaises(RpcError) as e:
+            self.t.call("nvmf_subsystem_add_ns", nqn=NQN, namespace={"bdev_name": "missing"})
+        self.assertEqual(e.exception.code, -19)
+        self.assertIn("namespace.bdev_name", e.exception.message)
+        _, body = self.t.raw('{"jsonrpc":"2.0","id":1,"method":"no_such_method"}')
+        self.assertEqual(json.loads(body)["error"]["code"], -32601)
+        _, body = self.t.raw("{not json")
+        self.assertEqual(json.loads(body)["error"]["code"], -32700)
+        self.assertEqual(os.listdir(self.t.lvs), [])
+
+    def test_state_is_reapplied_after_restart(self):
+        bdev, _ = self.make_volume()
+        self.t.stop()
+        # what a reboot does to configfs
+        shutil.rmtree(self.t.cfs)
+        os.makedirs(self.t.cfs)
+        self.t.start()
+        self.assertTrue(os.path.islink(os.path.join(self.subsys_dir(), "allowed_hosts", HOST)))
+        with open(os.path.join(self.subsys_dir(), "namespaces", "1", "enable")) as f:
+            self.assertEqual(f.read(), "1")
+        self.assertTrue(os.path.islink(os.path.join(self.t.cfs, "ports", "1", "subsystems", NQN)))
+        self.assertEqual(self.t.call("nvmf_get_subsystems")[0]["namespaces"][0]["bdev_name"], bdev)
+        with open(os.path.join(self.t.log)) as f:
+            self.assertNotIn(self.t.token, f.read(), "the token is never logged")
+
+    def test_bearer_token_required(self):
+        body = '{"jsonrpc":"2.0","id":1,"method":"nvmf_get_subsystems"}'
+        for tok in ("", "wrong", self.t.token + "x"):
+            with self.subTest(token=tok):
+                with self.assertRaises(urllib.error.HTTPError) as e:
+                    self.t.raw(body, token=tok or "")
+                self.assertEqual(e.exception.code, 401)
+        self.assertEqual(self.t.raw(body)[0], 200)
+
+
+class TargetTlsTest(unittest.TestCase):
+    def test_tls(self):
+        t = Target(tls=True)
+        self.addCleanup(t.cleanup)
+        t.start()
+        self.assertEqual(t.call("nvmf_get_subsystems"), [])
+        self.assertIn("gantry", [l["name"] for l in t.call("bdev_lvol_get_lvstores")])
+
+
+if __name__ == "__main__":
+    unittest.main()

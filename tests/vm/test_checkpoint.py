@@ -1,0 +1,261 @@
+"""The checkpoint tier end to end on a real kernel (run inside the VM by
+tests/vm/run.sh; CTest: vm_checkpoint).
+
+In the guest: gantry-target on the kernel's nvmet (configfs) and gantry-csi
+--mode all (controller and node) driven by python3-grpcio as the CSI
+sidecars and kubelet would: CreateVolume, ControllerPublishVolume,
+NodeStageVolume (libnvme attach over NVMe/TCP on the guest's loopback,
+format when blank, mount), NodeUnstageVolume, ... The node library's
+corners (controller reuse, the unstage retry path) are also driven directly
+through tests/vm/nvmf_attach_tool. Checked against the kernel: configfs,
+/sys/block, /sys/class/nvme, mounts, reads and writes.
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+import grpc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "target"))
+sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
+from ckpt_helpers import create_req, publish_req, write_config  # noqa: E402
+from csi_client import BUILD_DIR, Plugin, csi_pb2  # noqa: E402
+from targetproc import Target  # noqa: E402
+
+NVMET = "/sys/kernel/config/nvmet"
+WORK = "/tmp/gantry-checkpoint-vm"
+TOOL = os.path.join(BUILD_DIR, "tests", "nvmf_attach_tool")
+NODE = "vm-node"
+PORT = 8009
+
+
+def sh(*args, check=True):
+    return subprocess.run(args, capture_output=True, text=True, check=check)
+
+
+def attach(ctx, host_nqn):
+    kv = ["%s=%s" % (k, v) for k, v in ctx.items()]
+    return subprocess.run([TOOL, "attach", host_nqn, *kv], capture_output=True, text=True, timeout=120)
+
+
+def detach(dev):
+    return subprocess.run([TOOL, "detach", dev], capture_output=True, text=True, timeout=120)
+
+
+def mounted(path):
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
+def wipe_nvmet():
+    """What a reboot does to configfs: nothing of the target is left."""
+    for port in os.listdir(os.path.join(NVMET, "ports")):
+        d = os.path.join(NVMET, "ports", port, "subsystems")
+        for s in os.listdir(d):
+            os.unlink(os.path.join(d, s))
+    for nqn in os.listdir(os.path.join(NVMET, "subsystems")):
+        sub = os.path.join(NVMET, "subsystems", nqn)
+        for h in os.listdir(os.path.join(sub, "allowed_hosts")):
+            os.unlink(os.path.join(sub, "allowed_hosts", h))
+        for ns in os.listdir(os.path.join(sub, "namespaces")):
+            with open(os.path.join(sub, "namespaces", ns, "enable"), "w") as f:
+                f.write("0")
+            os.rmdir(os.path.join(sub, "namespaces", ns))
+        os.rmdir(sub)
+    for h in os.listdir(os.path.join(NVMET, "hosts")):
+        os.rmdir(os.path.join(NVMET, "hosts", h))
+    for port in os.listdir(os.path.join(NVMET, "ports")):
+        os.rmdir(os.path.join(NVMET, "ports", port))
+
+
+class CheckpointVmTest(unittest.TestCase):
+    """One volume's life, in order (the tests share the volume)."""
+
+    @classmethod
+    def setUpClass(cls):
+        sh("modprobe", "-a", "nvmet", "nvmet-tcp", "nvme-tcp", "nvme-fabrics")
+        shutil.rmtree(WORK, ignore_errors=True)
+        os.makedirs(os.path.join(WORK, "csi"))
+        cls.stage = os.path.join(WORK, "stage")
+        os.makedirs(cls.stage)
+        cls.target = Target(workdir=os.path.join(WORK, "tgt"), configfs=NVMET, port=PORT).start()
+        tok = os.path.join(WORK, "token")
+        with open(tok, "w") as f:
+            f.write(cls.target.token)
+        cfg = write_config(os.path.join(WORK, "gantry.json"),
+                           [("tgt-vm", cls.target.url, tok, [("127.0.0.1", "4420")], "leaf-vm"),
+                            # the same agent again, with two listeners: native NVMe multipath
+                            ("tgt-mp", cls.target.url, tok, [("127.0.0.1", "4420"), ("127.0.0.1", "4421")],
+                             "leaf-mp")])
+        cls.plugin = Plugin(mode="all", node_id=NODE, config=cfg,
+                            workdir=os.path.join(WORK, "csi"), ready_timeout=60).start()
+        cls.vol = cls.plugin.call("CreateVolume", create_req("pvc-vm-ckpt", size=64 << 20),
+                                  timeout=60).volume
+        cls.ctx = dict(cls.vol.volume_context)
+        cls.host = cls.plugin.call("ControllerPublishVolume", publish_req(cls.vol.volume_id, NODE),
+                                   timeout=60).publish_context["hostNQN"]
+
+    @classmethod
+    def tearDownClass(cls):
+        if mounted(cls.stage):
+            sh("umount", cls.stage, check=False)
+        for name in os.listdir("/sys/block"):
+            if name.startswith("nvme"):
+                detach("/dev/" + name)
+        rc = cls.plugin.stop()
+        cls.target.stop()
+        if rc != 0:  # under ASan a leak makes the exit non-zero
+            raise RuntimeError("gantry-csi exited %s:\n%s" % (rc, cls.plugin.read_log()[-4000:]))
+
+    def stage_req(self, host=None):
+        req = csi_pb2.NodeStageVolumeRequest(volume_id=self.vol.volume_id, staging_target_path=self.stage)
+        req.publish_context["hostNQN"] = host or self.host
+        req.volume_capability.CopyFrom(publish_req(self.vol.volume_id, NODE).volume_capability)
+        for k, v in self.ctx.items():
+            req.volume_context[k] = v
+        return req
+
+    def formatted(self):
+        return self.plugin.read_log().count("event=node.formatted")
+
+    def stage_volume(self):
+        """NodeStageVolume over gRPC; returns the device mounted at the staging path."""
+        self.plugin.call("NodeStageVolume", self.stage_req(), timeout=120)
+        with open("/proc/self/mountinfo") as f:
+            line = [l for l in f if l.split()[4] == self.stage][-1].split()
+        dev = line[line.index("-") + 2]
+        self.assertRegex(dev, r"^/dev/nvme[0-9]+n[0-9]+$")
+        return dev
+
+    def unstage_volume(self, dev):
+        req = csi_pb2.NodeUnstageVolumeRequest(volume_id=self.vol.volume_id, staging_target_path=self.stage)
+        self.plugin.call("NodeUnstageVolume", req, timeout=120)
+        self.assertFalse(mounted(self.stage))
+        self.assertFalse(os.path.exists(os.path.join("/sys/block", os.path.basename(dev))))
+        self.plugin.call("NodeUnstageVolume", req, timeout=120)  # again: nothing to do, OK
+
+    def test_1_configfs_holds_the_volume(self):
+        sub = os.path.join(NVMET, "subsystems", self.ctx["nqn"])
+        with open(os.path.join(sub, "attr_allow_any_host")) as f:
+            self.assertEqual(f.read().strip(), "0")
+        self.assertEqual(os.listdir(os.path.join(sub, "allowed_hosts")), [self.host])
+        with open(os.path.join(sub, "namespaces", "1", "device_path")) as f:
+            backing = f.read().strip()
+        self.assertEqual(os.path.getsize(backing), 64 << 20)
+
+    def test_2_write_unstage_stage_read_back(self):
+        dev = self.stage_volume()
+        self.assertEqual(self.formatted(), 1, "a new volume is blank: formatted")
+        self.plugin.call("NodeStageVolume", self.stage_req(), timeout=120)  # again: OK, same mount
+        data = os.urandom(8 << 20)
+        with open(os.path.join(self.stage, "ckpt-0001.bin"), "wb") as f:
+            f.write(data)
+            os.fsync(f.fileno())
+        self.unstage_volume(dev)
+        dev = self.stage_volume()
+        self.assertEqual(self.formatted(), 1, "staged again: formatted once, not twice")
+        with open(os.path.join(self.stage, "ckpt-0001.bin"), "rb") as f:
+            self.assertEqual(hashlib.sha256(f.read()).hexdigest(), hashlib.sha256(data).hexdigest())
+        self.__class__.digest = hashlib.sha256(data).hexdigest()
+        # a second attach while staged reuses the controller; detach keeps it while mounted
+        r = attach(self.ctx, self.host)
+        self.assertEqual(r.stdout.strip(), dev, r.stderr)
+        self.assertEqual(detach(dev).returncode, 0)
+        self.assertTrue(os.path.exists(dev), "still mounted: still attached")
+        self.unstage_volume(dev)
+
+    def test_3_second_host_is_refused(self):
+        with self.assertRaises(grpc.RpcError) as e:
+            self.plugin.call("NodeStageVolume", self.stage_req("nqn.2014-08.io.gantry:node:intruder"),
+                             timeout=120)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        self.assertIn("cannot connect", e.exception.details())
+        # the refusal is the target kernel's: it names the host it turned away
+        self.assertIn("is not allowed, hostnqn: nqn.2014-08.io.gantry:node:intruder", sh("dmesg").stdout)
+        self.assertFalse([n for n in os.listdir("/sys/block") if n.startswith("nvme")])
+        self.assertFalse(mounted(self.stage))
+
+    def test_4_restart_reapplies_state(self):
+        self.target.stop()
+        wipe_nvmet()
+        self.assertEqual(os.listdir(os.path.join(NVMET, "subsystems")), [])
+        self.target.start()
+        dev = self.stage_volume()
+        with open(os.path.join(self.stage, "ckpt-0001.bin"), "rb") as f:
+            self.assertEqual(hashlib.sha256(f.read()).hexdigest(), self.digest)
+        self.unstage_volume(dev)
+
+    def test_5_target_api_down_during_unstage(self):
+        dev = self.stage_volume()
+        self.target.stop()
+        try:
+            # the node's unstage needs only the NVMe/TCP path, which nvmet keeps serving
+            self.unstage_volume(dev)
+            req = csi_pb2.ControllerUnpublishVolumeRequest(volume_id=self.vol.volume_id, node_id=NODE)
+            with self.assertRaises(grpc.RpcError) as e:
+                self.plugin.call("ControllerUnpublishVolume", req, timeout=60)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+            self.assertIn("target tgt-vm unreachable", e.exception.details())
+            sub = os.path.join(NVMET, "subsystems", self.ctx["nqn"])
+            self.assertEqual(os.listdir(os.path.join(sub, "allowed_hosts")), [self.host],
+                             "nothing was changed behind the error")
+        finally:
+            self.target.start()
+        self.plugin.call("ControllerUnpublishVolume", req, timeout=60)
+        self.assertEqual(os.listdir(os.path.join(sub, "allowed_hosts")), [])
+        r = attach(self.ctx, self.host)
+        self.assertNotEqual(r.returncode, 0, "unpublished: the host is refused")
+
+    def test_6_multipath_and_unstage_retry(self):
+        vol = self.plugin.call("CreateVolume", create_req("pvc-vm-mp", size=32 << 20, leaf="leaf-mp"),
+                               timeout=60).volume
+        self.addCleanup(self.plugin.call, "DeleteVolume",
+                        csi_pb2.DeleteVolumeRequest(volume_id=vol.volume_id), timeout=60)
+        self.addCleanup(self.plugin.call, "ControllerUnpublishVolume",
+                        csi_pb2.ControllerUnpublishVolumeRequest(volume_id=vol.volume_id, node_id=NODE),
+                        timeout=60)
+        self.addCleanup(subprocess.run, [TOOL, "detach-volume", vol.volume_id])
+        self.addCleanup(sh, "umount", self.stage, check=False)
+        ctx = dict(vol.volume_context)
+        self.assertEqual(ctx["targetID"], "tgt-mp")
+        self.assertEqual(ctx["addresses"], "tcp:127.0.0.1:4420,tcp:127.0.0.1:4421")
+        host = self.plugin.call("ControllerPublishVolume", publish_req(vol.volume_id, NODE),
+                                timeout=60).publish_context["hostNQN"]
+        r = attach(ctx, host)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        dev = r.stdout.strip()
+        ctrls = [c for c in os.listdir("/sys/class/nvme")
+                 if open("/sys/class/nvme/%s/subsysnqn" % c).read().strip() == ctx["nqn"]]
+        self.assertEqual(len(ctrls), 2, "one controller per listener")
+        self.assertEqual(sorted(open("/sys/class/nvme/%s/address" % c).read().strip().split(",")[1]
+                                for c in ctrls), ["trsvcid=4420", "trsvcid=4421"])
+        # one namespace head (nvmeXnY) over both paths (the hidden nvmeXcZnY)
+        blocks = [n for n in os.listdir("/sys/block") if n.startswith("nvme")]
+        self.assertEqual([n for n in blocks if "c" not in n[4:]], [os.path.basename(dev)])
+        self.assertEqual(len([n for n in blocks if "c" in n[4:]]), 2)
+        sh("mkfs.ext4", "-q", dev)
+        sh("mount", dev, self.stage)
+        # an unstage that unmounted but failed to disconnect leaves the controllers: the
+        # retry finds them from the volume ID alone; while mounted they are kept
+        self.assertEqual(subprocess.run([TOOL, "detach-volume", vol.volume_id]).returncode, 0)
+        self.assertTrue(os.path.exists(dev))
+        sh("umount", self.stage)
+        r = subprocess.run([TOOL, "detach-volume", vol.volume_id], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse([n for n in os.listdir("/sys/block") if n.startswith("nvme")])
+        self.assertFalse([c for c in os.listdir("/sys/class/nvme")])
+
+    def test_7_delete_leaves_nothing(self):
+        self.plugin.call("DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=self.vol.volume_id), timeout=60)
+        self.assertFalse(os.path.exists(os.path.join(NVMET, "subsystems", self.ctx["nqn"])))
+        self.assertEqual(os.listdir(self.target.lvs), [])
+        self.assertEqual(os.listdir(os.path.join(NVMET, "hosts")), [])
+        self.assertEqual(self.target.call("nvmf_get_subsystems"), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
