@@ -401,13 +401,7 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
                 goto out;
         }
 
-        vol = gantry_csi_call_alloc(call, sizeof(*vol));
-        if (!vol) {
-                r = -ENOMEM;
-                goto out;
-        }
-        csi__v1__volume__init(vol);
-        if ((r = gantry_dataset_fill_volume(call, &t, &e, size, &p, vol)) < 0)
+        if ((r = gantry_dataset_new_volume(call, &t, &e, size, &p, &vol)) < 0)
                 goto out;
         vol->content_source = req->volume_content_source; /* echoed; lives as long as the call */
         resp->volume = vol;
@@ -556,13 +550,7 @@ int gantry_dataset_get_volume(struct gantry_csi_call *call, const char *volume_i
                                  : gantry_ceph_error(err, r, "open image", e.image);
                 goto out;
         }
-        vol = gantry_csi_call_alloc(call, sizeof(*vol));
-        if (!vol) {
-                r = -ENOMEM;
-                goto out;
-        }
-        csi__v1__volume__init(vol);
-        if ((r = gantry_dataset_fill_volume(call, &t, &e, size, NULL, vol)) < 0)
+        if ((r = gantry_dataset_new_volume(call, &t, &e, size, NULL, &vol)) < 0)
                 goto out;
         *ret_volume = vol;
 out:
