@@ -192,13 +192,13 @@ int gantry_dataset_image_remove(rados_ioctx_t io, const char *name, bool force,
                                 struct gantry_error *err);
 
 /*
- * Fills @vol for the volume recorded in @e within @t: the ID, @size, and the
- * volume_context the node needs (fsType, mkfsOptions, mapOptions from @p
- * when given). Memory comes from @call's arena.
+ * A new Volume (from @call's arena) for the volume recorded in @e within
+ * @t: the ID, @size, and the volume_context the node needs (fsType,
+ * mkfsOptions, mapOptions from @p when given).
  */
-int gantry_dataset_fill_volume(struct gantry_csi_call *call, const struct gantry_dataset_target *t,
-                               const struct gantry_journal_entry *e, uint64_t size,
-                               const struct gantry_dataset_params *p, Csi__V1__Volume *vol);
+int gantry_dataset_new_volume(struct gantry_csi_call *call, const struct gantry_dataset_target *t,
+                              const struct gantry_journal_entry *e, uint64_t size,
+                              const struct gantry_dataset_params *p, Csi__V1__Volume **ret);
 
 int gantry_dataset_fill_snapshot(struct gantry_csi_call *call, const struct gantry_dataset_target *t,
                                  const struct gantry_journal_entry *e, Csi__V1__Snapshot *snap);

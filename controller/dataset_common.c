@@ -135,35 +135,42 @@ static int check_watchers(rbd_image_t img, const char *name, bool half_made,
         return 0;
 }
 
-static int purge_snapshots(rbd_image_t img, const char *name, bool force, struct gantry_error *err)
+/*
+ * With @purge false: refuses (-ENOTEMPTY) when the image has a CSI snapshot
+ * (gantry-snap-*), else returns how many other snapshots it has -- our own
+ * leftovers: the point-in-time snapshot of a copy from this image that a
+ * crash interrupted, or that snapshot in RBD's trash namespace. With @purge
+ * true: removes every snapshot (by id, so trashed ones too).
+ */
+static int purge_snapshots(rbd_image_t img, const char *name, bool purge, struct gantry_error *err)
 {
         rbd_snap_info_t snaps[64];
-        int max = 64, n, r;
+        int max = 64, n, r = 0;
 
         n = rbd_snap_list(img, snaps, &max);
         if (n == -ERANGE)
                 return gantry_error_set(err, ENOTEMPTY, "volume_id: image %s has %d snapshots", name, max);
         if (n < 0)
                 return gantry_ceph_error(err, n, "list snapshots of", name);
-        if (n > 0 && !force) {
-                r = gantry_error_set(err, ENOTEMPTY, "volume_id: image %s still has %d snapshots "
-                                     "(first: %s); delete them first", name, n, snaps[0].name);
-                rbd_snap_list_end(snaps);
-                return r;
-        }
-        r = 0;
-        for (int i = 0; i < n && r >= 0; i++) {
+        for (int i = 0; i < n && !purge; i++)
+                if (strncmp(snaps[i].name, "gantry-snap-", 12) == 0) {
+                        r = gantry_error_set(err, ENOTEMPTY, "volume_id: image %s still has "
+                                             "snapshots (%s); delete them first", name, snaps[i].name);
+                        break;
+                }
+        for (int i = 0; i < n && purge && r >= 0; i++) {
                 int prot = 0;
                 if (rbd_snap_is_protected(img, snaps[i].name, &prot) == 0 && prot)
                         rbd_snap_unprotect(img, snaps[i].name);
-                r = rbd_snap_remove(img, snaps[i].name);
+                r = rbd_snap_remove_by_id(img, snaps[i].id);
                 if (r == -ENOENT)
                         r = 0;
+                if (r < 0)
+                        gantry_ceph_error(err, r == -EBUSY ? -ENOTEMPTY : r,
+                                          "remove snapshot (it may have clones) of", name);
         }
-        if (r < 0)
-                gantry_ceph_error(err, r, "remove snapshots of", name);
         rbd_snap_list_end(snaps);
-        return r;
+        return r < 0 ? r : (purge ? 0 : n);
 }
 
 int gantry_dataset_image_remove(rados_ioctx_t io, const char *name, bool force,
@@ -181,12 +188,12 @@ int gantry_dataset_image_remove(rados_ioctx_t io, const char *name, bool force,
         if (r == 0) {
                 r = check_watchers(img, name, force, err);
                 if (r == 0 && !force)
-                        r = purge_snapshots(img, name, false, err); /* refuses when any */
+                        r = purge_snapshots(img, name, false, err); /* refuses CSI snapshots */
                 rbd_close(img);
                 if (r < 0)
                         return r;
         }
-        if (force && rbd_open(io, name, &img, NULL) == 0) {
+        if ((force || r > 0) && rbd_open(io, name, &img, NULL) == 0) {
                 r = purge_snapshots(img, name, true, err);
                 rbd_close(img);
                 if (r < 0)
@@ -219,15 +226,19 @@ static Csi__V1__Volume__VolumeContextEntry *ctx_entry(struct gantry_csi_call *ca
         return e->key && e->value ? e : NULL;
 }
 
-int gantry_dataset_fill_volume(struct gantry_csi_call *call, const struct gantry_dataset_target *t,
-                               const struct gantry_journal_entry *e, uint64_t size,
-                               const struct gantry_dataset_params *p, Csi__V1__Volume *vol)
+int gantry_dataset_new_volume(struct gantry_csi_call *call, const struct gantry_dataset_target *t,
+                              const struct gantry_journal_entry *e, uint64_t size,
+                              const struct gantry_dataset_params *p, Csi__V1__Volume **ret)
 {
+        Csi__V1__Volume *vol = gantry_csi_call_alloc(call, sizeof(*vol));
         char id[GANTRY_ID_MAX + 1], pool[128], mons[1024] = "";
         struct gantry_volume_ref ref = t->ref;
         const char *kv[16][2];
         size_t n = 0;
 
+        if (!vol)
+                return -ENOMEM;
+        csi__v1__volume__init(vol);
         memcpy(ref.uuid, e->uuid, sizeof(ref.uuid));
         if (gantry_id_encode(&ref, id, sizeof(id)) < 0)
                 return -EINVAL;
@@ -264,5 +275,6 @@ int gantry_dataset_fill_volume(struct gantry_csi_call *call, const struct gantry
                         return -ENOMEM;
         }
         vol->n_volume_context = n;
+        *ret = vol;
         return 0;
 }

@@ -224,12 +224,10 @@ static int visit_volume(struct walk *w, const char *name, const char *uuid)
                 rbd_close(img);
         }
         entry = gantry_csi_call_alloc(w->call, sizeof(*entry));
-        vol = gantry_csi_call_alloc(w->call, sizeof(*vol));
-        if (!entry || !vol)
+        if (!entry)
                 return -ENOMEM;
         csi__v1__list_volumes_response__entry__init(entry);
-        csi__v1__volume__init(vol);
-        if ((r = gantry_dataset_fill_volume(w->call, w->t, &e, size, NULL, vol)) < 0)
+        if ((r = gantry_dataset_new_volume(w->call, w->t, &e, size, NULL, &vol)) < 0)
                 return r;
         entry->volume = vol;
         l->entries[l->n++] = entry;

@@ -158,8 +158,42 @@ static int image_options(const struct gantry_dataset_params *p, rbd_image_option
         return 0;
 }
 
-/* Makes image @name of @size in @io: empty, cloned or copied from @s. */
-static int make_image(rados_ioctx_t io, const char *name, uint64_t size,
+/*
+ * Copies volume @s into @name from a snapshot taken for this copy, so the
+ * copy is one point in time even while the source is written. The snapshot
+ * is named after the new volume's @uuid: a retry after a crash finds and
+ * reuses it, and removes it once the copy is done.
+ */
+static int copy_volume(struct source *s, rados_ioctx_t io, const char *name, const char *uuid,
+                       rbd_image_options_t o)
+{
+        char snap[128];
+        rbd_image_t src, at;
+        int r, r2;
+
+        snprintf(snap, sizeof(snap), "gantry-copy-%s", uuid);
+        r = rbd_open(s->t.io, s->image, &src, NULL);
+        if (r < 0)
+                return r;
+        r = rbd_snap_create(src, snap);
+        if (r == -EEXIST)
+                r = 0;
+        if (r == 0) {
+                r = rbd_open_read_only(s->t.io, s->image, &at, snap);
+                if (r == 0) {
+                        r = rbd_copy3(at, io, name, o);
+                        rbd_close(at);
+                }
+                r2 = rbd_snap_remove(src, snap);
+                if (r == 0 && r2 < 0 && r2 != -ENOENT)
+                        r = r2;
+        }
+        rbd_close(src);
+        return r;
+}
+
+/* Makes image @name (of journal @uuid) of @size in @io: empty, cloned or copied from @s. */
+static int make_image(rados_ioctx_t io, const char *name, const char *uuid, uint64_t size,
                       const struct gantry_dataset_params *p, struct source *s,
                       struct gantry_error *err)
 {
@@ -175,13 +209,16 @@ static int make_image(rados_ioctx_t io, const char *name, uint64_t size,
         } else if (s->is_snapshot && same_cluster) {
                 /* clone v2: copy-on-write, keeps the destination's data pool */
                 r = rbd_clone3(s->t.io, s->image, s->snap, io, name, o);
-        } else {
-                /* from a volume, or from another cluster: a full copy into our data pool */
-                r = rbd_open_read_only(s->t.io, s->image, &src, s->snap[0] ? s->snap : NULL);
+        } else if (s->is_snapshot) {
+                /* a snapshot in another cluster: a full copy into our data pool */
+                r = rbd_open_read_only(s->t.io, s->image, &src, s->snap);
                 if (r == 0) {
                         r = rbd_copy3(src, io, name, o);
                         rbd_close(src);
                 }
+        } else {
+                /* a volume, here or in another cluster: a full copy into our data pool */
+                r = copy_volume(s, io, name, uuid, o);
         }
         rbd_image_options_destroy(o);
         if (r == -ENOENT && p->data_pool)
@@ -345,7 +382,7 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
                 if (!fresh && (r = gantry_dataset_image_remove(t.io, e.image, true, err)) < 0)
                         goto out;
                 e.ready = false;
-                if ((r = make_image(t.io, e.image, size, &p, &s, err)) < 0) {
+                if ((r = make_image(t.io, e.image, e.uuid, size, &p, &s, err)) < 0) {
                         /* roll back, so a request that cannot succeed leaves nothing */
                         struct gantry_error ignore = { 0 };
                         if (gantry_dataset_image_remove(t.io, e.image, true, &ignore) == 0)
@@ -364,13 +401,7 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
                 goto out;
         }
 
-        vol = gantry_csi_call_alloc(call, sizeof(*vol));
-        if (!vol) {
-                r = -ENOMEM;
-                goto out;
-        }
-        csi__v1__volume__init(vol);
-        if ((r = gantry_dataset_fill_volume(call, &t, &e, size, &p, vol)) < 0)
+        if ((r = gantry_dataset_new_volume(call, &t, &e, size, &p, &vol)) < 0)
                 goto out;
         vol->content_source = req->volume_content_source; /* echoed; lives as long as the call */
         resp->volume = vol;
@@ -519,13 +550,7 @@ int gantry_dataset_get_volume(struct gantry_csi_call *call, const char *volume_i
                                  : gantry_ceph_error(err, r, "open image", e.image);
                 goto out;
         }
-        vol = gantry_csi_call_alloc(call, sizeof(*vol));
-        if (!vol) {
-                r = -ENOMEM;
-                goto out;
-        }
-        csi__v1__volume__init(vol);
-        if ((r = gantry_dataset_fill_volume(call, &t, &e, size, NULL, vol)) < 0)
+        if ((r = gantry_dataset_new_volume(call, &t, &e, size, NULL, &vol)) < 0)
                 goto out;
         *ret_volume = vol;
 out:

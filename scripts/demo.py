@@ -25,8 +25,7 @@ def say(msg, t0=None):
 def chapter_identity(client):
     say("\n== 1. The CSI plugin, as kubelet sees it ==")
     t = time.monotonic()
-    with client.Plugin(mode="all", node_id="gpu-node-1",
-                       workdir=tempfile.mkdtemp(prefix="gantry-demo-")) as p:
+    with client.Plugin(mode="all", node_id="gpu-node-1") as p:  # its own work dir, removed after
         say("started gantry-csi --mode all on %s" % p.endpoint, t)
         t = time.monotonic()
         info = p.call("GetPluginInfo")

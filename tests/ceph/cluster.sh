@@ -8,6 +8,7 @@
 #   cluster.sh start DIR PORT [NOSD=3] [OSD_GB=3]   boot, wait until clean, write DIR/env
 #   cluster.sh wait  DIR                            until HEALTH_OK and every PG active+clean
 #   cluster.sh stop  DIR                            stop every daemon (bounded), keep DIR
+#   cluster.sh restart DIR                          start the daemons of a stopped DIR again, wait
 #   cluster.sh purge DIR                            stop and remove DIR
 #   cluster.sh user  DIR NAME                       create a least-privilege rbd user, print its key
 #
@@ -169,8 +170,24 @@ user() { # a least-privilege client for Gantry: what the docs recommend
                 osd 'profile rbd pool=rbd, profile rbd pool=ecdata' mgr 'profile rbd pool=rbd'
 }
 
+restart() { # the daemons of a stopped cluster, from what DIR keeps
+        local p i
+        [ -e "$conf" ] || { echo "cluster.sh: $dir holds no cluster" >&2; exit 1; }
+        stop_all
+        trap 'stop_all' ERR
+        daemon mon.a ceph-mon -i a
+        daemon mgr.x ceph-mgr -i x
+        for p in "$dir"/osd/ceph-*; do
+                i=${p##*-}
+                daemon "osd.$i" ceph-osd -i "$i"
+        done
+        wait_clean
+        trap - ERR
+}
+
 case $cmd in
 start) shift 2; start "$@" ;;
+restart) restart ;;
 wait) wait_clean ;;
 stop) stop_all ;;
 purge) stop_all; rm -rf "$dir" ;;

@@ -28,6 +28,14 @@ cleanup() {
 
 setup() {
         cleanup
+        local port
+        for port in "$port1" "$port2"; do
+                if ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; then
+                        echo "fixture.sh: port $port is in use (another test run?); set" \
+                                "GANTRY_CEPH_PORT / GANTRY_CEPH_PORT2 to free ports" >&2
+                        exit 1
+                fi
+        done
         mkdir -p "$dir"
         trap 'cleanup' ERR
         # both at once: the second boot overlaps the first one's waits

@@ -3,6 +3,7 @@ real Ceph cluster: create/delete on the EC data pool, idempotent and
 conflicting retries, bad parameters, snapshots, clones, expansion, lists
 with pagination, capacity, malformed IDs, a watcher blocking a delete, and
 a copy from the capacity cluster to the performance cluster."""
+import json
 import subprocess
 import time
 import unittest
@@ -193,11 +194,17 @@ class DatasetTest(unittest.TestCase):
         self.assertEqual(clone.capacity_bytes, 32 << 20)
         self.assertEqual(env.checksum("perf", cimg), want)
 
+        now = env.checksum("perf", src_img)
         copy = self.create(self.name("c2"), size=64 << 20, source_volume=src.volume_id)
         pimg = dict(copy.volume_context)["imageName"]
         info = env.rbd_info("perf", pimg)
         self.assertEqual(info["data_pool"], "ecdata")
         self.assertEqual(info["size"], 64 << 20)
+        self.assertEqual(env.checksum("perf", pimg, length=32 << 20), now)
+        # the copy's point-in-time snapshot is gone from the source; the CSI one stays
+        snaps = [x["name"] for x in json.loads(env.tool("rbd", "perf", "snap", "ls", "--format",
+                                                        "json", "rbd/" + src_img))]
+        self.assertEqual(snaps, ["gantry-snap-" + env.uuid_of(snap.snapshot_id)])
         self.assertEqual(copy.content_source.volume.volume_id, src.volume_id)
         self.assertCode(Code.OUT_OF_RANGE, lambda: self.call("CreateVolume", env.create_req(
             self.name("c3"), size=16 << 20, source_volume=src.volume_id)), "capacity_range")

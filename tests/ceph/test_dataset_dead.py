@@ -1,7 +1,8 @@
 """A stopped Ceph cluster gives the CO an error within the deadline, never a
 hang: through a cached connection, through a fresh one, for Probe, and
-while the other cluster keeps serving. Runs last in the label: it stops the
-fixture's "capa" cluster for good (the fixture cleanup purges it)."""
+while the other cluster keeps serving; once the cluster is back the same
+plugin serves it again. Runs last in the label: it stops and restarts the
+fixture's "capa" cluster."""
 import os
 import subprocess
 import time
@@ -60,6 +61,21 @@ class DeadClusterTest(unittest.TestCase):
             "CreateVolume", env.create_req("dead3-%s" % env.UNIQUE, "capa"),
             timeout=CLIENT_TIMEOUT))
         self.assertFalse(cold.call("Probe", timeout=CLIENT_TIMEOUT).ready.value)
+
+        # the cluster comes back: the plugin that saw it die serves it again
+        subprocess.run(["bash", os.path.join(env.HERE, "cluster.sh"), "restart",
+                        os.path.join(env.DIR, "capa")], check=True, timeout=400,
+                       stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while not warm.call("Probe", timeout=CLIENT_TIMEOUT).ready.value:
+            self.assertLess(time.monotonic(), deadline, "Probe never turned ready again")
+            time.sleep(1)
+        back = env.retry(lambda: warm.call("CreateVolume", env.create_req(
+            "back-%s" % env.UNIQUE, "capa"), timeout=CLIENT_TIMEOUT)).volume
+        for vid in (back.volume_id, vol.volume_id):
+            env.retry(lambda: warm.call("DeleteVolume", env.delete_req(vid, "capa"),
+                                        timeout=CLIENT_TIMEOUT))
+        env.assert_consistent(self, "capa")
 
 
 if __name__ == "__main__":
