@@ -16,6 +16,10 @@ import http.client
 import ssl
 
 BINARY = os.environ.get("GANTRY_SCHEDULER", "gantry-scheduler")
+# The bound on waiting for a server to be ready: generous, since CI runs on a
+# busy 2-core machine (starting python alone took 5-8 s at load 16); it is
+# only reached when something is really wrong.
+READY_SECONDS = 60
 FIXTURES = os.environ.get("GANTRY_SCHED_FIXTURES",
                           os.path.join(os.path.dirname(__file__), "fixtures"))
 
@@ -48,7 +52,7 @@ class Scheduler:
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         self.port = None
 
-    def start(self, timeout=20):
+    def start(self, timeout=READY_SECONDS):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
