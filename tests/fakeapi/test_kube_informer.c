@@ -451,6 +451,14 @@ static void test_watch_error_event_relists_with_backoff(void **state)
         assert_int_equal(recorder_count(&fx->rec) - from, 1);
 }
 
+static bool two_errors(void *ctx)
+{
+        struct gantry_kube_informer_state st;
+
+        gantry_kube_informer_state(ctx, &st);
+        return st.errors >= 2;
+}
+
 static void test_line_limit(void **state)
 {
         struct fixture *fx = *state;
@@ -476,13 +484,8 @@ static void test_line_limit(void **state)
         free(big);
 
         /* the watch line and then every list page with it are refused */
-        for (int i = 0; i < 2000; i++) {
-                gantry_kube_informer_state(fx->inf, &st);
-                if (st.errors >= 2)
-                        break;
-                usleep(10000);
-        }
-        assert_true(st.errors >= 2);
+        assert_true(test_wait_for(two_errors, fx->inf, TEST_WAIT_MS));
+        gantry_kube_informer_state(fx->inf, &st);
         assert_true(strstr(st.last_error.msg, "longer than 4096") || strstr(st.last_error.msg, "larger than 4096"));
         assert_int_equal(st.last_error.err, EMSGSIZE);
         assert_int_equal(recorder_find(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-huge"), 0);
@@ -524,6 +527,21 @@ static void test_selectors_and_namespace(void **state)
         json_decref(reqs);
 }
 
+/* The node list and the persistent volumes' failed list reached the fake. */
+static bool two_lists(void *ctx)
+{
+        return count_requests(ctx, "list", NULL) >= 2;
+}
+
+/* The informer has recorded its failure, so it is sleeping out its backoff. */
+static bool backing_off(void *ctx)
+{
+        struct gantry_kube_informer_state st;
+
+        gantry_kube_informer_state(ctx, &st);
+        return st.errors >= 1;
+}
+
 static void test_stop_during_watch_and_backoff(void **state)
 {
         struct fixture *fx = *state;
@@ -551,8 +569,9 @@ static void test_stop_during_watch_and_backoff(void **state)
                                       NULL),
                          200);
         assert_int_equal(gantry_kube_informer_start(fx->client, GANTRY_KUBE_PV, &o, recorder_cb, &rec2, &second, &err), 0);
-        for (int i = 0; i < 2000 && count_requests(&fx->fake, "list", NULL) < 2; i++)
-                usleep(10000);
+        /* in the backoff, not still in its first list */
+        assert_true(test_wait_for(two_lists, &fx->fake, TEST_WAIT_MS));
+        assert_true(test_wait_for(backing_off, second, TEST_WAIT_MS));
         gantry_kube_informer_stop(second);
         assert_int_equal(recorder_count(&rec2), 0);
         recorder_destroy(&rec2);
