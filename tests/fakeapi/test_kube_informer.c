@@ -35,26 +35,6 @@ struct fixture {
         struct gantry_kube_informer *inf;
 };
 
-static int setup(void **state)
-{
-        static const char *const args[] = { "--token", TOKEN, "--nodes", "6", "--leaves", "2", NULL };
-        struct fixture *fx = calloc(1, sizeof(*fx));
-        struct gantry_kube_client_options opts = { 0 };
-        struct gantry_error err = { 0 };
-
-        assert_non_null(fx);
-        recorder_init(&fx->rec);
-        assert_int_equal(test_tmpdir("informer", fx->dir, sizeof(fx->dir)), 0);
-        assert_int_equal(fake_start(&fx->fake, args, NULL), 0);
-        assert_int_equal(test_write_kubeconfig(fx->dir, "kubeconfig", fx->fake.base, "", "    token: " TOKEN "\n", NULL,
-                                               fx->kubeconfig, sizeof(fx->kubeconfig)),
-                         0);
-        opts.kubeconfig = fx->kubeconfig;
-        assert_int_equal(gantry_kube_client_new(&opts, &fx->client, &err), 0);
-        *state = fx;
-        return 0;
-}
-
 static int teardown(void **state)
 {
         struct fixture *fx = *state;
@@ -66,6 +46,40 @@ static int teardown(void **state)
         recorder_destroy(&fx->rec);
         free(fx);
         return 0;
+}
+
+/* cmocka runs no teardown after a failed setup: on failure it stops the
+ * fake and removes the directory itself (teardown copes with a half-made
+ * fixture). */
+static int setup(void **state)
+{
+        static const char *const args[] = { "--token", TOKEN, "--nodes", "6", "--leaves", "2", NULL };
+        struct fixture *fx = calloc(1, sizeof(*fx));
+        struct gantry_kube_client_options opts = { 0 };
+        struct gantry_error err = { 0 };
+
+        if (!fx)
+                return -1;
+        recorder_init(&fx->rec);
+        *state = fx;
+        if (test_tmpdir("informer", fx->dir, sizeof(fx->dir)) < 0) {
+                fx->dir[0] = '\0';
+                goto fail;
+        }
+        if (fake_start(&fx->fake, args, NULL) < 0 ||
+            test_write_kubeconfig(fx->dir, "kubeconfig", fx->fake.base, "", "    token: " TOKEN "\n", NULL,
+                                  fx->kubeconfig, sizeof(fx->kubeconfig)) < 0)
+                goto fail;
+        opts.kubeconfig = fx->kubeconfig;
+        if (gantry_kube_client_new(&opts, &fx->client, &err) < 0) {
+                fprintf(stderr, "setup: %s\n", err.msg);
+                goto fail;
+        }
+        return 0;
+fail:
+        teardown(state);
+        *state = NULL;
+        return -1;
 }
 
 static struct gantry_kube_informer_options fast_opts(void)

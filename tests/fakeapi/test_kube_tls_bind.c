@@ -47,6 +47,10 @@ static void read_text(const char *path, char *buf, size_t size)
                 buf[--n] = '\0';
 }
 
+static int group_teardown(void **state);
+
+/* cmocka runs no group teardown after a failed group setup: on failure it
+ * stops what it started and removes its directory itself. */
 static int group_setup(void **state)
 {
         char cmd[1024], cert[512], key[512], b64[512];
@@ -58,14 +62,20 @@ static int group_setup(void **state)
                 return -1;
         snprintf(cmd, sizeof(cmd), "%s %s/pki && base64 -w0 %s/pki/ca.crt > %s/ca.b64", PKI_SCRIPT, g.dir, g.dir,
                  g.dir);
-        if (test_run(cmd) != 0)
+        if (test_run(cmd) != 0) {
+                group_teardown(state);
                 return -1;
+        }
         snprintf(g.ca, sizeof(g.ca), "%s/pki/ca.crt", g.dir);
         snprintf(cert, sizeof(cert), "%s/pki/server.crt", g.dir);
         snprintf(key, sizeof(key), "%s/pki/server.key", g.dir);
         snprintf(b64, sizeof(b64), "%s/ca.b64", g.dir);
         read_text(b64, g.ca_b64, sizeof(g.ca_b64));
-        return fake_start(&g.fake, args, g.ca);
+        if (fake_start(&g.fake, args, g.ca) < 0) {
+                group_teardown(state);
+                return -1;
+        }
+        return 0;
 }
 
 static int group_teardown(void **state)
