@@ -20,6 +20,7 @@ BINARY = os.environ.get("GANTRY_SCHEDULER", "gantry-scheduler")
 # busy 2-core machine (starting python alone took 5-8 s at load 16); it is
 # only reached when something is really wrong.
 READY_SECONDS = 60
+RESERVATION_TTL_SECONDS = 3600  # the longest gantry-scheduler accepts
 FIXTURES = os.environ.get("GANTRY_SCHED_FIXTURES",
                           os.path.join(os.path.dirname(__file__), "fixtures"))
 
@@ -47,6 +48,11 @@ class Scheduler:
         self.tls = tls
         if tls:
             args += ["--tls-cert", tls[0], "--tls-key", tls[1]]
+        if "--reservation-ttl" not in extra_args:
+            # a bind's reservation must not expire in the middle of a test
+            # that counts on it, however slow the machine: the default 60 s
+            # is a wall-clock bet the tests do not make
+            args += ["--reservation-ttl", str(RESERVATION_TTL_SECONDS)]
         args += list(extra_args)
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
