@@ -61,7 +61,7 @@ int fake_start(struct fake_api *f, const char *const *argv_extra, const char *ca
                 _exit(127);
         }
         close(pipefd[1]);
-        deadline = now_ms() + 20000;
+        deadline = now_ms() + TEST_WAIT_MS;
         while (got < sizeof(line) - 1 && !memchr(line, '\n', got)) {
                 struct pollfd p = { .fd = pipefd[0], .events = POLLIN };
                 long left = deadline - now_ms();
@@ -150,7 +150,7 @@ int fake_request(struct fake_api *f, const char *method, const char *path, const
         snprintf(url, sizeof(url), "%s%s", f->base, path);
         curl_easy_setopt(e, CURLOPT_URL, url);
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-        curl_easy_setopt(e, CURLOPT_TIMEOUT, 20L);
+        curl_easy_setopt(e, CURLOPT_TIMEOUT, (long)(TEST_WAIT_MS / 1000));
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
         curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);

@@ -24,8 +24,16 @@ struct fake_api {
 };
 
 /*
+ * The bound on every wait of these tests: on the fake's readiness, on an
+ * informer, on an event. Generous, because CI runs the tests on a busy
+ * 2-core machine where starting python alone took 5-8 s at load 16; it is
+ * only reached when something is really wrong.
+ */
+#define TEST_WAIT_MS 60000
+
+/*
  * Starts the fake with @argv_extra (NULL-terminated extra arguments, may be
- * NULL) and waits (at most 20 s) for its "ready port=N" line. @ca_file, when
+ * NULL) and waits (at most TEST_WAIT_MS) for its "ready port=N" line. @ca_file, when
  * not NULL, is the CA of a TLS fake (passed in argv_extra as --tls-cert...):
  * control requests then verify against it. Returns 0 or -errno.
  */

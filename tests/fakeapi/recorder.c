@@ -3,9 +3,8 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "fake_harness.h"
 #include "recorder.h"
 
 void recorder_init(struct recorder *r)
@@ -67,15 +66,26 @@ int recorder_find(struct recorder *r, int from, enum gantry_kube_event event, co
         return n;
 }
 
+struct recorder_query {
+        struct recorder *r;
+        int from, n;
+        enum gantry_kube_event event;
+        const char *key;
+};
+
+static bool recorder_has(void *ctx)
+{
+        struct recorder_query *q = ctx;
+
+        return recorder_find(q->r, q->from, q->event, q->key) >= q->n;
+}
+
 bool recorder_wait(struct recorder *r, int from, enum gantry_kube_event event, const char *key, int n,
                    int timeout_ms)
 {
-        for (int waited = 0; waited <= timeout_ms; waited += 10) {
-                if (recorder_find(r, from, event, key) >= n)
-                        return true;
-                usleep(10000);
-        }
-        return false;
+        struct recorder_query q = { .r = r, .from = from, .n = n, .event = event, .key = key };
+
+        return test_wait_for(recorder_has, &q, timeout_ms);
 }
 
 struct recorded_event recorder_get(struct recorder *r, int i)

@@ -24,7 +24,6 @@
 #include "kube_client.h"
 #include "recorder.h"
 
-#define WAIT_MS 20000
 #define TOKEN "informer-test-token-4f9a"
 
 struct fixture {
@@ -35,26 +34,6 @@ struct fixture {
         struct recorder rec;
         struct gantry_kube_informer *inf;
 };
-
-static int setup(void **state)
-{
-        static const char *const args[] = { "--token", TOKEN, "--nodes", "6", "--leaves", "2", NULL };
-        struct fixture *fx = calloc(1, sizeof(*fx));
-        struct gantry_kube_client_options opts = { 0 };
-        struct gantry_error err = { 0 };
-
-        assert_non_null(fx);
-        recorder_init(&fx->rec);
-        assert_int_equal(test_tmpdir("informer", fx->dir, sizeof(fx->dir)), 0);
-        assert_int_equal(fake_start(&fx->fake, args, NULL), 0);
-        assert_int_equal(test_write_kubeconfig(fx->dir, "kubeconfig", fx->fake.base, "", "    token: " TOKEN "\n", NULL,
-                                               fx->kubeconfig, sizeof(fx->kubeconfig)),
-                         0);
-        opts.kubeconfig = fx->kubeconfig;
-        assert_int_equal(gantry_kube_client_new(&opts, &fx->client, &err), 0);
-        *state = fx;
-        return 0;
-}
 
 static int teardown(void **state)
 {
@@ -67,6 +46,40 @@ static int teardown(void **state)
         recorder_destroy(&fx->rec);
         free(fx);
         return 0;
+}
+
+/* cmocka runs no teardown after a failed setup: on failure it stops the
+ * fake and removes the directory itself (teardown copes with a half-made
+ * fixture). */
+static int setup(void **state)
+{
+        static const char *const args[] = { "--token", TOKEN, "--nodes", "6", "--leaves", "2", NULL };
+        struct fixture *fx = calloc(1, sizeof(*fx));
+        struct gantry_kube_client_options opts = { 0 };
+        struct gantry_error err = { 0 };
+
+        if (!fx)
+                return -1;
+        recorder_init(&fx->rec);
+        *state = fx;
+        if (test_tmpdir("informer", fx->dir, sizeof(fx->dir)) < 0) {
+                fx->dir[0] = '\0';
+                goto fail;
+        }
+        if (fake_start(&fx->fake, args, NULL) < 0 ||
+            test_write_kubeconfig(fx->dir, "kubeconfig", fx->fake.base, "", "    token: " TOKEN "\n", NULL,
+                                  fx->kubeconfig, sizeof(fx->kubeconfig)) < 0)
+                goto fail;
+        opts.kubeconfig = fx->kubeconfig;
+        if (gantry_kube_client_new(&opts, &fx->client, &err) < 0) {
+                fprintf(stderr, "setup: %s\n", err.msg);
+                goto fail;
+        }
+        return 0;
+fail:
+        teardown(state);
+        *state = NULL;
+        return -1;
 }
 
 static struct gantry_kube_informer_options fast_opts(void)
@@ -104,8 +117,8 @@ static bool fake_has_held_watch(void *ctx)
 /* Waits until the informer has a watch open on the fake's side too. */
 static void wait_watching(struct fixture *fx)
 {
-        assert_true(test_wait_for(watching, fx->inf, WAIT_MS));
-        assert_true(test_wait_for(fake_has_open_watch, &fx->fake, WAIT_MS));
+        assert_true(test_wait_for(watching, fx->inf, TEST_WAIT_MS));
+        assert_true(test_wait_for(fake_has_open_watch, &fx->fake, TEST_WAIT_MS));
 }
 
 static void node_json(char *buf, size_t size, const char *name, const char *leaf)
@@ -146,7 +159,7 @@ static void test_initial_list_paged_then_synced(void **state)
 
         o.page_size = 4; /* 6 nodes: two pages, the second by continue */
         start(fx, GANTRY_KUBE_NODE, &o);
-        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, TEST_WAIT_MS), 0);
         assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_ADDED, NULL), 6);
         assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_SYNCED, NULL), 1);
         /* SYNCED comes after every ADDED of the list */
@@ -175,18 +188,18 @@ static void test_watch_events(void **state)
         int from;
 
         start(fx, GANTRY_KUBE_NODE, &o);
-        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, TEST_WAIT_MS), 0);
         wait_watching(fx);
         from = recorder_count(&fx->rec);
 
         node_json(node, sizeof(node), "gpu-new", "leaf-9");
         assert_int_equal(fake_upsert(&fx->fake, "nodes", node), 200);
-        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-new", 1, WAIT_MS));
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-new", 1, TEST_WAIT_MS));
         node_json(node, sizeof(node), "gpu-new", "leaf-8");
         assert_int_equal(fake_upsert(&fx->fake, "nodes", node), 200);
-        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_MODIFIED, "gpu-new", 1, WAIT_MS));
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_MODIFIED, "gpu-new", 1, TEST_WAIT_MS));
         assert_int_equal(fake_request(&fx->fake, "DELETE", "/fake/objects/nodes/_/gpu-0001", NULL, NULL), 200);
-        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_DELETED, "gpu-0001", 1, WAIT_MS));
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_DELETED, "gpu-0001", 1, TEST_WAIT_MS));
 
         /* in order, and no SYNCED from a watch */
         assert_int_equal(recorder_count(&fx->rec) - from, 3);
@@ -231,7 +244,7 @@ static void test_bookmark_advances_resource_version(void **state)
         int from;
 
         start(fx, GANTRY_KUBE_NODE, &o);
-        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, TEST_WAIT_MS), 0);
         wait_watching(fx);
         from = recorder_count(&fx->rec);
         /* changes to another kind move the server's resourceVersion on,
@@ -244,7 +257,7 @@ static void test_bookmark_advances_resource_version(void **state)
         assert_int_equal(fake_request(&fx->fake, "POST", "/fake/bookmark", "{}", NULL), 200);
         w.inf = fx->inf;
         w.rv = fake_state_rv(&fx->fake);
-        assert_true(test_wait_for(rv_reached, &w, WAIT_MS));
+        assert_true(test_wait_for(rv_reached, &w, TEST_WAIT_MS));
         assert_int_equal(recorder_count(&fx->rec), from); /* a bookmark is not an event */
 
         /* the next watch resumes from the bookmark: drop it and compact
@@ -253,9 +266,9 @@ static void test_bookmark_advances_resource_version(void **state)
         w.watches = fake_state_long(&fx->fake, "watches");
         w.fake = &fx->fake;
         assert_int_equal(fake_request(&fx->fake, "POST", "/fake/drop", "{}", NULL), 200);
-        assert_true(test_wait_for(another_watch, &w, WAIT_MS));
+        assert_true(test_wait_for(another_watch, &w, TEST_WAIT_MS));
         assert_int_equal(fake_upsert(&fx->fake, "nodes", "{\"metadata\":{\"name\":\"gpu-after-bookmark\"}}"), 200);
-        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-after-bookmark", 1, WAIT_MS));
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-after-bookmark", 1, TEST_WAIT_MS));
         gantry_kube_informer_state(fx->inf, &st);
         assert_int_equal(st.lists, 1);
         assert_int_equal(count_requests(&fx->fake, "list", NULL), 1);
@@ -277,11 +290,11 @@ static void relist_after_gone(struct fixture *fx, const char *gone_mode)
         snprintf(body, sizeof(body), "{\"mode\":\"%s\"}", gone_mode);
         assert_int_equal(fake_request(&fx->fake, "POST", "/fake/gone-mode", body, NULL), 200);
         start(fx, GANTRY_KUBE_NODE, &o);
-        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, TEST_WAIT_MS), 0);
         wait_watching(fx);
 
         assert_int_equal(fake_request(&fx->fake, "POST", "/fake/hold", "{}", NULL), 200);
-        assert_true(test_wait_for(fake_has_held_watch, &fx->fake, WAIT_MS));
+        assert_true(test_wait_for(fake_has_held_watch, &fx->fake, TEST_WAIT_MS));
         from = recorder_count(&fx->rec);
         node_json(node, sizeof(node), "gpu-late", "leaf-1");
         assert_int_equal(fake_upsert(&fx->fake, "nodes", node), 200);
@@ -291,7 +304,7 @@ static void relist_after_gone(struct fixture *fx, const char *gone_mode)
         assert_int_equal(fake_request(&fx->fake, "POST", "/fake/compact", "{}", NULL), 200);
         assert_int_equal(fake_request(&fx->fake, "POST", "/fake/release", "{}", NULL), 200);
 
-        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_SYNCED, NULL, 1, WAIT_MS));
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_SYNCED, NULL, 1, TEST_WAIT_MS));
         assert_int_equal(recorder_find(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-late"), 1);
         assert_int_equal(recorder_find(&fx->rec, from, GANTRY_KUBE_MODIFIED, "gpu-0002"), 1);
         assert_int_equal(recorder_find(&fx->rec, from, GANTRY_KUBE_DELETED, "gpu-0003"), 1);
@@ -322,16 +335,16 @@ static void test_dropped_watch_resumes_without_loss(void **state)
         int from;
 
         start(fx, GANTRY_KUBE_NODE, &o);
-        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, TEST_WAIT_MS), 0);
         wait_watching(fx);
         from = recorder_count(&fx->rec);
 
         /* one change seen live, then the connection is cut mid-stream */
         node_json(node, sizeof(node), "gpu-live", "leaf-1");
         assert_int_equal(fake_upsert(&fx->fake, "nodes", node), 200);
-        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-live", 1, WAIT_MS));
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-live", 1, TEST_WAIT_MS));
         assert_int_equal(fake_request(&fx->fake, "POST", "/fake/hold", "{}", NULL), 200);
-        assert_true(test_wait_for(fake_has_held_watch, &fx->fake, WAIT_MS));
+        assert_true(test_wait_for(fake_has_held_watch, &fx->fake, TEST_WAIT_MS));
         for (int i = 0; i < 5; i++) {
                 snprintf(name, sizeof(name), "gpu-gap-%d", i);
                 node_json(node, sizeof(node), name, "leaf-0");
@@ -340,7 +353,7 @@ static void test_dropped_watch_resumes_without_loss(void **state)
         assert_int_equal(fake_request(&fx->fake, "DELETE", "/fake/objects/nodes/_/gpu-live", NULL, NULL), 200);
         assert_int_equal(fake_request(&fx->fake, "POST", "/fake/release", "{}", NULL), 200);
 
-        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_DELETED, "gpu-live", 1, WAIT_MS));
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_DELETED, "gpu-live", 1, TEST_WAIT_MS));
         for (int i = 0; i < 5; i++) {
                 snprintf(name, sizeof(name), "gpu-gap-%d", i);
                 assert_int_equal(recorder_find(&fx->rec, from, GANTRY_KUBE_ADDED, name), 1);
@@ -374,12 +387,12 @@ static void test_watch_timeout_reconnects_quietly(void **state)
 
         o.watch_timeout_seconds = 1;
         start(fx, GANTRY_KUBE_NODE, &o);
-        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
-        assert_true(test_wait_for(three_watches, fx->inf, WAIT_MS));
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, TEST_WAIT_MS), 0);
+        assert_true(test_wait_for(three_watches, fx->inf, TEST_WAIT_MS));
         from = recorder_count(&fx->rec);
         node_json(node, sizeof(node), "gpu-after-timeouts", "leaf-3");
         assert_int_equal(fake_upsert(&fx->fake, "nodes", node), 200);
-        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-after-timeouts", 1, WAIT_MS));
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-after-timeouts", 1, TEST_WAIT_MS));
         gantry_kube_informer_state(fx->inf, &st);
         assert_int_equal(st.errors, 0);
         assert_int_equal(st.lists, 1);
@@ -395,7 +408,7 @@ static void test_errors_back_off_then_recover(void **state)
         assert_int_equal(fake_request(&fx->fake, "POST", "/fake/fail",
                                       "{\"verb\":\"list\",\"status\":500,\"count\":3}", NULL), 200);
         start(fx, GANTRY_KUBE_NODE, &o);
-        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, TEST_WAIT_MS), 0);
         gantry_kube_informer_state(fx->inf, &st);
         assert_int_equal(st.errors, 3);
         assert_int_equal(st.consecutive_errors, 0);
@@ -416,7 +429,7 @@ static void test_gives_up_after_max_errors(void **state)
                                       "{\"verb\":\"list\",\"status\":403,\"count\":100}", NULL), 200);
         o.max_errors = 3;
         start(fx, GANTRY_KUBE_POD, &o);
-        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), -EACCES);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, TEST_WAIT_MS), -EACCES);
         gantry_kube_informer_state(fx->inf, &st);
         assert_true(st.failed);
         assert_false(st.synced);
@@ -435,7 +448,7 @@ static void test_watch_error_event_relists_with_backoff(void **state)
         int from;
 
         start(fx, GANTRY_KUBE_NODE, &o);
-        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, TEST_WAIT_MS), 0);
         wait_watching(fx);
         /* the next watch answers 200 then an ERROR event with code 500 */
         assert_int_equal(fake_request(&fx->fake, "POST", "/fake/fail",
@@ -443,13 +456,21 @@ static void test_watch_error_event_relists_with_backoff(void **state)
                          200);
         from = recorder_count(&fx->rec);
         assert_int_equal(fake_request(&fx->fake, "POST", "/fake/drop", "{}", NULL), 200);
-        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_SYNCED, NULL, 1, WAIT_MS));
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_SYNCED, NULL, 1, TEST_WAIT_MS));
         gantry_kube_informer_state(fx->inf, &st);
         assert_int_equal(st.lists, 2);
         assert_int_equal(st.errors, 1);
         assert_non_null(strstr(st.last_error.msg, "ERROR event 500"));
         /* the re-list found nothing changed: SYNCED alone */
         assert_int_equal(recorder_count(&fx->rec) - from, 1);
+}
+
+static bool two_errors(void *ctx)
+{
+        struct gantry_kube_informer_state st;
+
+        gantry_kube_informer_state(ctx, &st);
+        return st.errors >= 2;
 }
 
 static void test_line_limit(void **state)
@@ -464,7 +485,7 @@ static void test_line_limit(void **state)
         o.max_line_bytes = 4096;
         o.page_size = 1; /* each list page holds one ~1 KiB node */
         start(fx, GANTRY_KUBE_NODE, &o);
-        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, TEST_WAIT_MS), 0);
         wait_watching(fx);
         from = recorder_count(&fx->rec);
 
@@ -477,20 +498,15 @@ static void test_line_limit(void **state)
         free(big);
 
         /* the watch line and then every list page with it are refused */
-        for (int i = 0; i < 2000; i++) {
-                gantry_kube_informer_state(fx->inf, &st);
-                if (st.errors >= 2)
-                        break;
-                usleep(10000);
-        }
-        assert_true(st.errors >= 2);
+        assert_true(test_wait_for(two_errors, fx->inf, TEST_WAIT_MS));
+        gantry_kube_informer_state(fx->inf, &st);
         assert_true(strstr(st.last_error.msg, "longer than 4096") || strstr(st.last_error.msg, "larger than 4096"));
         assert_int_equal(st.last_error.err, EMSGSIZE);
         assert_int_equal(recorder_find(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-huge"), 0);
 
         /* once the object is gone the informer recovers by itself */
         assert_int_equal(fake_request(&fx->fake, "DELETE", "/fake/objects/nodes/_/gpu-huge", NULL, NULL), 200);
-        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_SYNCED, NULL, 1, WAIT_MS));
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_SYNCED, NULL, 1, TEST_WAIT_MS));
         assert_int_equal(recorder_count(&fx->rec) - from, 1); /* nothing changed that it knew */
 }
 
@@ -516,13 +532,28 @@ static void test_selectors_and_namespace(void **state)
                                      "{\"metadata\":{\"name\":\"c\",\"namespace\":\"other\",\"labels\":{\"gantry.io/job\":\"llm\"}}}"),
                          200);
         start(fx, GANTRY_KUBE_POD, &o);
-        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, TEST_WAIT_MS), 0);
         assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_ADDED, NULL), 1);
         assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_ADDED, "training/a"), 1);
         assert_int_equal(fake_request(&fx->fake, "GET", "/fake/requests", NULL, &reqs), 200);
         q = json_string_value(json_object_get(json_array_get(reqs, json_array_size(reqs) - 1), "path"));
         assert_string_equal(q, "/api/v1/namespaces/training/pods");
         json_decref(reqs);
+}
+
+/* The node list and the persistent volumes' failed list reached the fake. */
+static bool two_lists(void *ctx)
+{
+        return count_requests(ctx, "list", NULL) >= 2;
+}
+
+/* The informer has recorded its failure, so it is sleeping out its backoff. */
+static bool backing_off(void *ctx)
+{
+        struct gantry_kube_informer_state st;
+
+        gantry_kube_informer_state(ctx, &st);
+        return st.errors >= 1;
 }
 
 static void test_stop_during_watch_and_backoff(void **state)
@@ -537,7 +568,7 @@ static void test_stop_during_watch_and_backoff(void **state)
         /* a watch open and idle: stop must not wait for its timeout */
         o.watch_timeout_seconds = 1800;
         start(fx, GANTRY_KUBE_NODE, &o);
-        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, WAIT_MS), 0);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, TEST_WAIT_MS), 0);
         wait_watching(fx);
         gantry_kube_informer_stop(fx->inf);
         fx->inf = NULL;
@@ -552,8 +583,9 @@ static void test_stop_during_watch_and_backoff(void **state)
                                       NULL),
                          200);
         assert_int_equal(gantry_kube_informer_start(fx->client, GANTRY_KUBE_PV, &o, recorder_cb, &rec2, &second, &err), 0);
-        for (int i = 0; i < 2000 && count_requests(&fx->fake, "list", NULL) < 2; i++)
-                usleep(10000);
+        /* in the backoff, not still in its first list */
+        assert_true(test_wait_for(two_lists, &fx->fake, TEST_WAIT_MS));
+        assert_true(test_wait_for(backing_off, second, TEST_WAIT_MS));
         gantry_kube_informer_stop(second);
         assert_int_equal(recorder_count(&rec2), 0);
         recorder_destroy(&rec2);
@@ -578,7 +610,7 @@ static void test_proxy_url(void **state)
         co.kubeconfig = path;
         assert_int_equal(gantry_kube_client_new(&co, &c, &err), 0);
         assert_int_equal(gantry_kube_informer_start(c, GANTRY_KUBE_NODE, NULL, recorder_cb, &fx->rec, &inf, &err), 0);
-        assert_int_equal(gantry_kube_informer_wait_synced(inf, WAIT_MS), 0);
+        assert_int_equal(gantry_kube_informer_wait_synced(inf, TEST_WAIT_MS), 0);
         assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_ADDED, NULL), 6);
         gantry_kube_informer_stop(inf);
         gantry_kube_client_free(c);

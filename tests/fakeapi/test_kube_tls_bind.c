@@ -27,7 +27,6 @@
 #include "recorder.h"
 
 #define TOKEN "tls-test-token-71c2"
-#define WAIT_MS 20000
 
 static struct {
         char dir[256];
@@ -48,6 +47,10 @@ static void read_text(const char *path, char *buf, size_t size)
                 buf[--n] = '\0';
 }
 
+static int group_teardown(void **state);
+
+/* cmocka runs no group teardown after a failed group setup: on failure it
+ * stops what it started and removes its directory itself. */
 static int group_setup(void **state)
 {
         char cmd[1024], cert[512], key[512], b64[512];
@@ -59,14 +62,20 @@ static int group_setup(void **state)
                 return -1;
         snprintf(cmd, sizeof(cmd), "%s %s/pki && base64 -w0 %s/pki/ca.crt > %s/ca.b64", PKI_SCRIPT, g.dir, g.dir,
                  g.dir);
-        if (test_run(cmd) != 0)
+        if (test_run(cmd) != 0) {
+                group_teardown(state);
                 return -1;
+        }
         snprintf(g.ca, sizeof(g.ca), "%s/pki/ca.crt", g.dir);
         snprintf(cert, sizeof(cert), "%s/pki/server.crt", g.dir);
         snprintf(key, sizeof(key), "%s/pki/server.key", g.dir);
         snprintf(b64, sizeof(b64), "%s/ca.b64", g.dir);
         read_text(b64, g.ca_b64, sizeof(g.ca_b64));
-        return fake_start(&g.fake, args, g.ca);
+        if (fake_start(&g.fake, args, g.ca) < 0) {
+                group_teardown(state);
+                return -1;
+        }
+        return 0;
 }
 
 static int group_teardown(void **state)
@@ -112,7 +121,7 @@ static int sync_storage_classes(struct gantry_kube_client *c, struct recorder *r
         int r;
 
         assert_int_equal(gantry_kube_informer_start(c, GANTRY_KUBE_STORAGE_CLASS, &o, recorder_cb, rec, &inf, &err), 0);
-        r = gantry_kube_informer_wait_synced(inf, WAIT_MS);
+        r = gantry_kube_informer_wait_synced(inf, TEST_WAIT_MS);
         gantry_kube_informer_stop(inf);
         return r;
 }
@@ -237,7 +246,7 @@ static void test_bind(void **state)
         assert_non_null(c);
         recorder_init(&rec);
         assert_int_equal(gantry_kube_informer_start(c, GANTRY_KUBE_POD, &o, recorder_cb, &rec, &inf, &err), 0);
-        assert_int_equal(gantry_kube_informer_wait_synced(inf, WAIT_MS), 0);
+        assert_int_equal(gantry_kube_informer_wait_synced(inf, TEST_WAIT_MS), 0);
         from = recorder_count(&rec);
 
         snprintf(uid, sizeof(uid), "%s", pod_uid("training/llm-worker-0"));
@@ -252,7 +261,7 @@ static void test_bind(void **state)
         assert_string_equal(json_string_value(json_object_get(b, "uid")), uid);
         json_decref(bindings);
         /* the watch shows the pod bound */
-        assert_true(recorder_wait(&rec, from, GANTRY_KUBE_MODIFIED, "training/llm-worker-0", 1, WAIT_MS));
+        assert_true(recorder_wait(&rec, from, GANTRY_KUBE_MODIFIED, "training/llm-worker-0", 1, TEST_WAIT_MS));
         assert_string_equal(recorder_get(&rec, recorder_count(&rec) - 1).node_name, "gpu-0001");
 
         /* refusals and their errno */
@@ -368,9 +377,9 @@ static void test_api_call_table_matches_requests(void **state)
         recorder_init(&rec);
         for (int k = 0; k < GANTRY_KUBE_KIND_COUNT; k++) {
                 assert_int_equal(gantry_kube_informer_start(c, k, NULL, recorder_cb, &rec, &inf[k], &err), 0);
-                assert_int_equal(gantry_kube_informer_wait_synced(inf[k], WAIT_MS), 0);
+                assert_int_equal(gantry_kube_informer_wait_synced(inf[k], TEST_WAIT_MS), 0);
         }
-        assert_true(test_wait_for(all_watching, &g.fake, WAIT_MS));
+        assert_true(test_wait_for(all_watching, &g.fake, TEST_WAIT_MS));
         assert_int_equal(gantry_kube_bind_pod(c, "training", "llm-worker-2", NULL, "gpu-0000", &err), 0);
         for (int k = 0; k < GANTRY_KUBE_KIND_COUNT; k++)
                 gantry_kube_informer_stop(inf[k]);

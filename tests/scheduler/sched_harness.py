@@ -16,6 +16,11 @@ import http.client
 import ssl
 
 BINARY = os.environ.get("GANTRY_SCHEDULER", "gantry-scheduler")
+# The bound on waiting for a server to be ready: generous, since CI runs on a
+# busy 2-core machine (starting python alone took 5-8 s at load 16); it is
+# only reached when something is really wrong.
+READY_SECONDS = 60
+RESERVATION_TTL_SECONDS = 3600  # the longest gantry-scheduler accepts
 FIXTURES = os.environ.get("GANTRY_SCHED_FIXTURES",
                           os.path.join(os.path.dirname(__file__), "fixtures"))
 
@@ -43,12 +48,17 @@ class Scheduler:
         self.tls = tls
         if tls:
             args += ["--tls-cert", tls[0], "--tls-key", tls[1]]
+        if "--reservation-ttl" not in extra_args:
+            # a bind's reservation must not expire in the middle of a test
+            # that counts on it, however slow the machine: the default 60 s
+            # is a wall-clock bet the tests do not make
+            args += ["--reservation-ttl", str(RESERVATION_TTL_SECONDS)]
         args += list(extra_args)
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         self.port = None
 
-    def start(self, timeout=20):
+    def start(self, timeout=READY_SECONDS):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

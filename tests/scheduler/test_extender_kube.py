@@ -19,14 +19,14 @@ import shutil
 import unittest
 import urllib.request
 
-from sched_harness import Scheduler, fixture_json, FIXTURES
+from sched_harness import Scheduler, fixture_json, FIXTURES, READY_SECONDS
 
 FAKE = os.environ.get("GANTRY_FAKEAPI")
 TOKEN = "sched-test-token-%d" % os.getpid()
 NC_TRUE_FILTER = "nodecache-true-001-filter.json"
 
 
-def wait_for(pred, timeout=20, what="condition"):
+def wait_for(pred, timeout=READY_SECONDS, what="condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         v = pred()
@@ -42,7 +42,7 @@ class FakeAPI:
                                       "--max-seconds", "600"],
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         line = b""
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + READY_SECONDS
         while b"ready port=" not in line:
             if time.monotonic() > deadline or self.proc.poll() is not None:
                 self.stop()
