@@ -16,11 +16,10 @@ PACKAGES=(
   libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev libyaml-dev
   # tests
   libcmocka-dev python3 python3-grpcio python3-grpc-tools python3-protobuf python3-yaml python3-kubernetes
-  openssl # the fake Kubernetes API server's test CA (tests/fakeapi/make_test_pki.sh)
+  openssl # test CAs: the fake Kubernetes API server, gantry-target TLS
   libclang-rt-14-dev
   # the chart tests' helm template stand-in (Go, GOPATH mode, offline)
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
-  openssl  # a throwaway certificate for the TLS tests of gantry-target
   # real parts for tests and demo: Ceph cluster, VM with Debian's kernel
   ceph-mon ceph-mgr ceph-osd ceph-common uuid-runtime python3-rados python3-rbd
   qemu-system-x86 busybox-static kmod iproute2 e2fsprogs xfsprogs nvme-cli
