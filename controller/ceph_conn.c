@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "controller_internal.h"
+#include "attr_file.h"
 #include "log.h"
 
 #define MAX_CONNS 64
@@ -105,7 +106,6 @@ int gantry_ceph_credentials(const struct gantry_cluster_config *cluster, void *c
         const char *user = gantry_map_get(secrets, n_secrets, "userID");
         const char *key = gantry_map_get(secrets, n_secrets, "userKey");
         ssize_t n;
-        int fd;
 
         if (user || key) {
                 if (!user || !*user)
@@ -123,19 +123,14 @@ int gantry_ceph_credentials(const struct gantry_cluster_config *cluster, void *c
                                         "secrets.userID: required (cluster %s has no userID/keyFile "
                                         "in the config)",
                                         cluster->cluster_id);
-        fd = open(cluster->key_file, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return gantry_error_set(err, errno == ENOENT ? EINVAL : errno,
-                                        "clusters[%s].keyFile: cannot open %s: %s",
-                                        cluster->cluster_id, cluster->key_file, strerror(errno));
-        n = read(fd, keybuf, keybuf_size - 1);
-        close(fd);
-        if (n <= 0)
+        n = gantry_attr_read(cluster->key_file, keybuf, keybuf_size);
+        if (n < 0)
+                return gantry_error_set(err, n == -ENOENT ? EINVAL : (int)-n,
+                                        "clusters[%s].keyFile: cannot read %s: %s",
+                                        cluster->cluster_id, cluster->key_file, strerror((int)-n));
+        if (n == 0)
                 return gantry_error_set(err, EINVAL, "clusters[%s].keyFile: %s is empty",
                                         cluster->cluster_id, cluster->key_file);
-        keybuf[n] = '\0';
-        while (n > 0 && (keybuf[n - 1] == '\n' || keybuf[n - 1] == ' '))
-                keybuf[--n] = '\0';
         if (!valid_cephx_key(keybuf))
                 return gantry_error_set(err, EINVAL, "clusters[%s].keyFile: %s holds no cephx key",
                                         cluster->cluster_id, cluster->key_file);

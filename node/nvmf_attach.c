@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attr_file.h"
 #include "log.h"
 #include "nvmf.h"
 
@@ -46,25 +47,6 @@ static void pause_ms(long ms)
         struct timespec ts = { .tv_sec = 0, .tv_nsec = ms * 1000000L };
 
         nanosleep(&ts, NULL);
-}
-
-/* Reads a sysfs attribute without its trailing newline; "" when absent. */
-static void read_sysfs(const char *path, char *buf, size_t size)
-{
-        ssize_t n;
-        int fd;
-
-        buf[0] = '\0';
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return;
-        n = read(fd, buf, size - 1);
-        close(fd);
-        if (n <= 0)
-                return;
-        buf[n] = '\0';
-        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-                buf[--n] = '\0';
 }
 
 /* nvmeXnY (a namespace head or a non-multipath namespace), not nvmeXcYnZ paths */
@@ -99,12 +81,12 @@ static int find_namespace(const char *nqn, const char *nguid, char *ret, size_t 
                 if (!is_ns_name(e->d_name))
                         continue;
                 snprintf(path, sizeof(path), "/sys/block/%s/nguid", e->d_name);
-                read_sysfs(path, val, sizeof(val));
+                gantry_attr_read(path, val, sizeof(val));
                 strip_dashes(val, plain, sizeof(plain));
                 if (strcmp(plain, nguid) != 0)
                         continue;
                 snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", e->d_name);
-                read_sysfs(path, val, sizeof(val));
+                gantry_attr_read(path, val, sizeof(val));
                 if (strcmp(val, nqn) != 0)
                         continue;
                 snprintf(ret, size, "%.63s", e->d_name);
@@ -264,7 +246,7 @@ static bool subsystem_in_use(const char *nqn)
                         snprintf(name, sizeof(name), "%.63s", root + 1);
                 }
                 snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", name);
-                read_sysfs(path, val, sizeof(val));
+                gantry_attr_read(path, val, sizeof(val));
                 used = strcmp(val, nqn) == 0;
         }
         fclose(f);
@@ -286,7 +268,7 @@ static bool subsystem_has_namespace(const char *nqn)
                 if (!is_ns_name(e->d_name))
                         continue;
                 snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", e->d_name);
-                read_sysfs(path, val, sizeof(val));
+                gantry_attr_read(path, val, sizeof(val));
                 found = strcmp(val, nqn) == 0;
         }
         closedir(d);
@@ -350,7 +332,7 @@ int gantry_nvmf_detach(dev_t dev, int64_t deadline_ms, struct gantry_error *err)
         if (dev_name(dev, name, sizeof(name)) < 0)
                 return 0; /* already gone */
         snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", name);
-        read_sysfs(path, nqn, sizeof(nqn));
+        gantry_attr_read(path, nqn, sizeof(nqn));
         if (!nqn[0])
                 return gantry_error_set(err, ENODEV, "%s: no subsystem NQN in sysfs", name);
         return detach_subsystem(nqn, deadline_ms, err);
@@ -363,11 +345,11 @@ bool gantry_nvmf_device_matches(dev_t dev, const struct gantry_nvmf_volume *v)
         if (dev_name(dev, name, sizeof(name)) < 0 || !is_ns_name(name))
                 return false;
         snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", name);
-        read_sysfs(path, val, sizeof(val));
+        gantry_attr_read(path, val, sizeof(val));
         if (strcmp(val, v->nqn) != 0)
                 return false;
         snprintf(path, sizeof(path), "/sys/block/%s/nguid", name);
-        read_sysfs(path, val, sizeof(val));
+        gantry_attr_read(path, val, sizeof(val));
         strip_dashes(val, plain, sizeof(plain));
         return strcmp(plain, v->nguid) == 0;
 }

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attr_file.h"
 #include "log.h"
 #include "node_internal.h"
 
@@ -309,17 +310,9 @@ bool gantry_node_rbd_available(void)
 
 static int read_attr(const char *path, char *buf, size_t size)
 {
-        FILE *f = fopen(path, "re");
-        size_t n;
+        ssize_t n = gantry_attr_read(path, buf, size);
 
-        if (!f)
-                return -errno;
-        n = fread(buf, 1, size - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        while (n > 0 && buf[n - 1] == '\n')
-                buf[--n] = '\0';
-        return 0;
+        return n < 0 ? (int)n : 0;
 }
 
 static int dev_attr(int id, const char *attr, char *buf, size_t size)

@@ -31,6 +31,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "attr_file.h"
 #include "log.h"
 #include "target_internal.h"
 
@@ -84,21 +85,9 @@ static int write_attr(const struct tgt_context *ctx, const char *dir, const char
 static void read_attr(const char *dir, const char *attr, char *buf, size_t size)
 {
         char path[PATH_MAX];
-        ssize_t n;
-        int fd;
 
-        buf[0] = '\0';
         pathf(path, sizeof(path), "%s/%s", dir, attr);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return;
-        n = read(fd, buf, size - 1);
-        close(fd);
-        if (n <= 0)
-                return;
-        buf[n] = '\0';
-        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-                buf[--n] = '\0';
+        (void)gantry_attr_read(path, buf, size);
 }
 
 static int set_attr(const struct tgt_context *ctx, const char *dir, const char *attr, const char *value)
