@@ -109,13 +109,16 @@ class FakeAPI:
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         line = b""
         deadline = time.monotonic() + READY_SECONDS
-        while b"ready port=" not in line:
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                self.stop()
-                raise RuntimeError("fake API server did not start: %r" % line)
-            r, _, _ = select.select([self.proc.stdout], [], [], 0.5)
-            if r:
-                line = self.proc.stdout.readline()
+        try:
+            while b"ready port=" not in line:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("fake API server did not start: %r" % line)
+                r, _, _ = select.select([self.proc.stdout], [], [], 0.5)
+                if r:
+                    line = self.proc.stdout.readline()
+        except BaseException:  # also Ctrl-C: the caller never got hold of us
+            self.stop()
+            raise
         self.base = "http://127.0.0.1:%d" % int(line.split(b"port=")[1])
 
     def get(self, path):
@@ -185,8 +188,8 @@ def chapter_placement(say, build, number):
                     "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: sched\n"
                     % (fake.base, token))
         t = time.monotonic()
-        s = sched_harness.Scheduler("--kubeconfig", kubeconfig, topology=topo_path,
-                                    state=None).start()
+        s = sched_harness.Scheduler("--kubeconfig", kubeconfig, topology=topo_path, state=None)
+        s.start()
         wait_for(lambda: metric(s, "gantry_scheduler_nodes") == LEAVES * NODES_PER_LEAF,
                  "gantry-scheduler's informers to list the nodes")
         say("started gantry-scheduler on 127.0.0.1:%d, following the API server "
