@@ -3,7 +3,10 @@
 Chapter 1 starts the CSI plugin and talks to it over its socket exactly as
 kubelet and the CSI sidecars do. Chapter 2 boots a throwaway Ceph cluster
 and provisions a dataset volume on its erasure-coded pool, snapshots it and
-clones it. Later chapters (placement of a training job) join as they land.
+clones it. Chapter 3 runs gantry-scheduler against the fake Kubernetes API
+server on a simulated 64-node fabric and places an 8-pod training job;
+chapter 4 shows gantryctl's plan for that job (scripts/demo_scheduler.py).
+--only N runs one chapter (for working on it).
 """
 import argparse
 import json
@@ -41,7 +44,15 @@ def chapter_identity(client):
                              VolumeExpansion.Type.Name(c.volume_expansion.type))
         say("GetPluginCapabilities: " + ", ".join(names), t)
         t = time.monotonic()
-        say("Probe: ready=%s" % p.call("Probe").ready.value, t)
+        ready = p.call("Probe").ready.value
+        say("Probe: ready=%s" % ready, t)
+        if not ready:
+            # the plugin logs which backend's probe failed and why
+            why = [l.split("csi.probe_not_ready", 1)[1].strip()
+                   for l in p.read_log().splitlines() if "csi.probe_not_ready" in l]
+            say("  not ready because the node service's krbd probe fails on this host (%s): "
+                "the node service maps images with the kernel's rbd driver, which this "
+                "container lacks; tests run it in a qemu VM" % (why[-1] if why else "see log"))
     say("stopped the plugin (SIGTERM, drained)")
 
 
@@ -144,17 +155,24 @@ def chapter_dataset(client):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
+    ap.add_argument("--only", type=int, help="run only this chapter")
     args = ap.parse_args()
     os.environ["GANTRY_BUILD_DIR"] = os.path.join(ROOT, args.build)
     sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
     import csi_client
     t0 = time.monotonic()
     say("Gantry demo: tiered volumes and bandwidth-aware placement for GPU training")
-    chapter_identity(csi_client)
-    chapter_dataset(csi_client)
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     import demo_scheduler
-    demo_scheduler.chapter_placement(say, os.environ["GANTRY_BUILD_DIR"])
+    build = os.environ["GANTRY_BUILD_DIR"]
+    placed = {}
+    chapters = [lambda: chapter_identity(csi_client), lambda: chapter_dataset(csi_client),
+                lambda: placed.setdefault("leaves",
+                                          demo_scheduler.chapter_placement(say, build, 3)),
+                lambda: demo_scheduler.chapter_plan(say, build, 4, *placed.values())]
+    for n, chapter in enumerate(chapters, 1):
+        if args.only in (None, n):
+            chapter()
     say("\nDemo finished in %.1f s; nothing left running." % (time.monotonic() - t0))
 
 

@@ -1,64 +1,323 @@
-"""Demo chapter: gantry-scheduler places a training job by fabric and storage
-headroom, answering the very request bodies a real kube-scheduler sent.
+"""Demo chapter: gantry-scheduler places an 8-pod training job on a simulated
+64-node fabric, followed through the (FAKE) Kubernetes API server, then
+gantryctl plan shows the job's storage path, its bottleneck and headroom.
 
-The cluster is tests/scheduler/fixtures (gpu-node-1 and -2 on leaf-1 with the
-Ceph cluster ceph-a, gpu-node-3 on leaf-2 behind a 20 Gbps uplink), given to
-the extender as a --state file instead of an API server.
+The fabric: 8 leaves x 8 GPU nodes (8 GPUs, 200 Gbps NIC each, Topograph
+labels), the Ceph cluster "demo" attached to leaf-8. Leaf uplinks differ
+(oversubscription 1:1 to 8:1) and another job already runs on part of the
+cluster, so headroom really differs between leaves. The job's pods go
+through filter -> prioritize -> bind in the very body shapes a real
+kube-scheduler sent (tests/scheduler/fixtures), and gantry-scheduler binds
+through the fake API server, which records the Bindings.
 """
+import collections
 import copy
+import json
 import os
+import select
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
 import time
+import urllib.request
 import uuid
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+LEAVES, NODES_PER_LEAF, GPUS, NIC_GBPS = 8, 8, 8, 200
+UPLINKS = {1: 400, 2: 800, 3: 1600, 4: 200, 5: 400, 6: 800, 7: 200, 8: 800}
+BACKEND = "demo"  # the clusterID of chapter 2's Ceph cluster
+BACKEND_GBPS = 1000
+JOB, JOB_PODS, JOB_READ_GBPS = "llm-pretrain", 8, 50
+READY_SECONDS = 60
 
 
-def chapter_placement(say, build):
+def node_name(leaf, i):
+    return "gpu-l%d-n%d" % (leaf, i)
+
+
+def fabric():
+    """The topology file and the API objects of the simulated cluster."""
+    topo = {"defaults": {"nicGbps": NIC_GBPS},
+            "leaves": [{"name": "leaf-%d" % l, "spine": "spine-%d" % ((l - 1) // 4 + 1),
+                        "uplinkGbps": UPLINKS[l]} for l in range(1, LEAVES + 1)],
+            "backends": [{"name": BACKEND, "kind": "ceph", "gbps": BACKEND_GBPS,
+                          "leaves": ["leaf-8"]}]}
+    nodes = []
+    for l in range(1, LEAVES + 1):
+        for i in range(1, NODES_PER_LEAF + 1):
+            nodes.append({"apiVersion": "v1", "kind": "Node", "metadata": {
+                "name": node_name(l, i), "labels": {
+                    "kubernetes.io/hostname": node_name(l, i),
+                    "network.topology.nvidia.com/leaf": "leaf-%d" % l,
+                    "network.topology.nvidia.com/spine": "spine-%d" % ((l - 1) // 4 + 1),
+                    "gantry.io/nic-gbps": str(NIC_GBPS)}},
+                "status": {"allocatable": {"nvidia.com/gpu": str(GPUS)},
+                           "conditions": [{"type": "Ready", "status": "True"}]}})
+    sc = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+          "metadata": {"name": "gantry-dataset"}, "provisioner": "csi.gantry.io",
+          "parameters": {"tier": "dataset", "clusterID": BACKEND, "pool": "rbd",
+                         "dataPool": "ecdata"}}
+    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pvc-imagenet"},
+          "spec": {"storageClassName": "gantry-dataset", "accessModes": ["ReadOnlyMany"],
+                   "csi": {"driver": "csi.gantry.io", "volumeHandle": "0001-0004-demo-imagenet",
+                           "volumeAttributes": {"tier": "dataset", "clusterID": BACKEND,
+                                                "pool": "rbd", "dataPool": "ecdata"}}},
+          "status": {"phase": "Bound"}}
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+           "metadata": {"name": "imagenet", "namespace": "training"},
+           "spec": {"storageClassName": "gantry-dataset", "volumeName": "pvc-imagenet",
+                    "accessModes": ["ReadOnlyMany"]}, "status": {"phase": "Bound"}}
+    # Another job already running: it fills leaf-8's first 4 nodes and leaf-3's
+    # first 5, and its readers load leaf-4 and leaf-7's thin uplinks.
+    running = [(8, i, 40) for i in range(1, 5)] + [(3, i, 40) for i in range(1, 6)] + \
+              [(4, 1, 180), (7, 1, 170)]
+    pods = []
+    for k, (l, i, gbps) in enumerate(running):
+        pods.append(pod("sweep-%d" % k, "sweep", gbps, node=node_name(l, i),
+                        volume=(l == 8 or l == 3)))
+    return topo, {"nodes": nodes, "storageclasses": [sc], "persistentvolumes": [pv],
+                  "persistentvolumeclaims": [pvc], "pods": pods}
+
+
+def pod(name, job, gbps, node=None, volume=True):
+    p = {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": name, "namespace": "training", "uid": str(uuid.uuid4()),
+                      "labels": {"gantry.io/job": job},
+                      "annotations": {"gantry.io/dataset-read-gbps": str(gbps)}},
+         "spec": {"schedulerName": "gantry",
+                  "containers": [{"name": "trainer", "image": "registry.invalid/trainer",
+                                  "resources": {"requests": {"nvidia.com/gpu": str(GPUS)},
+                                                "limits": {"nvidia.com/gpu": str(GPUS)}}}],
+                  "volumes": [{"name": "data", "persistentVolumeClaim":
+                               {"claimName": "imagenet", "readOnly": True}}] if volume else []},
+         "status": {"phase": "Pending"}}
+    if node:
+        p["spec"]["nodeName"] = node
+        p["status"]["phase"] = "Running"
+    return p
+
+
+class FakeAPI:
+    """tests/fakeapi/fake_kube_apiserver.py, started and stopped (bounded)."""
+
+    def __init__(self, seed, token):
+        self.proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "fakeapi",
+                                                                   "fake_kube_apiserver.py"),
+                                      "--token", token, "--seed", seed, "--max-seconds", "600"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        line = b""
+        deadline = time.monotonic() + READY_SECONDS
+        try:
+            while b"ready port=" not in line:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("fake API server did not start: %r" % line)
+                r, _, _ = select.select([self.proc.stdout], [], [], 0.5)
+                if r:
+                    line = self.proc.stdout.readline()
+        except BaseException:  # also Ctrl-C: the caller never got hold of us
+            self.stop()
+            raise
+        self.base = "http://127.0.0.1:%d" % int(line.split(b"port=")[1])
+
+    def get(self, path):
+        with urllib.request.urlopen(self.base + path, timeout=10) as r:
+            return json.loads(r.read())
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+
+
+def metric(s, name):
+    _, text = s.request("GET", "/metrics")
+    for line in text.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
+def wait_for(pred, what, timeout=READY_SECONDS):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise RuntimeError("timed out waiting for " + what)
+
+
+def chapter_placement(say, build, number):
     sys.path.insert(0, os.path.join(ROOT, "tests", "scheduler"))
     os.environ["GANTRY_SCHEDULER"] = os.path.join(build, "bin", "gantry-scheduler")
-    os.environ["GANTRY_SCHED_FIXTURES"] = os.path.join(ROOT, "tests", "scheduler", "fixtures")
     import sched_harness
 
-    say("\n== 2. Placing a training job by fabric and storage headroom ==")
-    t = time.monotonic()
-    s = sched_harness.Scheduler().start()
+    say("\n== %d. Placing an 8-pod training job on a 64-node fabric ==" % number)
+    tmp = tempfile.mkdtemp(prefix="gantry-demo-sched-%d-" % os.getpid())
+    fake = s = None
     try:
-        say("started gantry-scheduler on 127.0.0.1:%d (3 GPU nodes, 2 leaves, ceph-a on leaf-1)"
-            % s.port, t)
+        t = time.monotonic()
+        topo, seed = fabric()
+        topo_path, seed_path = os.path.join(tmp, "topology.json"), os.path.join(tmp, "seed.json")
+        json.dump(topo, open(topo_path, "w"))
+        job = [pod("%s-%d" % (JOB, i), JOB, JOB_READ_GBPS) for i in range(JOB_PODS)]
+        seed["pods"] += job
+        json.dump(seed, open(seed_path, "w"))
+        token = "demo-%d-%s" % (os.getpid(), uuid.uuid4().hex)
+        fake = FakeAPI(seed_path, token)
+        say("started the FAKE Kubernetes API server on %s: 64 GPU nodes on 8 leaves "
+            "(8 GPUs, %d Gbps NIC each), Ceph cluster %s (%d Gbps) on leaf-8" %
+            (fake.base, NIC_GBPS, BACKEND, BACKEND_GBPS), t)
+        say("  leaf uplinks (Gbps; 8 x %d = %d Gbps down): %s" % (
+            NIC_GBPS, NODES_PER_LEAF * NIC_GBPS,
+            ", ".join("leaf-%d %d (%g:1)" % (l, u, NODES_PER_LEAF * NIC_GBPS / u)
+                      for l, u in sorted(UPLINKS.items()))))
+        say("  already running (job sweep): 4 nodes of leaf-8, 5 of leaf-3, readers loading "
+            "leaf-4 (180 Gbps) and leaf-7 (170 Gbps)")
+        kubeconfig = os.path.join(tmp, "kubeconfig")
+        with open(os.open(kubeconfig, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+                    "clusters:\n- name: fake\n  cluster:\n    server: %s\n"
+                    "users:\n- name: sched\n  user:\n    token: %s\n"
+                    "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: sched\n"
+                    % (fake.base, token))
+        t = time.monotonic()
+        s = sched_harness.Scheduler("--kubeconfig", kubeconfig, topology=topo_path, state=None)
+        s.start()
+        wait_for(lambda: metric(s, "gantry_scheduler_nodes") == LEAVES * NODES_PER_LEAF,
+                 "gantry-scheduler's informers to list the nodes")
+        say("started gantry-scheduler on 127.0.0.1:%d, following the API server "
+            "(kubeconfig, bearer token): %d nodes in its model" %
+            (s.port, metric(s, "gantry_scheduler_nodes")), t)
+
+        say("job %s: %d pods x %d GPUs, each reading %d Gbps from the dataset "
+            "(annotation gantry.io/dataset-read-gbps), label gantry.io/job=%s" %
+            (JOB, JOB_PODS, GPUS, JOB_READ_GBPS, JOB))
         captured = sched_harness.fixture_json("nodecache-true-001-filter.json")
-
-        def worker(i, gbps):
-            a = copy.deepcopy(captured)
-            md = a["Pod"]["metadata"]
-            md["name"], md["uid"] = "trainer-%d" % i, str(uuid.uuid4())
-            md["labels"] = {"gantry.io/job": "llm-pretrain"}
-            md["annotations"] = {"gantry.io/dataset-read-gbps": str(gbps)}
-            a["Pod"]["spec"]["volumes"].append(
-                {"name": "data", "persistentVolumeClaim": {"claimName": "train-data"}})
-            return a
-
-        for i in range(4):
-            a = worker(i, 40)
+        names = [n["metadata"]["name"] for n in seed["nodes"]]
+        leaf_of = {n["metadata"]["name"]: n["metadata"]["labels"]
+                   ["network.topology.nvidia.com/leaf"] for n in seed["nodes"]}
+        placed = {}
+        t_job = time.monotonic()
+        for p in job:
+            args = copy.deepcopy(captured)  # kube-scheduler's body, nodeCacheCapable: true
+            args["Pod"], args["NodeNames"] = p, names
             t = time.monotonic()
-            _, f = s.post("filter", a)
-            _, p = s.post("prioritize", a)
-            best = max((h for h in p if h["Host"] in f["NodeNames"]), key=lambda h: h["Score"],
-                       default=None)
-            say("trainer-%d reads 40 Gbps: fits %s; refused %s" % (
-                i, ", ".join(f["NodeNames"]) or "nowhere",
-                "; ".join("%s (%s)" % kv for kv in f["FailedNodes"].items()) or "none"), t)
-            if not best:
-                say("  -> stays pending until bandwidth frees up")
+            _, f = s.post("filter", args)
+            _, pr = s.post("prioritize", args)
+            fits = set(f["NodeNames"] or [])
+            ranked = sorted((h for h in pr if h["Host"] in fits), key=lambda h: -h["Score"])
+            if not ranked:
+                say("%s: fits nowhere, stays pending" % p["metadata"]["name"], t)
                 continue
-            t = time.monotonic()
-            _, b = s.post("bind", {"PodName": a["Pod"]["metadata"]["name"], "PodNamespace": "default",
-                                   "PodUID": a["Pod"]["metadata"]["uid"], "Node": best["Host"]})
-            say("  -> bound to %s (score %d/10), its 40 Gbps reserved%s" % (
-                best["Host"], best["Score"], "" if not b["Error"] else ": " + b["Error"]), t)
-        _, m = s.request("GET", "/metrics")
-        refusals = [l for l in m.decode().splitlines() if l.startswith("gantry_scheduler_node_refusals")]
-        say("metrics: " + "; ".join(refusals))
+            best = ranked[0]  # kube-scheduler: highest score (ties broken at random there)
+            per_leaf = {}
+            for h in ranked:
+                per_leaf.setdefault(leaf_of[h["Host"]], h["Score"])
+            runner_up = ", ".join("%s %d" % kv for kv in list(per_leaf.items())[1:3])
+            md = p["metadata"]
+            _, b = s.post("bind", {"PodName": md["name"], "PodNamespace": md["namespace"],
+                                   "PodUID": md["uid"], "Node": best["Host"]})
+            placed[md["name"]] = best["Host"]
+            by_reason = collections.Counter(why_kind(r) for r in f["FailedNodes"].values())
+            say("%s -> %s (%s, score %d/10; next best %s): %d fit, %d refused [%s]%s" % (
+                md["name"], best["Host"], leaf_of[best["Host"]], best["Score"], runner_up,
+                len(fits),
+                len(f["FailedNodes"]), ", ".join("%d %s" % (n, k) for k, n in
+                                                 by_reason.most_common()),
+                "" if not b["Error"] else " BIND ERROR: " + b["Error"]), t)
+        say("placed %d/%d pods" % (len(placed), JOB_PODS), t_job)
+
+        say("  why, in Gantry's words (one refusal of each kind, from the last filter):")
+        seen = set()
+        for node, why in sorted(f["FailedNodes"].items()):
+            k = why_kind(why)
+            if k not in seen:
+                seen.add(k)
+                say("    " + (why if why.startswith(node + ":") else "%s: %s" % (node, why)))
+        leaves = collections.Counter(leaf_of[n] for n in placed.values())
+        say("  leaves used: " + ", ".join("%s (%d pods)" % kv for kv in sorted(leaves.items())))
+
+        t = time.monotonic()
+        bindings = fake.get("/fake/bindings")
+        ours = [b for b in bindings if b["name"].startswith(JOB)]
+        ok = all(placed.get(b["name"]) == b["node"] for b in ours)
+        say("the FAKE API server recorded %d Bindings (pods/binding), matching the "
+            "placements: %s" % (len(ours), ok), t)
+        t = time.monotonic()
+        wait_for(lambda: metric(s, "gantry_scheduler_reservations") == 0,
+                 "the watch to confirm the bound pods")
+        say("reservations: each bind reserved its pod's %d Gbps at once; the watch then saw "
+            "the pods bound and confirmed them: %d ledger entries (%d of job sweep + %d), "
+            "reservations left: %d" % (JOB_READ_GBPS, metric(s, "gantry_scheduler_ledger_entries"),
+             len(seed["pods"]) - JOB_PODS, len(ours),
+             metric(s, "gantry_scheduler_reservations")), t)
     finally:
-        s.stop()
-    say("stopped gantry-scheduler")
+        if s:
+            s.stop()
+        if fake:
+            fake.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    say("stopped gantry-scheduler and the fake API server")
+    return sorted(leaves)
+
+
+def why_kind(reason):
+    """A refusal's kind, for counting: the text after the resource's name."""
+    for k in ("GPUs free", "uplink", "NIC", "backend"):
+        if k in reason:
+            return {"GPUs free": "no free GPUs", "uplink": "leaf uplink full",
+                    "NIC": "NIC full", "backend": "storage backend full"}[k]
+    return reason
+
+
+def plan(build, ingest_mbps, oversub):
+    args = [os.path.join(build, "bin", "gantryctl"), "plan",
+            "--gpus", str(JOB_PODS * GPUS), "--gpus-per-node", str(GPUS),
+            "--node-nic-gbps", str(NIC_GBPS), "--oversubscription", "%g" % oversub,
+            "--ingest-mbps", "%g" % ingest_mbps, "--dataset-gb", "2000",
+            "--storage-nodes", "10", "--storage-read-gbytes", "8", "--storage-nic-gbps", "100",
+            "--raw-tb", "360", "--ec-k", "2", "--ec-m", "1",
+            "--ckpt-size-gb", "1000", "--interval-min", "30", "--tier", "nvme=40"]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise RuntimeError("gantryctl plan failed: " + out.stderr)
+    return out.stdout
+
+
+def chapter_plan(say, build, number, leaves=("leaf-5", "leaf-8")):
+    say("\n== %d. The plan: can storage feed this job? (gantryctl plan) ==" % number)
+    t = time.monotonic()
+    ingest_mbps = JOB_READ_GBPS * 1000 / 8 / GPUS  # per GPU, MB/s
+    # the worst oversubscription among the leaves the job landed on
+    oversub = max(NODES_PER_LEAF * NIC_GBPS / UPLINKS[int(l.split("-")[1])] for l in leaves)
+    text = plan(build, ingest_mbps, oversub)
+    say("job %s: %d GPUs on %d nodes, %.0f MB/s per GPU (%d Gbps per pod); fabric: %d Gbps "
+        "NICs, %g:1 oversubscribed (the worst of %s); Ceph %s: 10 storage nodes x 8 GB/s, "
+        "100 Gbps NICs (the %d Gbps of the topology file), EC 2+1" % (
+            JOB, JOB_PODS * GPUS, JOB_PODS, ingest_mbps, JOB_READ_GBPS, NIC_GBPS, oversub,
+            ", ".join(leaves), BACKEND, BACKEND_GBPS), t)
+    keep = ("GPUs / nodes", "per-GPU ingest", "required at the barrier", "storage aggregate",
+            "network cap", "deliverable", "headroom")
+    for line in text.split("\n\n")[0].splitlines():
+        if line.strip().startswith(keep):
+            say("  " + line.strip())
+    t = time.monotonic()
+    say("  the same job behind other leaf uplinks:")
+    say("    %-16s %-12s %-16s %s" % ("oversubscription", "deliverable", "bottleneck", "headroom"))
+    for o in (1, 2, 4, 8):
+        rows = {l.strip().split("  ")[0]: l.split() for l in
+                plan(build, ingest_mbps, o).split("\n\n")[0].splitlines()}
+        d, h = rows["deliverable"], rows["headroom"]
+        say("    %-16s %-12s %-16s %s %s %s" % (
+            "%d:1%s" % (o, "  <- this job" if o == oversub else ""), " ".join(d[1:3]),
+            " ".join(d[4:]).rstrip(")"), h[1], h[2], h[3]))
+    say("  (gantryctl plan once per row)", t)
+    say("  (the plan sees this job alone, as if every read crossed a leaf uplink; the "
+        "scheduler's ledger also counts job sweep's reads and knows leaf-8 holds the storage)")
