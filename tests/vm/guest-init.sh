@@ -10,7 +10,8 @@
 # Inside the chroot: the host's binaries and libraries run unchanged, the
 # guest's kernel modules are at /lib/modules/$(uname -r) (so the host's
 # modprobe works), configfs is at /sys/kernel/config, /tmp and /run are
-# tmpfs, and /vm is the runner's shared directory (read-write).
+# tmpfs (with the caller's trees under the host's /tmp bound back), and /vm
+# is the runner's shared directory (read-write).
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 
 mount -t proc proc /proc
@@ -55,7 +56,18 @@ for d in proc sys dev; do
         mount --rbind /$d $r/$d || fail "cannot bind /$d"
 done
 mount --make-rslave $r/sys
+# /tmp is a tmpfs, as on a host (nvmet's file backing wants one). A checkout
+# or build tree under the host's /tmp (CI may clone there) is bound back from
+# the overlay: run.sh lists those top-level directories in /vm/tmp-binds.
+mkdir -p /run/hosttmp && mount --bind $r/tmp /run/hosttmp || fail "cannot keep the host's /tmp"
 mount -t tmpfs tmpfs $r/tmp
+if [ -r /vm/tmp-binds ]; then
+        while read -r d; do
+                [ -n "$d" ] || continue
+                mkdir -p "$r/tmp/$d" && mount --bind "/run/hosttmp/$d" "$r/tmp/$d" ||
+                        fail "cannot bind /tmp/$d"
+        done </vm/tmp-binds
+fi
 mount -t tmpfs tmpfs $r/run
 mkdir -p $r/dev/pts $r/dev/shm $r/vm
 mount -t devpts devpts $r/dev/pts

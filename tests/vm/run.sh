@@ -143,6 +143,11 @@ fi
         printf ' %q' "$@"
         printf '\n'
 } >"$share/guest.sh"
+# Trees under the host's /tmp that the guest must see through its own /tmp
+# tmpfs: the directory the command runs in and the build tree.
+for p in "$PWD" "${GANTRY_BUILD_DIR:-}"; do
+        case $p in /tmp/?*) p=${p#/tmp/}; echo "${p%%/*}" ;; esac
+done | sort -u >"$share/tmp-binds"
 : >"$share/results"
 
 accel=(-accel tcg,thread=multi -cpu max)
