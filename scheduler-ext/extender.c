@@ -436,7 +436,7 @@ static int handle_bind(struct gantry_extender *ext, const char *body, size_t len
         if (r == 0 && ext->opts.bind) {
                 r = ext->opts.bind(ext->opts.bind_ctx, ns, name, uid, node, &err);
                 if (r < 0)
-                        gantry_cluster_release(c, uid);
+                        gantry_cluster_release_reservation(c, uid);
         }
         if (r < 0) {
                 char q[256];

@@ -130,11 +130,13 @@ class ExtenderKubeTest(unittest.TestCase):
         # the watch shows the pod bound: the reservation becomes a confirmed entry
         wait_for(lambda: self.metric("gantry_scheduler_reservations") == 0
                  and self.metric("gantry_scheduler_ledger_entries") == 1, what="watch to confirm")
-        # a second bind of the same pod: the API refuses (409), nothing is charged twice
+        # a second bind of the same pod: refused, the running pod's entry stays charged
         status, r = self.s.post("bind", {"PodName": md["name"], "PodNamespace": md["namespace"],
                                          "PodUID": md["uid"], "Node": "gpu-node-2"})
-        self.assertNotEqual(r["Error"], "")
+        self.assertEqual(r["Error"], "already bound to gpu-node-1")
         self.assertEqual(self.metric("gantry_scheduler_reservations"), 0)
+        self.assertEqual(self.metric("gantry_scheduler_ledger_entries"), 1)
+        self.assertEqual(len(self.fake.get("/fake/bindings")), 1)
 
     def test_bind_of_unknown_pod_releases_its_reservation(self):
         status, r = self.s.post("bind", {"PodName": "ghost", "PodNamespace": "default",
