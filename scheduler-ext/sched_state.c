@@ -232,6 +232,8 @@ static int apply_node(struct gantry_sched_state *st, bool deleted, const json_t 
         return gantry_cluster_set_node(st->cluster, &spec, err);
 }
 
+static void remember(struct gantry_sched_state *st, const json_t *pod, bool add);
+
 static bool pod_finished(const json_t *pod)
 {
         const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
@@ -254,8 +256,10 @@ static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *
                 return 0;
         }
         if (!node || !*node) {
-                /* pending: kept so that bind finds its demand */
-                gantry_sched_state_remember_pod(st, obj);
+                /* pending: a pod filter saw is kept up to date for bind; the
+                 * others (every pending pod cluster-wide) would only push the
+                 * pods bind needs out of the ring */
+                remember(st, obj, false);
                 return 0;
         }
         if ((r = gantry_sched_demand_from_pod(st, obj, &d, err)) < 0)
@@ -351,7 +355,8 @@ json_t *gantry_sched_state_get_pod(struct gantry_sched_state *st, const char *ui
         return v;
 }
 
-void gantry_sched_state_remember_pod(struct gantry_sched_state *st, const json_t *pod)
+/* Keeps @pod by UID; with !@add only refreshes a pod already kept. */
+static void remember(struct gantry_sched_state *st, const json_t *pod, bool add)
 {
         const char *uid = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
         size_t slot;
@@ -371,6 +376,11 @@ void gantry_sched_state_remember_pod(struct gantry_sched_state *st, const json_t
                 pthread_mutex_unlock(&st->lock);
                 return;
         }
+        if (!add) {
+                pthread_mutex_unlock(&st->lock);
+                json_decref(copy);
+                return;
+        }
         slot = st->next_remembered;
         st->next_remembered = (slot + 1) % REMEMBERED_PODS_MAX;
         if (st->remembered[slot]) {
@@ -384,6 +394,11 @@ void gantry_sched_state_remember_pod(struct gantry_sched_state *st, const json_t
                 json_decref(copy);
         }
         pthread_mutex_unlock(&st->lock);
+}
+
+void gantry_sched_state_remember_pod(struct gantry_sched_state *st, const json_t *pod)
+{
+        remember(st, pod, true);
 }
 
 static const struct {

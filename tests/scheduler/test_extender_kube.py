@@ -147,6 +147,16 @@ class ExtenderKubeTest(unittest.TestCase):
         self.assertEqual(self.metric("gantry_scheduler_ledger_entries"), 0)
         self.assertEqual(self.fake.get("/fake/bindings"), [])
 
+    def test_pending_pod_seen_only_by_the_watch_is_not_bound(self):
+        # the watch sees every pending pod cluster-wide; only filter requests
+        # tell which pods bind will see, so an unfiltered pod is sent back
+        md = self.pod["metadata"]
+        status, r = self.s.post("bind", {"PodName": md["name"], "PodNamespace": md["namespace"],
+                                         "PodUID": md["uid"], "Node": "gpu-node-1"})
+        self.assertEqual(r["Error"], "pod %s/%s: not seen in filter; retry" % (md["namespace"], md["name"]))
+        self.assertEqual(self.metric("gantry_scheduler_ledger_entries"), 0)
+        self.assertEqual(self.fake.get("/fake/bindings"), [])
+
     def test_nodes_added_later_are_seen(self):
         self.fake.post("/fake/objects/nodes", {
             "metadata": {"name": "gpu-node-4", "labels": {
