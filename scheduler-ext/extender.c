@@ -421,22 +421,22 @@ static int handle_bind(struct gantry_extender *ext, const char *body, size_t len
         }
         expire_reservations(ext);
         pod = gantry_sched_state_get_pod(ext->state, uid);
-        if (pod)
+        if (!pod)
+                /* its demand is unknown (never filtered here, or forgotten):
+                 * binding would charge nothing, so kube-scheduler filters again */
+                r = gantry_error_set(&err, ENOENT, "pod %s/%s: not seen in filter; retry", ns, name);
+        else
                 r = gantry_sched_demand_from_pod(ext->state, pod, &d, &err);
-        if (!pod || r < 0) {
-                /* never seen in a filter: bind it, charging nothing we cannot know */
-                memset(&d, 0, sizeof(d));
-                snprintf(d.name, sizeof(d.name), "%s/%s", ns, name);
-                d.d.name = d.name;
+        if (r == 0) {
+                snprintf(d.uid, sizeof(d.uid), "%s", uid);
+                d.d.uid = d.uid;
+                r = gantry_cluster_reserve(c, &d.d, node,
+                                           gantry_extender_now() + ext->opts.reservation_ttl_seconds, &err);
         }
-        snprintf(d.uid, sizeof(d.uid), "%s", uid);
-        d.d.uid = d.uid;
-        r = gantry_cluster_reserve(c, &d.d, node, gantry_extender_now() + ext->opts.reservation_ttl_seconds,
-                                   &err);
         if (r == 0 && ext->opts.bind) {
                 r = ext->opts.bind(ext->opts.bind_ctx, ns, name, uid, node, &err);
                 if (r < 0)
-                        gantry_cluster_release(c, uid);
+                        gantry_cluster_release_reservation(c, uid);
         }
         if (r < 0) {
                 char q[256];

@@ -101,6 +101,7 @@ int gantry_kube_client_new(const struct gantry_kube_client_options *opts,
                 free(client);
                 return r;
         }
+        client->bind_timeout = opts && opts->bind_timeout_seconds > 0 ? opts->bind_timeout_seconds : 0;
         {
                 char origin[300], ns[300];
 
@@ -188,6 +189,7 @@ int gantry_kube_bind_pod(struct gantry_kube_client *client, const char *namespac
                 struct kube_request req = {
                         .method = "POST", .path = path, .body = body, .verb = "create",
                         .resource = "pods/binding", .max_body = 1024 * 1024,
+                        .timeout = client->bind_timeout,
                 };
 
                 r = kube_http_do(&client->http, &req, &resp, err);

@@ -79,6 +79,10 @@ struct gantry_kube_client_options {
          * (default 60; a list page, a binding). 0 means the default. */
         int connect_timeout_seconds;
         int request_timeout_seconds;
+        /* Seconds for a Binding POST; 0: the request timeout. Keep it below
+         * kube-scheduler's extender httpTimeout, so a slow API server fails
+         * the bind rather than the extender call. */
+        int bind_timeout_seconds;
 };
 
 /*
@@ -111,7 +115,7 @@ const char *gantry_kube_client_namespace(const struct gantry_kube_client *client
  * Binds pod @namespace/@name to @node: POSTs a v1 Binding to
  * /api/v1/namespaces/@namespace/pods/@name/binding. When @uid is not NULL
  * the Binding carries it, so the API server refuses to bind a pod that was
- * deleted and re-created under the same name. Blocks for at most the request
+ * deleted and re-created under the same name. Blocks for at most the bind
  * timeout; callable from any thread.
  *
  * Returns 0 when bound. Otherwise -errno and @err holds the reason (the API

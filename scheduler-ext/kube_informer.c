@@ -16,6 +16,7 @@
  * also what lets DELETED carry the last state of an object after a re-list.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,15 @@ out:
         return r;
 }
 
+/* Same metadata.uid (objects without one, as in some fakes, count as same). */
+static bool same_uid(json_t *a, json_t *b)
+{
+        const char *ua = json_string_value(json_object_get(json_object_get(a, "metadata"), "uid"));
+        const char *ub = json_string_value(json_object_get(json_object_get(b, "metadata"), "uid"));
+
+        return !ua || !ub || strcmp(ua, ub) == 0;
+}
+
 /* Delivers the difference between the kept objects and @fresh, then SYNCED. */
 static void replace_store(struct gantry_kube_informer *inf, json_t *fresh)
 {
@@ -208,7 +218,10 @@ static void replace_store(struct gantry_kube_informer *inf, json_t *fresh)
         void *tmp;
 
         json_object_foreach_safe(inf->store, tmp, key, old) {
-                if (!json_object_get(fresh, key)) {
+                obj = json_object_get(fresh, key);
+                /* gone, or deleted and re-created under the same name (a
+                 * StatefulSet pod): the old object ends either way */
+                if (!obj || !same_uid(old, obj)) {
                         deliver(inf, GANTRY_KUBE_DELETED, old);
                         deleted++;
                 }
@@ -217,7 +230,7 @@ static void replace_store(struct gantry_kube_informer *inf, json_t *fresh)
                 const char *rv_new, *rv_old;
 
                 old = json_object_get(inf->store, key);
-                if (!old) {
+                if (!old || !same_uid(old, obj)) {
                         deliver(inf, GANTRY_KUBE_ADDED, obj);
                         added++;
                         continue;

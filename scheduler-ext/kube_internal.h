@@ -220,6 +220,7 @@ long kube_backoff_ms(int initial_ms, int max_ms, int consecutive, unsigned int *
 
 struct gantry_kube_client {
         struct kube_http http;
+        long bind_timeout; /* seconds; 0: the request timeout */
 };
 
 /* Per-kind API facts: the REST path and the RBAC names. */

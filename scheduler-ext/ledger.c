@@ -227,6 +227,12 @@ static int ledger_add(struct gantry_cluster *c, const struct gantry_pod_demand *
         }
         /* a retried bind or a re-seen pod replaces its own entry, never adds */
         old = strmap_get(c->entry_by_uid, d->uid);
+        if (old && check && old->expires_at <= 0) {
+                /* a bind never touches a pod the watch saw bound */
+                r = gantry_error_set(err, EALREADY, "already bound to %s",
+                                     c->nodes[old->charge.node].name);
+                goto out;
+        }
         if (old)
                 entry_unlink(c, old);
         gp_charge_compute(c, d, i, &e->charge);
@@ -272,6 +278,25 @@ int gantry_cluster_release(struct gantry_cluster *c, const char *uid)
         pthread_rwlock_unlock(&c->lock);
         entry_free(e);
         return e ? 0 : -ENOENT;
+}
+
+int gantry_cluster_release_reservation(struct gantry_cluster *c, const char *uid)
+{
+        struct gp_entry *e;
+        int r = -ENOENT;
+
+        pthread_rwlock_wrlock(&c->lock);
+        e = uid ? strmap_get(c->entry_by_uid, uid) : NULL;
+        if (e && e->expires_at <= 0) {
+                r = -EALREADY;
+                e = NULL;
+        } else if (e) {
+                entry_unlink(c, e);
+                r = 0;
+        }
+        pthread_rwlock_unlock(&c->lock);
+        entry_free(e);
+        return r;
 }
 
 size_t gantry_cluster_expire(struct gantry_cluster *c, double now)

@@ -212,9 +212,11 @@ int gantry_cluster_prioritize(struct gantry_cluster *c, const struct gantry_pod_
  * Bind-time reservation: checks the pod fits on @node and charges it, in one
  * step under the write lock. The entry expires at @expires_at (caller's
  * clock; 0 = never) unless gantry_cluster_record() confirms it first. If the
- * UID already holds an entry, that entry is replaced (a retried bind never
- * charges twice). Returns 0; -ENOSPC with the reason in @err; -ENOENT when
- * @node is unknown; -EINVAL for a bad demand (uid required).
+ * UID already holds a reservation, it is replaced (a retried bind never
+ * charges twice); if it holds a confirmed entry, nothing changes and the
+ * answer is -EALREADY with "already bound to NODE" in @err. Returns 0;
+ * -ENOSPC with the reason in @err; -ENOENT when @node is unknown; -EINVAL
+ * for a bad demand (uid required).
  */
 int gantry_cluster_reserve(struct gantry_cluster *c, const struct gantry_pod_demand *d,
                            const char *node, double expires_at, struct gantry_error *err);
@@ -229,6 +231,10 @@ int gantry_cluster_record(struct gantry_cluster *c, const struct gantry_pod_dema
 
 /* Drops the entry of @uid and gives back its charge. Returns 0 or -ENOENT. */
 int gantry_cluster_release(struct gantry_cluster *c, const char *uid);
+
+/* A failed bind's undo: drops @uid's entry only while it is an unconfirmed
+ * reservation. Returns 0, -EALREADY (confirmed: kept) or -ENOENT. */
+int gantry_cluster_release_reservation(struct gantry_cluster *c, const char *uid);
 
 /* Drops every reservation whose expiry is <= @now. Returns how many. */
 size_t gantry_cluster_expire(struct gantry_cluster *c, double now);

@@ -47,6 +47,7 @@ struct args {
         int threads;
         long long max_body;
         double ttl;
+        int bind_timeout;
 };
 
 static void usage(FILE *f)
@@ -68,6 +69,8 @@ static void usage(FILE *f)
                 "  --max-body-bytes N        largest request body (default 67108864)\n"
                 "  --reservation-ttl S       seconds a bind holds headroom until the watch shows\n"
                 "                            the pod bound (default 60)\n"
+                "  --bind-timeout S          seconds the Binding POST may take; keep it below\n"
+                "                            kube-scheduler's extender httpTimeout (default 4)\n"
                 "  --tls-cert FILE           serve HTTPS with this PEM certificate ...\n"
                 "  --tls-key FILE            ... and this PEM key\n"
                 "  --ready-file PATH         write the bound port there once serving\n"
@@ -94,7 +97,7 @@ static int parse_number(const char *flag, const char *s, double min, double max,
 /* 0 to run, 1 to exit 0 (help, version), -EINVAL for bad usage. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-        enum { O_LISTEN = 256, O_TOPO, O_STATE, O_KUBECONFIG, O_INCLUSTER, O_SYNC, O_THREADS, O_MAXBODY, O_TTL, O_CERT, O_KEY,
+        enum { O_LISTEN = 256, O_TOPO, O_STATE, O_KUBECONFIG, O_INCLUSTER, O_SYNC, O_THREADS, O_MAXBODY, O_TTL, O_BIND_TIMEOUT, O_CERT, O_KEY,
                O_READY, O_LOG, O_VERSION, O_HELP };
         static const struct option opts[] = {
                 { "listen", required_argument, NULL, O_LISTEN },
@@ -106,6 +109,7 @@ static int parse_args(int argc, char **argv, struct args *a)
                 { "threads", required_argument, NULL, O_THREADS },
                 { "max-body-bytes", required_argument, NULL, O_MAXBODY },
                 { "reservation-ttl", required_argument, NULL, O_TTL },
+                { "bind-timeout", required_argument, NULL, O_BIND_TIMEOUT },
                 { "tls-cert", required_argument, NULL, O_CERT },
                 { "tls-key", required_argument, NULL, O_KEY },
                 { "ready-file", required_argument, NULL, O_READY },
@@ -118,7 +122,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         int c;
 
         *a = (struct args){ .listen = "0.0.0.0:8888", .threads = 4, .max_body = 64LL << 20,
-                            .ttl = 60, .sync_timeout = 120 };
+                            .ttl = 60, .sync_timeout = 120, .bind_timeout = 4 };
         while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
                 switch (c) {
                 case O_LISTEN: a->listen = optarg; break;
@@ -149,6 +153,11 @@ static int parse_args(int argc, char **argv, struct args *a)
                         if (parse_number("--reservation-ttl", optarg, 1, 3600, &v) < 0)
                                 return -EINVAL;
                         a->ttl = v;
+                        break;
+                case O_BIND_TIMEOUT:
+                        if (parse_number("--bind-timeout", optarg, 1, 60, &v) < 0)
+                                return -EINVAL;
+                        a->bind_timeout = (int)v;
                         break;
                 case O_VERSION: printf("gantry-scheduler %s\n", GANTRY_VERSION); return 1;
                 case O_HELP: usage(stdout); return 1;
@@ -231,7 +240,8 @@ int main(int argc, char **argv)
                 goto out;
         }
         if (a.kubeconfig || a.in_cluster) {
-                struct gantry_kube_client_options ko = { .kubeconfig = a.kubeconfig, .metrics = metrics };
+                struct gantry_kube_client_options ko = { .kubeconfig = a.kubeconfig, .metrics = metrics,
+                                                         .bind_timeout_seconds = a.bind_timeout };
 
                 if (gantry_kube_client_new(&ko, &kube, &err) < 0 ||
                     gantry_sched_feed_start(kube, state, a.sync_timeout * 1000, &feed, &err) < 0) {

@@ -25,6 +25,9 @@ struct gantry_sched_state {
         char *remembered[REMEMBERED_PODS_MAX];
         size_t next_remembered;
         struct strmap *remembered_pods; /* uid -> json_t * */
+        /* pods bound to a node the model does not have yet, recorded when
+         * the node appears: node name -> json object { uid: pod } */
+        struct strmap *waiting_pods;
 };
 
 static const char *const kind_names[GANTRY_OBJ_KIND_COUNT] = {
@@ -56,6 +59,7 @@ int gantry_sched_state_new(struct gantry_cluster *cluster, struct gantry_sched_s
         pthread_mutex_init(&st->lock, NULL);
         r |= strmap_new(&st->declared_leaves);
         r |= strmap_new(&st->remembered_pods);
+        r |= strmap_new(&st->waiting_pods);
         for (int k = 0; k < GANTRY_OBJ_KIND_COUNT; k++)
                 r |= strmap_new(&st->objs[k]);
         if (r) {
@@ -78,6 +82,7 @@ void gantry_sched_state_free(struct gantry_sched_state *st)
         for (int k = 0; k < GANTRY_OBJ_KIND_COUNT; k++)
                 strmap_free_with(st->objs[k], value_decref);
         strmap_free_with(st->remembered_pods, value_decref);
+        strmap_free_with(st->waiting_pods, value_decref);
         for (size_t i = 0; i < REMEMBERED_PODS_MAX; i++)
                 free(st->remembered[i]);
         strmap_free(st->declared_leaves);
@@ -198,23 +203,29 @@ int gantry_sched_node_spec(const json_t *node, const struct gantry_sched_default
         return 0;
 }
 
+static void record_waiting_pods(struct gantry_sched_state *st, const char *node);
+
 static int apply_node(struct gantry_sched_state *st, bool deleted, const json_t *obj,
                       struct gantry_error *err)
 {
+        const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
         struct gantry_node_spec spec;
         struct gantry_sched_defaults defaults;
         bool declare = false;
         int r;
 
+        if (deleted) {
+                /* by name alone: a tombstone's labels need not parse */
+                if (!name || !*name)
+                        return gantry_error_set(err, EINVAL, "Node: metadata.name: must be a non-empty string");
+                gantry_cluster_remove_node(st->cluster, name);
+                return 0;
+        }
         pthread_mutex_lock(&st->lock);
         defaults = st->defaults;
         pthread_mutex_unlock(&st->lock);
         if ((r = gantry_sched_node_spec(obj, &defaults, &spec, err)) < 0)
                 return r;
-        if (deleted) {
-                gantry_cluster_remove_node(st->cluster, spec.name);
-                return 0;
-        }
         if (spec.leaf && *spec.leaf && defaults.oversubscription > 0) {
                 pthread_mutex_lock(&st->lock);
                 declare = !strmap_get(st->declared_leaves, spec.leaf);
@@ -229,8 +240,54 @@ static int apply_node(struct gantry_sched_state *st, bool deleted, const json_t 
                         return r;
                 gantry_sched_state_declare_leaf(st, spec.leaf);
         }
-        return gantry_cluster_set_node(st->cluster, &spec, err);
+        if ((r = gantry_cluster_set_node(st->cluster, &spec, err)) < 0)
+                return r;
+        record_waiting_pods(st, spec.name);
+        return 0;
 }
+
+/* Keeps (@pod) or forgets (NULL) pod @uid as waiting for @node. */
+static void set_waiting_pod(struct gantry_sched_state *st, const char *node, const char *uid,
+                            const json_t *pod)
+{
+        json_t *pods, *copy = pod ? json_deep_copy(pod) : NULL;
+
+        pthread_mutex_lock(&st->lock);
+        pods = strmap_get(st->waiting_pods, node);
+        if (copy && !pods && (pods = json_object()) && strmap_put(st->waiting_pods, node, pods) < 0) {
+                json_decref(pods);
+                pods = NULL;
+        }
+        if (pods && copy)
+                json_object_set_new(pods, uid, copy);
+        else if (pods)
+                json_object_del(pods, uid);
+        else
+                json_decref(copy);
+        if (pods && json_object_size(pods) == 0)
+                json_decref(strmap_remove(st->waiting_pods, node));
+        pthread_mutex_unlock(&st->lock);
+}
+
+/* Records the pods that were waiting for @node (now in the model). */
+static void record_waiting_pods(struct gantry_sched_state *st, const char *node)
+{
+        struct gantry_sched_demand d;
+        struct gantry_error err;
+        const char *uid;
+        json_t *pods, *pod;
+
+        pthread_mutex_lock(&st->lock);
+        pods = strmap_remove(st->waiting_pods, node);
+        pthread_mutex_unlock(&st->lock);
+        json_object_foreach(pods, uid, pod) {
+                if (gantry_sched_demand_from_pod(st, pod, &d, &err) == 0)
+                        gantry_cluster_record(st->cluster, &d.d, node, &err);
+        }
+        json_decref(pods);
+}
+
+static void remember(struct gantry_sched_state *st, const json_t *pod, bool add);
 
 static bool pod_finished(const json_t *pod)
 {
@@ -250,19 +307,29 @@ static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *
         if (!uid || !*uid)
                 return gantry_error_set(err, EINVAL, "Pod: metadata.uid: must be a non-empty string");
         if (deleted || pod_finished(obj)) {
+                if (node && *node)
+                        set_waiting_pod(st, node, uid, NULL);
                 gantry_cluster_release(st->cluster, uid);
                 return 0;
         }
         if (!node || !*node) {
-                /* pending: kept so that bind finds its demand */
-                gantry_sched_state_remember_pod(st, obj);
+                /* pending: a pod filter saw is kept up to date for bind; the
+                 * others (every pending pod cluster-wide) would only push the
+                 * pods bind needs out of the ring */
+                remember(st, obj, false);
                 return 0;
         }
         if ((r = gantry_sched_demand_from_pod(st, obj, &d, err)) < 0)
                 return r;
         r = gantry_cluster_record(st->cluster, &d.d, node, err);
-        /* a pod on a node not (yet) in the model takes nothing we track */
-        return r == -ENOENT ? 0 : r;
+        if (r != -ENOENT)
+                return r;
+        /* a node not (yet) in the model: charged when the node appears (or
+         * now, if it appeared meanwhile) */
+        set_waiting_pod(st, node, uid, obj);
+        if (gantry_cluster_has_node(st->cluster, node))
+                record_waiting_pods(st, node);
+        return 0;
 }
 
 /* Key of a cached object: "namespace/name" or "name". */
@@ -351,7 +418,8 @@ json_t *gantry_sched_state_get_pod(struct gantry_sched_state *st, const char *ui
         return v;
 }
 
-void gantry_sched_state_remember_pod(struct gantry_sched_state *st, const json_t *pod)
+/* Keeps @pod by UID; with !@add only refreshes a pod already kept. */
+static void remember(struct gantry_sched_state *st, const json_t *pod, bool add)
 {
         const char *uid = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
         size_t slot;
@@ -371,6 +439,11 @@ void gantry_sched_state_remember_pod(struct gantry_sched_state *st, const json_t
                 pthread_mutex_unlock(&st->lock);
                 return;
         }
+        if (!add) {
+                pthread_mutex_unlock(&st->lock);
+                json_decref(copy);
+                return;
+        }
         slot = st->next_remembered;
         st->next_remembered = (slot + 1) % REMEMBERED_PODS_MAX;
         if (st->remembered[slot]) {
@@ -384,6 +457,11 @@ void gantry_sched_state_remember_pod(struct gantry_sched_state *st, const json_t
                 json_decref(copy);
         }
         pthread_mutex_unlock(&st->lock);
+}
+
+void gantry_sched_state_remember_pod(struct gantry_sched_state *st, const json_t *pod)
+{
+        remember(st, pod, true);
 }
 
 static const struct {

@@ -95,7 +95,8 @@ json_t *gantry_sched_state_get(struct gantry_sched_state *st, enum gantry_obj_ki
  * (which carries only names and the UID) can find their demand.
  */
 json_t *gantry_sched_state_get_pod(struct gantry_sched_state *st, const char *uid);
-/* Remembers @pod (a filter request's Pod) by its UID; bounded, oldest dropped. */
+/* Remembers @pod (a filter request's Pod) by its UID; bounded, oldest
+ * dropped. The watch only refreshes pods remembered this way. */
 void gantry_sched_state_remember_pod(struct gantry_sched_state *st, const json_t *pod);
 
 /* Node spec from a Node object (strings borrowed from @node). 0 or -EINVAL. */

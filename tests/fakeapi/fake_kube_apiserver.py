@@ -28,6 +28,10 @@ Every API request must carry "Authorization: Bearer TOKEN" (--token) or, with
   POST   /fake/bookmark                  send a BOOKMARK on watches that asked
   POST   /fake/hold, /fake/release       cut open watches and keep new ones
                                          unanswered until released
+  POST   /fake/hold-bindings, /fake/release-bindings
+                                         keep Binding POSTs unanswered until
+                                         released (a client that gives up
+                                         first binds nothing)
   POST   /fake/tokens {"tokens": [...]}  the bearer tokens accepted from now on
   POST   /fake/fail {"verb","resource","status","count","mode"}
          the next COUNT matching API requests fail with STATUS (mode "event":
@@ -141,6 +145,8 @@ class State:
         self.gone_mode = gone_mode
         self.stopping = False
         self.hold = False
+        self.hold_bindings = False
+        self.held_bindings = 0
         self.held_watches = 0
         self.tokens = set()
 
@@ -469,7 +475,14 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_status(422, "Invalid", "Binding.target: must name a Node")
         if md.get("name") != name or md.get("namespace", ns) != ns:
             return self.send_status(400, "BadRequest", "Binding.metadata.name does not match the path")
-        with st.cond:
+        with st.cond:  # /fake/hold-bindings: wait here, unanswered
+            st.held_bindings += 1
+            st.cond.notify_all()
+            while st.hold_bindings and not st.stopping and not self.client_gone():
+                st.cond.wait(0.2)
+            st.held_bindings -= 1
+            if self.client_gone():
+                return None
             pod = st.objects["pods"].get(f"{ns}/{name}")
             if pod is None:
                 return self.send_status(404, "NotFound", f'pods "{name}" not found')
@@ -516,6 +529,11 @@ class Handler(BaseHTTPRequestHandler):
                     st.drop_gen += 1
                 st.cond.notify_all()
             return self.send_json(200, {})
+        if op in ("hold-bindings", "release-bindings") and method == "POST":
+            with st.cond:
+                st.hold_bindings = op == "hold-bindings"
+                st.cond.notify_all()
+            return self.send_json(200, {})
         if op == "tokens" and method == "POST":
             with st.cond:
                 st.tokens = set(body.get("tokens", []))
@@ -554,6 +572,7 @@ class Handler(BaseHTTPRequestHandler):
                                             "watches": st.watch_count, "requests": len(st.requests),
                                             "failuresLeft": sum(f["count"] for f in st.failures),
                                             "heldWatches": st.held_watches,
+                                            "heldBindings": st.held_bindings,
                                             "compactedBelow": st.compacted_rv})
         return self.send_json(404, {"error": f"unknown control request {method} /fake/{'/'.join(parts)}"})
 

@@ -326,6 +326,52 @@ static void test_gone_http_relists(void **state)
         relist_after_gone(*state, "http");
 }
 
+/* Index of the first event @event for @key at or after @from, or -1. */
+static int event_index(struct recorder *rec, int from, enum gantry_kube_event event, const char *key)
+{
+        for (int i = from; i < recorder_count(rec); i++) {
+                struct recorded_event e = recorder_get(rec, i);
+
+                if (e.event == event && strcmp(e.key, key) == 0)
+                        return i;
+        }
+        return -1;
+}
+
+/*
+ * A node deleted and re-created under the same name (new metadata.uid) while
+ * the watch is held, then history compacted: the re-list must end the old
+ * object (DELETED) before announcing the new one (ADDED) — as a StatefulSet
+ * pod re-created as job-worker-0 must give back its predecessor's charge.
+ */
+static void test_relist_recreated_same_name(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = fast_opts();
+        char node[512];
+        int from, del, add;
+
+        start(fx, GANTRY_KUBE_NODE, &o);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, TEST_WAIT_MS), 0);
+        wait_watching(fx);
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/hold", "{}", NULL), 200);
+        assert_true(test_wait_for(fake_has_held_watch, &fx->fake, TEST_WAIT_MS));
+        from = recorder_count(&fx->rec);
+        assert_int_equal(fake_request(&fx->fake, "DELETE", "/fake/objects/nodes/_/gpu-0004", NULL, NULL), 200);
+        node_json(node, sizeof(node), "gpu-0004", "leaf-1");
+        assert_int_equal(fake_upsert(&fx->fake, "nodes", node), 200);
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/compact", "{}", NULL), 200);
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/release", "{}", NULL), 200);
+
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_SYNCED, NULL, 1, TEST_WAIT_MS));
+        del = event_index(&fx->rec, from, GANTRY_KUBE_DELETED, "gpu-0004");
+        add = event_index(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-0004");
+        assert_true(del >= 0);
+        assert_true(add > del);
+        assert_int_equal(recorder_find(&fx->rec, from, GANTRY_KUBE_MODIFIED, "gpu-0004"), 0);
+        assert_int_equal(recorder_count(&fx->rec) - from, 3);
+}
+
 static void test_dropped_watch_resumes_without_loss(void **state)
 {
         struct fixture *fx = *state;
@@ -644,6 +690,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_bookmark_advances_resource_version, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_gone_event_relists, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_gone_http_relists, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_relist_recreated_same_name, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_dropped_watch_resumes_without_loss, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_watch_timeout_reconnects_quietly, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_errors_back_off_then_recover, setup, teardown),

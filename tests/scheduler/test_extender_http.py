@@ -175,6 +175,24 @@ class ExtenderHTTPTest(unittest.TestCase):
                          "gpu-node-1 NIC: 20 Gbps free, pod needs 40 Gbps")
         self.assertIn("gpu-node-2", r["NodeNames"])
 
+    def test_bind_of_pod_not_filtered_asks_for_retry(self):
+        # its demand is unknown: binding would charge nothing, so refuse and
+        # let kube-scheduler filter it again
+        p = with_pod(fixture_json(NC_TRUE_FILTER), annotations={"gantry.io/dataset-read-gbps": "40"},
+                     claims=["train-data"], name="nf")
+        bind = {"PodName": "nf", "PodNamespace": "default",
+                "PodUID": p["Pod"]["metadata"]["uid"], "Node": "gpu-node-1"}
+        status, r = self.s.post("bind", bind)
+        self.assertEqual((status, r), (200, {"Error": "pod default/nf: not seen in filter; retry"}))
+        # after the filter, the bind charges the demand
+        self.assertEqual(self.s.post("filter", p)[0], 200)
+        self.assertEqual(self.s.post("bind", bind), (200, {"Error": ""}))
+        status, r = self.s.post("filter", with_pod(fixture_json(NC_TRUE_FILTER),
+                                                   annotations={"gantry.io/dataset-read-gbps": "80"},
+                                                   claims=["train-data"]))
+        self.assertEqual(r["FailedNodes"]["gpu-node-1"],
+                         "gpu-node-1 NIC: 60 Gbps free, pod needs 80 Gbps")
+
     def test_concurrent_binds_never_overcommit(self):
         # 16 pods x 30 Gbps race for ceph-a (150 Gbps) through 8 threads: exactly 5 fit
         base = fixture_json(NC_TRUE_FILTER)

@@ -100,7 +100,7 @@ class ExtenderKubeTest(unittest.TestCase):
                     "users:\n- name: sched\n  user:\n    token: %s\n"
                     "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: sched\n"
                     % (self.fake.base, TOKEN))
-        self.s = Scheduler("--kubeconfig", kubeconfig, state=None).start()
+        self.s = Scheduler("--kubeconfig", kubeconfig, "--bind-timeout", "1", state=None).start()
         self.addCleanup(self.stop_scheduler)
 
     def stop_scheduler(self):
@@ -130,11 +130,13 @@ class ExtenderKubeTest(unittest.TestCase):
         # the watch shows the pod bound: the reservation becomes a confirmed entry
         wait_for(lambda: self.metric("gantry_scheduler_reservations") == 0
                  and self.metric("gantry_scheduler_ledger_entries") == 1, what="watch to confirm")
-        # a second bind of the same pod: the API refuses (409), nothing is charged twice
+        # a second bind of the same pod: refused, the running pod's entry stays charged
         status, r = self.s.post("bind", {"PodName": md["name"], "PodNamespace": md["namespace"],
                                          "PodUID": md["uid"], "Node": "gpu-node-2"})
-        self.assertNotEqual(r["Error"], "")
+        self.assertEqual(r["Error"], "already bound to gpu-node-1")
         self.assertEqual(self.metric("gantry_scheduler_reservations"), 0)
+        self.assertEqual(self.metric("gantry_scheduler_ledger_entries"), 1)
+        self.assertEqual(len(self.fake.get("/fake/bindings")), 1)
 
     def test_bind_of_unknown_pod_releases_its_reservation(self):
         status, r = self.s.post("bind", {"PodName": "ghost", "PodNamespace": "default",
@@ -143,6 +145,37 @@ class ExtenderKubeTest(unittest.TestCase):
         self.assertEqual(status, 200)
         self.assertNotEqual(r["Error"], "")
         self.assertEqual(self.metric("gantry_scheduler_ledger_entries"), 0)
+        self.assertEqual(self.fake.get("/fake/bindings"), [])
+
+    def test_pending_pod_seen_only_by_the_watch_is_not_bound(self):
+        # the watch sees every pending pod cluster-wide; only filter requests
+        # tell which pods bind will see, so an unfiltered pod is sent back
+        md = self.pod["metadata"]
+        status, r = self.s.post("bind", {"PodName": md["name"], "PodNamespace": md["namespace"],
+                                         "PodUID": md["uid"], "Node": "gpu-node-1"})
+        self.assertEqual(r["Error"], "pod %s/%s: not seen in filter; retry" % (md["namespace"], md["name"]))
+        self.assertEqual(self.metric("gantry_scheduler_ledger_entries"), 0)
+        self.assertEqual(self.fake.get("/fake/bindings"), [])
+
+    def test_bind_gives_up_on_a_slow_api_server(self):
+        # the API server holds the Binding POST: the bind answers an error of
+        # its own within --bind-timeout (below kube-scheduler's httpTimeout)
+        # and gives the reservation back
+        args = copy.deepcopy(self.pod_args)
+        args["Pod"] = self.pod
+        self.assertEqual(self.s.post("filter", args)[0], 200)
+        self.fake.post("/fake/hold-bindings", {})
+        md = self.pod["metadata"]
+        status, r = self.s.post("bind", {"PodName": md["name"], "PodNamespace": md["namespace"],
+                                         "PodUID": md["uid"], "Node": "gpu-node-1"})
+        self.assertEqual(status, 200)
+        self.assertIn("bind %s/%s to gpu-node-1: " % (md["namespace"], md["name"]), r["Error"])
+        self.assertIn("timed out", r["Error"])
+        self.assertEqual(self.metric("gantry_scheduler_reservations"), 0)
+        self.assertEqual(self.metric("gantry_scheduler_ledger_entries"), 0)
+        # the fake saw the client give up: nothing was bound
+        wait_for(lambda: self.fake.get("/fake/state")["heldBindings"] == 0, what="held bind to end")
+        self.fake.post("/fake/release-bindings", {})
         self.assertEqual(self.fake.get("/fake/bindings"), [])
 
     def test_nodes_added_later_are_seen(self):

@@ -241,6 +241,20 @@ static void test_reserve_expire_replace(void **state)
         gantry_cluster_stats(c, &s);
         assert_int_equal(s.entries, 1);
         assert_int_equal(s.reservations, 0);
+        /* a bind of a pod already confirmed leaves its entry alone */
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-4", 100, &err), -EALREADY);
+        assert_string_equal(err.msg, "already bound to gpu-3");
+        /* and a failed bind's release drops only reservations */
+        assert_int_equal(gantry_cluster_release_reservation(c, "p1"), -EALREADY);
+        assert_int_equal(gantry_cluster_lookup(c, "p1", node, sizeof(node)), 0);
+        assert_string_equal(node, "gpu-3");
+        assert_int_equal(gantry_cluster_release_reservation(c, "nobody"), -ENOENT);
+        struct gantry_pod_demand d3 = demand("p3", NULL, 1);
+        assert_int_equal(gantry_cluster_reserve(c, &d3, "gpu-3", 100, &err), 0);
+        assert_int_equal(gantry_cluster_release_reservation(c, "p3"), 0);
+        gantry_cluster_stats(c, &s);
+        assert_int_equal(s.entries, 1);
+        assert_int_equal(s.reservations, 0);
         /* release gives back everything */
         d = demand("p6", "ceph-a", 10);
         assert_int_equal(gantry_cluster_record(c, &d, "gpu-4", &err), 0);

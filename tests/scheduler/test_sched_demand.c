@@ -241,6 +241,60 @@ static void test_topology_file(void **state)
         assert_true(fabs(u.uplink_gbps - 30) < 1e-9);
 }
 
+static void apply_event(struct gantry_sched_state *st, enum gantry_obj_kind k, bool deleted,
+                        const char *text)
+{
+        json_t *o = json_loads(text, 0, NULL);
+        struct gantry_error err = { 0 };
+
+        assert_non_null(o);
+        assert_int_equal(gantry_sched_state_apply(st, k, deleted, o, &err), 0);
+        json_decref(o);
+}
+
+static void bound_pod(struct gantry_sched_state *st, bool deleted, const char *uid, const char *node)
+{
+        char text[512];
+
+        snprintf(text, sizeof(text),
+                 "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"%s\"},"
+                 "\"spec\":{\"nodeName\":\"%s\",\"containers\":[{\"resources\":"
+                 "{\"requests\":{\"nvidia.com/gpu\":\"2\"}}}]}}",
+                 uid, uid, node);
+        apply_event(st, GANTRY_OBJ_POD, deleted, text);
+}
+
+/* Pods seen bound to a node the model does not have yet are charged when
+ * the node appears (the pod informer may sync first); a node's DELETED
+ * needs only its name. */
+static void test_pods_wait_for_their_node(void **state)
+{
+        struct fx *f = *state;
+        struct gantry_node_usage u;
+        const char *node = "{\"metadata\":{\"name\":\"%s\",\"labels\":"
+                           "{\"network.topology.nvidia.com/leaf\":\"l1\"}},"
+                           "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\"}}}";
+        char text[512];
+
+        bound_pod(f->st, false, "a1", "late-1");
+        bound_pod(f->st, false, "a2", "late-1");
+        bound_pod(f->st, false, "b1", "late-2");
+        bound_pod(f->st, true, "a2", "late-1"); /* gone before its node came */
+        snprintf(text, sizeof(text), node, "late-1");
+        apply_event(f->st, GANTRY_OBJ_NODE, false, text);
+        assert_int_equal(gantry_cluster_node_usage(f->c, "late-1", &u), 0);
+        assert_int_equal(u.gpus_used, 2);
+        snprintf(text, sizeof(text), node, "late-2");
+        apply_event(f->st, GANTRY_OBJ_NODE, false, text);
+        assert_int_equal(gantry_cluster_node_usage(f->c, "late-2", &u), 0);
+        assert_int_equal(u.gpus_used, 2);
+        /* a DELETED tombstone with only a name (labels no longer parse) */
+        apply_event(f->st, GANTRY_OBJ_NODE, true,
+                    "{\"metadata\":{\"name\":\"late-2\",\"labels\":"
+                    "{\"gantry.io/nic-gbps\":\"fast\"}}}");
+        assert_false(gantry_cluster_has_node(f->c, "late-2"));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -249,6 +303,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_bad_values_name_the_field, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_node_labels, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_topology_file, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pods_wait_for_their_node, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
