@@ -475,6 +475,30 @@ static void *worker_main(void *arg)
         return NULL;
 }
 
+/*
+ * Shuts the server down and drains its queue on this thread, for when no
+ * worker runs: never started, or a start that failed before its first worker.
+ * No call was accepted, so only requested (never matched) calls and the
+ * shutdown tag come back; the requested ones are freed.
+ */
+static void stop_without_workers(struct gantry_csi_server *s)
+{
+        grpc_server_shutdown_and_notify(s->server, s->cq, &s->shutdown_tag);
+        grpc_server_cancel_all_calls(s->server);
+        grpc_completion_queue_shutdown(s->cq);
+        for (;;) {
+                grpc_event ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME),
+                                                           NULL);
+                struct call_ctx *c = ev.tag;
+
+                if (ev.type == GRPC_QUEUE_SHUTDOWN)
+                        break;
+                if (ev.type == GRPC_OP_COMPLETE && c != &s->shutdown_tag)
+                        call_free(c);
+        }
+        s->shutdown_done = 1;
+}
+
 int gantry_csi_server_new(const struct gantry_csi_server_options *opts,
                           struct gantry_csi_server **ret_server, struct gantry_error *err)
 {
@@ -593,6 +617,12 @@ void gantry_csi_server_shutdown(struct gantry_csi_server *s)
         if (!s || !s->started || s->shut_down)
                 return;
         s->shut_down = 1;
+        if (s->n_workers == 0) {
+                /* a start that failed before any worker ran: no worker will see the tag */
+                stop_without_workers(s);
+                log_info("csi.stopped", NULL);
+                return;
+        }
         log_info("csi.draining", "timeout_s=%d", s->opts.drain_timeout_seconds);
         pthread_mutex_lock(&s->lock);
         s->accepting = 0;
@@ -624,17 +654,8 @@ void gantry_csi_server_free(struct gantry_csi_server *s)
         if (s->started && !s->shut_down)
                 gantry_csi_server_shutdown(s);
         if (s->server) {
-                if (!s->started) {
-                        /* never started: nothing in flight, the notify is immediate */
-                        grpc_server_shutdown_and_notify(s->server, s->cq, &s->shutdown_tag);
-                        grpc_completion_queue_shutdown(s->cq);
-                        for (;;) {
-                                grpc_event ev = grpc_completion_queue_next(
-                                        s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-                                if (ev.type == GRPC_QUEUE_SHUTDOWN)
-                                        break;
-                        }
-                }
+                if (!s->started)
+                        stop_without_workers(s); /* never started: nothing in flight */
                 grpc_server_destroy(s->server);
         }
         if (s->cq)
