@@ -212,6 +212,13 @@ static int64_t deadline_to_monotonic_ms(gpr_timespec deadline)
         return now_monotonic_ms() + (int64_t)left.tv_sec * 1000 + left.tv_nsec / 1000000;
 }
 
+int64_t gantry_csi_bound_deadline_ms(int64_t deadline_ms, int64_t now_ms, int max_call_seconds)
+{
+        if (deadline_ms != INT64_MAX)
+                return deadline_ms;
+        return now_ms + (int64_t)max_call_seconds * 1000;
+}
+
 int64_t gantry_csi_call_remaining_ms(const struct gantry_csi_call *call)
 {
         int64_t now;
@@ -251,7 +258,9 @@ static enum gantry_grpc_code handle(struct call_ctx *c, struct gantry_csi_arena 
         struct gantry_csi_call call = {
                 .method = m->name,
                 .config = c->server->opts.config,
-                .deadline_ms = deadline_to_monotonic_ms(c->deadline),
+                .deadline_ms = gantry_csi_bound_deadline_ms(deadline_to_monotonic_ms(c->deadline),
+                                                            now_monotonic_ms(),
+                                                            c->server->opts.max_call_seconds),
                 .arena = arena,
         };
         enum gantry_grpc_code code = GANTRY_GRPC_OK;
@@ -521,6 +530,8 @@ int gantry_csi_server_new(const struct gantry_csi_server_options *opts,
                 s->opts.max_message_bytes = 4 << 20;
         if (s->opts.drain_timeout_seconds <= 0)
                 s->opts.drain_timeout_seconds = 30;
+        if (s->opts.max_call_seconds <= 0)
+                s->opts.max_call_seconds = 600;
         pthread_mutex_init(&s->lock, NULL);
         pthread_cond_init(&s->cond, NULL);
         s->shutdown_tag.state = CALL_SHUTDOWN;
