@@ -228,6 +228,17 @@ int gantry_ceph_cluster(const struct gantry_cluster_config *cluster,
         for (int i = 0; i < MAX_CONNS; i++) {
                 struct conn *c = &conns[i];
                 if (c->in_use && strcmp(c->cluster_id, cluster->cluster_id) == 0 &&
+                    strcmp(c->user_id, creds->user_id) == 0 && strcmp(c->key_hash, hash) == 0) {
+                        /* a concurrent miss connected first: keep its handle, drop ours */
+                        *ret_cluster = c->rados;
+                        pthread_mutex_unlock(&conns_lock);
+                        rados_shutdown(handle);
+                        return 0;
+                }
+        }
+        for (int i = 0; i < MAX_CONNS; i++) {
+                struct conn *c = &conns[i];
+                if (c->in_use && strcmp(c->cluster_id, cluster->cluster_id) == 0 &&
                     strcmp(c->user_id, creds->user_id) == 0) {
                         /*
                          * Another thread's handle for this user: it may be in

@@ -126,7 +126,7 @@ int gantry_journal_write(rados_ioctx_t io, enum gantry_journal_kind kind,
 /* Reads the per-object record of @uuid, or -ENOENT. */
 int gantry_journal_read(rados_ioctx_t io, enum gantry_journal_kind kind, const char *uuid,
                         struct gantry_journal_entry *ret);
-/* Removes the record, then the directory key (each idempotent). */
+/* Removes the directory key (if it still maps to @uuid), then the record; each idempotent. */
 int gantry_journal_remove(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
                           const char *uuid);
 /*

@@ -64,10 +64,19 @@ static int check_parameters(const Csi__V1__CreateSnapshotRequest *req, struct ga
         return 0;
 }
 
+/*
+ * Finds or reserves the uuid of snapshot @name and takes its lock,
+ * "snapshot:<uuid>" in @uuid_lock, the one DeleteSnapshot takes, so a create
+ * and a delete of one snapshot never run together (EBUSY, ABORTED, while the
+ * other does). Under the lock, the name must still map to the uuid: a delete
+ * that finished in between sends us round again for a fresh one. On success
+ * the caller releases @uuid_lock.
+ */
 static int reserve(rados_ioctx_t io, const char *name, const struct gantry_journal_entry *vol,
-                   const char *source_id, struct gantry_journal_entry *e, struct gantry_error *err)
+                   const char *source_id, struct gantry_journal_entry *e, char *uuid_lock,
+                   size_t uuid_lock_size, struct gantry_error *err)
 {
-        char uuid[GANTRY_UUID_LEN + 1];
+        char uuid[GANTRY_UUID_LEN + 1], again[GANTRY_UUID_LEN + 1];
         int r;
 
         for (int attempt = 0; attempt < 3; attempt++) {
@@ -80,16 +89,28 @@ static int reserve(rados_ioctx_t io, const char *name, const struct gantry_journ
                 }
                 if (r < 0)
                         return gantry_ceph_error(err, r, "reserve snapshot name", name);
-                r = gantry_journal_read(io, GANTRY_JOURNAL_SNAPSHOT, uuid, e);
-                if (r == 0) {
-                        if (strcmp(e->fingerprint, source_id) != 0)
-                                return gantry_error_set(err, EEXIST,
-                                                        "name: snapshot %s already exists for "
-                                                        "another source volume", name);
-                        return 0;
+                snprintf(uuid_lock, uuid_lock_size, "snapshot:%s", uuid);
+                if (gantry_lock_try(uuid_lock) < 0)
+                        return gantry_error_set(err, EBUSY, "name: snapshot %s is busy (being "
+                                                "deleted?)", name);
+                r = gantry_journal_lookup_name(io, GANTRY_JOURNAL_SNAPSHOT, name, again);
+                if (r == -ENOENT || (r == 0 && strcmp(again, uuid) != 0)) {
+                        gantry_lock_release(uuid_lock);
+                        continue; /* deleted since we looked: reserve afresh */
                 }
-                if (r != -ENOENT)
+                if (r == 0)
+                        r = gantry_journal_read(io, GANTRY_JOURNAL_SNAPSHOT, uuid, e);
+                if (r < 0 && r != -ENOENT) {
+                        gantry_lock_release(uuid_lock);
                         return gantry_ceph_error(err, r, "read journal of", name);
+                }
+                if (r == 0) {
+                        if (strcmp(e->fingerprint, source_id) == 0)
+                                return 0;
+                        gantry_lock_release(uuid_lock);
+                        return gantry_error_set(err, EEXIST, "name: snapshot %s already exists for "
+                                                "another source volume", name);
+                }
                 memset(e, 0, sizeof(*e));
                 memcpy(e->uuid, uuid, sizeof(uuid));
                 snprintf(e->name, sizeof(e->name), "%s", name);
@@ -98,8 +119,10 @@ static int reserve(rados_ioctx_t io, const char *name, const struct gantry_journ
                 snprintf(e->fingerprint, sizeof(e->fingerprint), "%s", source_id);
                 snprintf(e->data_pool, sizeof(e->data_pool), "%s", vol->data_pool);
                 r = gantry_journal_write(io, GANTRY_JOURNAL_SNAPSHOT, e);
-                if (r < 0)
+                if (r < 0) {
+                        gantry_lock_release(uuid_lock);
                         return gantry_ceph_error(err, r, "write journal of", name);
+                }
                 return 0;
         }
         return gantry_error_set(err, EBUSY, "name: snapshot %s is being created elsewhere", name);
@@ -112,7 +135,7 @@ int gantry_dataset_create_snapshot(struct gantry_csi_call *call,
         struct gantry_dataset_target t = { 0 };
         struct gantry_journal_entry vol, e;
         struct gantry_volume_ref ref;
-        char lock[300];
+        char lock[300], uuid_lock[64] = "";
         Csi__V1__Snapshot *snap;
         rbd_image_t img;
         int r;
@@ -145,8 +168,11 @@ int gantry_dataset_create_snapshot(struct gantry_csi_call *call,
                 r = gantry_ceph_error(err, r, "read journal of", req->source_volume_id);
                 goto out;
         }
-        if ((r = reserve(t.io, req->name, &vol, req->source_volume_id, &e, err)) < 0)
+        if ((r = reserve(t.io, req->name, &vol, req->source_volume_id, &e, uuid_lock,
+                         sizeof(uuid_lock), err)) < 0) {
+                uuid_lock[0] = '\0';
                 goto out;
+        }
         if (!e.ready) {
                 r = rbd_open(t.io, vol.image, &img, NULL);
                 if (r == 0) {
@@ -180,6 +206,8 @@ int gantry_dataset_create_snapshot(struct gantry_csi_call *call,
         resp->snapshot = snap;
 out:
         gantry_dataset_target_close(&t);
+        if (uuid_lock[0])
+                gantry_lock_release(uuid_lock);
         gantry_lock_release(lock);
         return r;
 }

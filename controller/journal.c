@@ -10,8 +10,9 @@
  * omap compare so two plugins can never reserve one name twice) before the
  * record, and the record before the image. Whatever step a crash interrupts,
  * the retry of the same request finds the uuid by name and finishes the job;
- * DeleteVolume removes in the reverse order. No step leaves anything a retry
- * cannot find.
+ * DeleteVolume removes the image, then the directory key, then the record
+ * (which the retry finds by the uuid in the volume ID). No step leaves
+ * anything a retry cannot find.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -177,22 +178,28 @@ int gantry_journal_remove(rados_ioctx_t io, enum gantry_journal_kind kind, const
         const char *keys[1] = { name };
         size_t key_lens[1];
 
+        /*
+         * The directory key first, the record second: a crash between leaves a
+         * record found by uuid, so the retried delete finishes (its compare
+         * then fails harmlessly). The other order would leave a name key that
+         * no retry can find.
+         */
+        if (name && *name) {
+                key_lens[0] = strlen(name);
+                op = rados_create_write_op();
+                if (!op)
+                        return -ENOMEM;
+                /* only if the name still maps to this uuid (never drop another's reservation) */
+                rados_write_op_omap_cmp(op, name, LIBRADOS_CMPXATTR_OP_EQ, uuid, strlen(uuid), &prval);
+                rados_write_op_omap_rm_keys2(op, keys, key_lens, 1);
+                r = rados_write_op_operate(op, io, dir_object(kind), NULL, 0);
+                rados_release_write_op(op);
+                if (r < 0 && r != -ECANCELED && r != -ENOENT)
+                        return r;
+        }
         record_object(kind, uuid, obj, sizeof(obj));
         r = rados_remove(io, obj);
-        if (r < 0 && r != -ENOENT)
-                return r;
-        if (!name || !*name)
-                return 0;
-        key_lens[0] = strlen(name);
-        op = rados_create_write_op();
-        if (!op)
-                return -ENOMEM;
-        /* only if the name still maps to this uuid (never drop another's reservation) */
-        rados_write_op_omap_cmp(op, name, LIBRADOS_CMPXATTR_OP_EQ, uuid, strlen(uuid), &prval);
-        rados_write_op_omap_rm_keys2(op, keys, key_lens, 1);
-        r = rados_write_op_operate(op, io, dir_object(kind), NULL, 0);
-        rados_release_write_op(op);
-        return r == -ECANCELED || r == -ENOENT ? 0 : r;
+        return r == -ENOENT ? 0 : r;
 }
 
 int gantry_journal_list(rados_ioctx_t io, enum gantry_journal_kind kind, const char *start_after,

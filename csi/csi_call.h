@@ -27,7 +27,7 @@ struct gantry_csi_arena;
 struct gantry_csi_call {
         const char *method;                 /* e.g. "CreateVolume" */
         const struct gantry_config *config; /* read-only, lives as long as the server */
-        int64_t deadline_ms;                /* CLOCK_MONOTONIC ms; INT64_MAX when none */
+        int64_t deadline_ms;                /* CLOCK_MONOTONIC ms; --max-call-seconds when none */
         struct gantry_csi_arena *arena;
 };
 

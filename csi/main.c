@@ -4,6 +4,7 @@
  *   gantry-csi --mode controller|node|all --endpoint unix:///PATH
  *              [--node-id NAME] [--config FILE] [--metrics-addr HOST:PORT]
  *              [--log-level LEVEL] [--workers N] [--drain-timeout SECONDS]
+ *              [--max-call-seconds SECONDS]
  *
  * Parses and validates the command line and the config file before anything
  * is bound, registers the services the mode needs, serves until SIGTERM or
@@ -37,6 +38,7 @@ struct args {
         const char *log_level;
         int workers;
         int drain_timeout;
+        int max_call_seconds;
 };
 
 static void usage(FILE *f)
@@ -55,6 +57,7 @@ static void usage(FILE *f)
                 "  --log-level LEVEL       debug, info, warn or error (overrides the config)\n"
                 "  --workers N             gRPC worker threads (default 4)\n"
                 "  --drain-timeout S       seconds SIGTERM waits for calls in flight (default 30)\n"
+                "  --max-call-seconds S    deadline of a call that brings none (default 600)\n"
                 "  --version               print the version and exit\n"
                 "  --help                  print this help and exit\n",
                 GANTRY_CSI_DRIVER_NAME);
@@ -88,6 +91,7 @@ static int parse_args(int argc, char **argv, struct args *a)
                 { "log-level", required_argument, NULL, 'l' },
                 { "workers", required_argument, NULL, 'w' },
                 { "drain-timeout", required_argument, NULL, 'd' },
+                { "max-call-seconds", required_argument, NULL, 'D' },
                 { "version", no_argument, NULL, 'V' },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -108,6 +112,10 @@ static int parse_args(int argc, char **argv, struct args *a)
                         break;
                 case 'd':
                         if (parse_int("--drain-timeout", optarg, 1, 3600, &a->drain_timeout) < 0)
+                                return -EINVAL;
+                        break;
+                case 'D':
+                        if (parse_int("--max-call-seconds", optarg, 1, 86400, &a->max_call_seconds) < 0)
                                 return -EINVAL;
                         break;
                 case 'V': printf("gantry-csi %s\n", GANTRY_VERSION); return 1;
@@ -202,6 +210,7 @@ int main(int argc, char **argv)
                 .endpoint = a.endpoint,
                 .workers = a.workers,
                 .drain_timeout_seconds = a.drain_timeout,
+                .max_call_seconds = a.max_call_seconds,
                 .config = config,
                 .metrics = metrics,
         };

@@ -212,6 +212,13 @@ static int64_t deadline_to_monotonic_ms(gpr_timespec deadline)
         return now_monotonic_ms() + (int64_t)left.tv_sec * 1000 + left.tv_nsec / 1000000;
 }
 
+int64_t gantry_csi_bound_deadline_ms(int64_t deadline_ms, int64_t now_ms, int max_call_seconds)
+{
+        if (deadline_ms != INT64_MAX)
+                return deadline_ms;
+        return now_ms + (int64_t)max_call_seconds * 1000;
+}
+
 int64_t gantry_csi_call_remaining_ms(const struct gantry_csi_call *call)
 {
         int64_t now;
@@ -251,7 +258,9 @@ static enum gantry_grpc_code handle(struct call_ctx *c, struct gantry_csi_arena 
         struct gantry_csi_call call = {
                 .method = m->name,
                 .config = c->server->opts.config,
-                .deadline_ms = deadline_to_monotonic_ms(c->deadline),
+                .deadline_ms = gantry_csi_bound_deadline_ms(deadline_to_monotonic_ms(c->deadline),
+                                                            now_monotonic_ms(),
+                                                            c->server->opts.max_call_seconds),
                 .arena = arena,
         };
         enum gantry_grpc_code code = GANTRY_GRPC_OK;
@@ -475,6 +484,30 @@ static void *worker_main(void *arg)
         return NULL;
 }
 
+/*
+ * Shuts the server down and drains its queue on this thread, for when no
+ * worker runs: never started, or a start that failed before its first worker.
+ * No call was accepted, so only requested (never matched) calls and the
+ * shutdown tag come back; the requested ones are freed.
+ */
+static void stop_without_workers(struct gantry_csi_server *s)
+{
+        grpc_server_shutdown_and_notify(s->server, s->cq, &s->shutdown_tag);
+        grpc_server_cancel_all_calls(s->server);
+        grpc_completion_queue_shutdown(s->cq);
+        for (;;) {
+                grpc_event ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME),
+                                                           NULL);
+                struct call_ctx *c = ev.tag;
+
+                if (ev.type == GRPC_QUEUE_SHUTDOWN)
+                        break;
+                if (ev.type == GRPC_OP_COMPLETE && c != &s->shutdown_tag)
+                        call_free(c);
+        }
+        s->shutdown_done = 1;
+}
+
 int gantry_csi_server_new(const struct gantry_csi_server_options *opts,
                           struct gantry_csi_server **ret_server, struct gantry_error *err)
 {
@@ -497,6 +530,8 @@ int gantry_csi_server_new(const struct gantry_csi_server_options *opts,
                 s->opts.max_message_bytes = 4 << 20;
         if (s->opts.drain_timeout_seconds <= 0)
                 s->opts.drain_timeout_seconds = 30;
+        if (s->opts.max_call_seconds <= 0)
+                s->opts.max_call_seconds = 600;
         pthread_mutex_init(&s->lock, NULL);
         pthread_cond_init(&s->cond, NULL);
         s->shutdown_tag.state = CALL_SHUTDOWN;
@@ -593,6 +628,12 @@ void gantry_csi_server_shutdown(struct gantry_csi_server *s)
         if (!s || !s->started || s->shut_down)
                 return;
         s->shut_down = 1;
+        if (s->n_workers == 0) {
+                /* a start that failed before any worker ran: no worker will see the tag */
+                stop_without_workers(s);
+                log_info("csi.stopped", NULL);
+                return;
+        }
         log_info("csi.draining", "timeout_s=%d", s->opts.drain_timeout_seconds);
         pthread_mutex_lock(&s->lock);
         s->accepting = 0;
@@ -624,17 +665,8 @@ void gantry_csi_server_free(struct gantry_csi_server *s)
         if (s->started && !s->shut_down)
                 gantry_csi_server_shutdown(s);
         if (s->server) {
-                if (!s->started) {
-                        /* never started: nothing in flight, the notify is immediate */
-                        grpc_server_shutdown_and_notify(s->server, s->cq, &s->shutdown_tag);
-                        grpc_completion_queue_shutdown(s->cq);
-                        for (;;) {
-                                grpc_event ev = grpc_completion_queue_next(
-                                        s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-                                if (ev.type == GRPC_QUEUE_SHUTDOWN)
-                                        break;
-                        }
-                }
+                if (!s->started)
+                        stop_without_workers(s); /* never started: nothing in flight */
                 grpc_server_destroy(s->server);
         }
         if (s->cq)

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "error.h"
@@ -23,6 +24,7 @@ struct gantry_csi_server_options {
         int workers;               /* worker threads; default 4 */
         int max_message_bytes;     /* default 4 MiB */
         int drain_timeout_seconds; /* how long SIGTERM waits for calls in flight; default 30 */
+        int max_call_seconds;      /* deadline given to a call that brings none; default 600 */
         const struct gantry_config *config;
         struct gantry_metrics *metrics; /* may be NULL */
 };
@@ -34,6 +36,13 @@ struct gantry_csi_server_options {
  */
 int gantry_csi_server_new(const struct gantry_csi_server_options *opts,
                           struct gantry_csi_server **ret_server, struct gantry_error *err);
+
+/*
+ * The deadline a handler sees (CLOCK_MONOTONIC ms): @deadline_ms, or, when
+ * the client sent none (INT64_MAX), @now_ms + @max_call_seconds, so every wait
+ * in a handler is bounded.
+ */
+int64_t gantry_csi_bound_deadline_ms(int64_t deadline_ms, int64_t now_ms, int max_call_seconds);
 
 /* Starts the workers. Returns 0 or -errno. */
 int gantry_csi_server_start(struct gantry_csi_server *s);

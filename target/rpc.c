@@ -534,11 +534,14 @@ static int m_nvmf_delete_subsystem(struct tgt_context *ctx, json_t *p, json_t **
         return 0;
 }
 
+/* Longest trtype/adrfam accepted; the decoded copies hold one more byte. */
+#define TR_FIELD_MAX 8
+
 static int decode_listen_address(json_t *p, json_t **ret_addr, struct gantry_error *err)
 {
         json_t *a = json_object_get(p, "listen_address");
         const char *trtype, *adrfam, *traddr, *svc;
-        char t[8], f[8];
+        char t[TR_FIELD_MAX + 1], f[TR_FIELD_MAX + 1]; /* room for the longest accepted + NUL */
         unsigned char buf[16];
         char *end;
         long port;
@@ -546,13 +549,14 @@ static int decode_listen_address(json_t *p, json_t **ret_addr, struct gantry_err
 
         if (!json_is_object(a))
                 return gantry_error_set(err, EINVAL, "listen_address: required object");
-        if ((r = get_str(a, "listen_address.", "trtype", true, 8, &trtype, err)) < 0 ||
-            (r = get_str(a, "listen_address.", "adrfam", false, 8, &adrfam, err)) < 0 ||
+        if ((r = get_str(a, "listen_address.", "trtype", true, TR_FIELD_MAX, &trtype, err)) < 0 ||
+            (r = get_str(a, "listen_address.", "adrfam", false, TR_FIELD_MAX, &adrfam, err)) < 0 ||
             (r = get_str(a, "listen_address.", "traddr", true, 64, &traddr, err)) < 0 ||
             (r = get_str(a, "listen_address.", "trsvcid", true, 8, &svc, err)) < 0)
                 return r;
-        for (size_t i = 0; i <= strlen(trtype); i++)
-                t[i] = (char)tolower((unsigned char)trtype[i]);
+        snprintf(t, sizeof(t), "%s", trtype);
+        for (char *c = t; *c; c++)
+                *c = (char)tolower((unsigned char)*c);
         snprintf(f, sizeof(f), "%s", adrfam ? adrfam : "ipv4");
         for (char *c = f; *c; c++)
                 *c = (char)tolower((unsigned char)*c);
@@ -585,6 +589,10 @@ static int listener_change(struct tgt_context *ctx, json_t *p, bool add, json_t 
                 return add ? -ENODEV : (*ret = json_true(), 0);
         }
         old = json_deep_copy(ctx->state);
+        if (!old) {
+                json_decref(addr);
+                return gantry_error_set(err, ENOMEM, "out of memory");
+        }
         s = json_object_get(tgt_state_subsystems(ctx), nqn);
         list = json_object_get(s, "listen_addresses");
         json_array_foreach(list, i, a)
@@ -626,6 +634,8 @@ static int host_change(struct tgt_context *ctx, json_t *p, bool add, json_t **re
         if (!(s = find_subsystem(ctx, nqn, err)))
                 return add ? -ENODEV : (*ret = json_true(), 0);
         old = json_deep_copy(ctx->state);
+        if (!old)
+                return gantry_error_set(err, ENOMEM, "out of memory");
         s = json_object_get(tgt_state_subsystems(ctx), nqn);
         list = json_object_get(s, "hosts");
         json_array_foreach(list, i, h)
@@ -741,6 +751,8 @@ static int m_nvmf_subsystem_remove_ns(struct tgt_context *ctx, json_t *p, json_t
         if (!(s = find_subsystem(ctx, nqn, err)))
                 return (*ret = json_true(), 0);
         old = json_deep_copy(ctx->state);
+        if (!old)
+                return gantry_error_set(err, ENOMEM, "out of memory");
         list = json_object_get(json_object_get(tgt_state_subsystems(ctx), nqn), "namespaces");
         json_array_foreach(list, i, ns)
                 if ((uint64_t)json_integer_value(json_object_get(ns, "nsid")) == nsid)

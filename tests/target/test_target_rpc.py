@@ -101,6 +101,12 @@ class TargetRpcTest(unittest.TestCase):
             ("nvmf_subsystem_add_ns", {"nqn": NQN, "namespace": {"bdev_name": "x"}}, -19, "nqn"),
             ("nvmf_subsystem_add_listener", {"nqn": NQN, "listen_address": {"trtype": "tcp",
              "traddr": "not-an-ip", "trsvcid": "4420"}}, -32602, "listen_address.traddr"),
+            # The longest trtype/adrfam accepted (8 bytes) once overran the decoder's copy.
+            ("nvmf_subsystem_add_listener", {"nqn": NQN, "listen_address": {"trtype": "TCPXTCPX",
+             "traddr": "127.0.0.1", "trsvcid": "4420"}}, -32602, "listen_address.trtype"),
+            ("nvmf_subsystem_add_listener", {"nqn": NQN, "listen_address": {"trtype": "tcp",
+             "adrfam": "IPV4IPV4", "traddr": "127.0.0.1", "trsvcid": "4420"}}, -32602,
+             "listen_address.adrfam"),
             ("nvmf_subsystem_add_host", {"nqn": NQN}, -32602, "host: required"),
         ]
         for method, params, code, text in cases:
