@@ -166,7 +166,7 @@ int gantry_sim_gantry_place_pod(struct gantry_sim_gantry *g, const struct gantry
                 }
         if (fit == 0 && !idle) {
                 /* the pod stays pending until bandwidth frees up */
-                snprintf(g->reason, sizeof(g->reason), "%s", g->verdicts[0].reason);
+                gantry_node_verdict_detail(&g->verdicts[0], g->names[0], g->reason, sizeof(g->reason));
                 return -ENOSPC;
         }
         if (fit > 0)

@@ -217,32 +217,64 @@ static int apply_request_nodes(struct gantry_extender *ext, const struct args *a
         return 0;
 }
 
-/* The metrics label of a refusal, from its reason's shape. */
-static const char *refusal_resource(const struct gantry_node_verdict *v)
-{
-        if (v->unresolvable)
-                return "reachability";
-        if (strstr(v->reason, " NIC: "))
-                return "nic";
-        if (strstr(v->reason, " uplink: "))
-                return "uplink";
-        if (strstr(v->reason, "GPUs free"))
-                return "gpus";
-        if (strstr(v->reason, "unknown to gantry-scheduler"))
-                return "unknown_node";
-        return "backend";
-}
+#define REFUSAL_EXAMPLES 3 /* refused nodes named in a filter's log line */
 
-/* Counts a refusal in the metrics, by the resource that was short. */
-static void count_refusal(struct gantry_extender *ext, const struct gantry_node_verdict *v)
+/*
+ * One filter call's refusals, summarised: a metric per cause and one log line
+ * with the counts per cause and a few refused nodes with their leaf, backend
+ * and exact numbers (the FailedNodes reasons carry none of them, so that
+ * kube-scheduler folds them).
+ */
+static void report_refusals(struct gantry_extender *ext, const struct args *a,
+                            const struct gantry_sched_demand *d,
+                            const struct gantry_node_verdict *v)
 {
-        char labels[64];
+        size_t count[GANTRY_REFUSAL_CAUSE_COUNT] = { 0 }, refused = 0, ex = 0;
+        char counts[512], examples[REFUSAL_EXAMPLES * 600], q[sizeof(examples) + 64];
+        size_t cl = 0, el = 0;
 
-        if (!ext->opts.metrics)
+        for (size_t i = 0; i < a->n; i++) {
+                if (v[i].fits)
+                        continue;
+                count[v[i].cause < GANTRY_REFUSAL_CAUSE_COUNT ? v[i].cause : 0]++;
+                refused++;
+                if (ex < REFUSAL_EXAMPLES) {
+                        char detail[GANTRY_PLACEMENT_REASON_MAX + GANTRY_PLACEMENT_NAME_MAX];
+
+                        gantry_node_verdict_detail(&v[i], a->names[i], detail, sizeof(detail));
+                        /* "gpu-7 NIC: ..." names the node; "leaf-3 uplink: ..." does not */
+                        if (strstr(detail, a->names[i]))
+                                el += snprintf(examples + el, sizeof(examples) - el, "%s%s",
+                                               ex ? "; " : "", detail);
+                        else
+                                el += snprintf(examples + el, sizeof(examples) - el, "%s%.64s: %s",
+                                               ex ? "; " : "", a->names[i], detail);
+                        el = el < sizeof(examples) ? el : sizeof(examples) - 1;
+                        ex++;
+                }
+        }
+        if (!refused)
                 return;
-        snprintf(labels, sizeof(labels), "resource=\"%s\"", refusal_resource(v));
-        gantry_metrics_counter_add(ext->opts.metrics, "gantry_scheduler_node_refusals_total",
-                                   "Nodes refused by filter, by the resource short", labels, 1);
+        counts[0] = '\0';
+        for (int k = 0; k < GANTRY_REFUSAL_CAUSE_COUNT; k++) {
+                if (!count[k])
+                        continue;
+                cl += snprintf(counts + cl, sizeof(counts) - cl, "%s%s:%zu", cl ? "," : "",
+                               gantry_refusal_cause_name(k), count[k]);
+                cl = cl < sizeof(counts) ? cl : sizeof(counts) - 1;
+                if (ext->opts.metrics) {
+                        char labels[64];
+
+                        snprintf(labels, sizeof(labels), "resource=\"%s\"",
+                                 gantry_refusal_cause_name(k));
+                        gantry_metrics_counter_add(ext->opts.metrics,
+                                                   "gantry_scheduler_node_refusals_total",
+                                                   "Nodes refused by filter, by cause", labels,
+                                                   (double)count[k]);
+                }
+        }
+        log_info("sched.filter_refused", "pod=%s nodes=%zu refused=%zu causes=%s examples=%s",
+                 d->name, a->n, refused, counts, gantry_log_quote(examples, q, sizeof(q)));
 }
 
 /* Writes {"name": "reason", ...} of the refused nodes of one kind. */
@@ -279,9 +311,7 @@ static int do_filter(struct gantry_extender *ext, const struct args *a,
         r = gantry_cluster_filter(gantry_sched_state_cluster(ext->state), &d->d, a->names, a->n, v, err);
         if (r < 0)
                 goto out;
-        for (size_t i = 0; i < a->n; i++)
-                if (!v[i].fits)
-                        count_refusal(ext, &v[i]);
+        report_refusals(ext, a, d, v);
         if (a->node_items) {
                 /* nodeCacheCapable false: the passing Node objects, as sent */
                 passed = json_array();

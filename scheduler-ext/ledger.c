@@ -78,79 +78,184 @@ static const char *gbps_str(double v, char *buf, size_t size)
         return buf;
 }
 
-static bool short_of(double cap, double used, double need, const char *what, char *reason,
-                     size_t size)
+/* Whether @need does not fit in @cap - @used; when so, fills in @v. */
+static bool short_of(double cap, double used, double need, enum gantry_refusal_cause cause,
+                     const char *where, struct gantry_node_verdict *v)
 {
-        char f[32], n[32];
-
         if (cap <= 0 || need <= 0 || used + need <= cap + GANTRY_GBPS_EPSILON)
                 return false;
-        if (reason)
-                snprintf(reason, size, "%s: %s Gbps free, pod needs %s Gbps", what,
-                         gbps_str(cap - used, f, sizeof(f)), gbps_str(need, n, sizeof(n)));
+        v->cause = cause;
+        v->where = where;
+        v->free = cap - used;
+        v->need = need;
         return true;
 }
 
-bool gp_charge_fits(const struct gantry_cluster *c, const struct gp_charge *ch, char *reason,
-                    size_t size, bool *ret_unresolvable)
+static const char *transport_name(enum gantry_transport t)
+{
+        return t == GANTRY_TRANSPORT_RDMA ? "rdma" : "tcp";
+}
+
+bool gp_charge_fits(const struct gantry_cluster *c, const struct gp_charge *ch,
+                    struct gantry_node_verdict *v)
 {
         const struct gp_node *n = &c->nodes[ch->node];
-        char what[GANTRY_PLACEMENT_NAME_MAX + 16];
 
-        if (ret_unresolvable)
-                *ret_unresolvable = true;
+        v->cause = GANTRY_REFUSAL_NONE;
+        v->where = NULL;
+        v->free = v->need = 0;
         /* reachability first: no amount of headroom fixes it */
+        v->unresolvable = true;
         for (size_t k = 0; k < ch->n_backends; k++) {
                 const struct gp_backend *b = &c->backends[ch->backend[k]];
 
                 if (b->kind != GANTRY_BACKEND_NVMEOF)
                         continue;
+                v->where = b->name;
                 if (!(n->transports & b->transport)) {
-                        if (reason)
-                                snprintf(reason, size, "target %s: serves %s only, %s has no %s",
-                                         b->name,
-                                         b->transport == GANTRY_TRANSPORT_RDMA ? "rdma" : "tcp",
-                                         n->name,
-                                         b->transport == GANTRY_TRANSPORT_RDMA ? "rdma" : "tcp");
+                        v->cause = GANTRY_REFUSAL_TRANSPORT;
+                        v->need = b->transport;
                         return false;
                 }
                 if (b->same_leaf_only && !gp_backend_on_leaf(b, n->leaf)) {
-                        if (reason)
-                                snprintf(reason, size,
-                                         "target %s: reachable only from its own leaves, %s is on %s",
-                                         b->name, n->name,
-                                         n->leaf >= 0 ? c->leaves[n->leaf].name : "no leaf");
+                        v->cause = GANTRY_REFUSAL_TARGET_LEAF;
                         return false;
                 }
         }
-        if (ret_unresolvable)
-                *ret_unresolvable = false;
+        v->unresolvable = false;
+        v->where = NULL;
         if (n->gpus > 0 && ch->gpus > 0 && n->gpus_used + ch->gpus > n->gpus) {
-                if (reason)
-                        snprintf(reason, size, "%s: %d GPUs free, pod needs %d", n->name,
-                                 n->gpus - n->gpus_used, ch->gpus);
+                v->cause = GANTRY_REFUSAL_GPUS;
+                v->free = n->gpus - n->gpus_used;
+                v->need = ch->gpus;
                 return false;
         }
-        snprintf(what, sizeof(what), "%s NIC", n->name);
-        if (short_of(n->nic_gbps, n->nic_used, ch->nic, what, reason, size))
+        if (short_of(n->nic_gbps, n->nic_used, ch->nic, GANTRY_REFUSAL_NIC, NULL, v))
                 return false;
         if (ch->leaf >= 0) {
                 const struct gp_leaf *l = &c->leaves[ch->leaf];
 
-                snprintf(what, sizeof(what), "%s uplink", l->name);
-                if (short_of(gp_leaf_uplink_capacity(l), l->uplink_used, ch->uplink, what, reason,
-                             size))
+                if (short_of(gp_leaf_uplink_capacity(l), l->uplink_used, ch->uplink,
+                             GANTRY_REFUSAL_UPLINK, l->name, v))
                         return false;
         }
         for (size_t k = 0; k < ch->n_backends; k++) {
                 const struct gp_backend *b = &c->backends[ch->backend[k]];
 
-                snprintf(what, sizeof(what), "%s %s",
-                         b->kind == GANTRY_BACKEND_NVMEOF ? "target" : "backend", b->name);
-                if (short_of(b->gbps, b->used, ch->backend_gbps[k], what, reason, size))
+                if (short_of(b->gbps, b->used, ch->backend_gbps[k],
+                             b->kind == GANTRY_BACKEND_NVMEOF ? GANTRY_REFUSAL_TARGET
+                                                              : GANTRY_REFUSAL_BACKEND,
+                             b->name, v))
                         return false;
         }
         return true;
+}
+
+void gp_refusal_reason(const struct gantry_node_verdict *v, char *buf, size_t size)
+{
+        char need[32];
+
+        switch (v->cause) {
+        case GANTRY_REFUSAL_NONE:
+                snprintf(buf, size, "%s", "");
+                break;
+        case GANTRY_REFUSAL_UNKNOWN_NODE:
+                snprintf(buf, size, "node unknown to gantry-scheduler (no Node seen yet)");
+                break;
+        case GANTRY_REFUSAL_TRANSPORT:
+                snprintf(buf, size, "checkpoint target serves %s only, node has no %s",
+                         transport_name(v->need), transport_name(v->need));
+                break;
+        case GANTRY_REFUSAL_TARGET_LEAF:
+                snprintf(buf, size, "checkpoint target reachable only from its own leaves");
+                break;
+        case GANTRY_REFUSAL_GPUS:
+                snprintf(buf, size, "not enough free GPUs (pod needs %.0f)", v->need);
+                break;
+        case GANTRY_REFUSAL_NIC:
+        case GANTRY_REFUSAL_UPLINK:
+        case GANTRY_REFUSAL_STORAGE_UPLINK:
+        case GANTRY_REFUSAL_BACKEND:
+        case GANTRY_REFUSAL_TARGET:
+        default:
+                snprintf(buf, size, "%s full (pod needs %s Gbps)",
+                         v->cause == GANTRY_REFUSAL_NIC              ? "node NIC"
+                         : v->cause == GANTRY_REFUSAL_UPLINK         ? "leaf uplink"
+                         : v->cause == GANTRY_REFUSAL_STORAGE_UPLINK ? "storage leaf uplink"
+                         : v->cause == GANTRY_REFUSAL_TARGET         ? "checkpoint target"
+                                                                     : "storage backend",
+                         gbps_str(v->need, need, sizeof(need)));
+                break;
+        }
+}
+
+void gantry_node_verdict_detail(const struct gantry_node_verdict *v, const char *node, char *buf,
+                                size_t size)
+{
+        const char *where = v->where ? v->where : "?";
+        char f[32], n[32];
+
+        if (!node)
+                node = "?";
+        switch (v->cause) {
+        case GANTRY_REFUSAL_NONE:
+                snprintf(buf, size, "%s", "");
+                return;
+        case GANTRY_REFUSAL_UNKNOWN_NODE:
+                snprintf(buf, size, "%.120s: unknown to gantry-scheduler (no Node seen yet)", node);
+                return;
+        case GANTRY_REFUSAL_TRANSPORT:
+                snprintf(buf, size, "target %s: serves %s only, %s has no %s", where,
+                         transport_name(v->need), node, transport_name(v->need));
+                return;
+        case GANTRY_REFUSAL_TARGET_LEAF:
+                snprintf(buf, size, "target %s: reachable only from its own leaves, %s is elsewhere",
+                         where, node);
+                return;
+        case GANTRY_REFUSAL_GPUS:
+                snprintf(buf, size, "%s: %.0f GPUs free, pod needs %.0f", node, v->free, v->need);
+                return;
+        default:
+                break;
+        }
+        gbps_str(v->free, f, sizeof(f));
+        gbps_str(v->need, n, sizeof(n));
+        switch (v->cause) {
+        case GANTRY_REFUSAL_NIC:
+                snprintf(buf, size, "%s NIC: %s Gbps free, pod needs %s Gbps", node, f, n);
+                break;
+        case GANTRY_REFUSAL_UPLINK:
+                snprintf(buf, size, "%s uplink: %s Gbps free, pod needs %s Gbps", where, f, n);
+                break;
+        case GANTRY_REFUSAL_STORAGE_UPLINK:
+                snprintf(buf, size, "storage leaf %s uplink: %s Gbps free, pod needs %s Gbps",
+                         where, f, n);
+                break;
+        case GANTRY_REFUSAL_TARGET:
+                snprintf(buf, size, "target %s: %s Gbps free, pod needs %s Gbps", where, f, n);
+                break;
+        default:
+                snprintf(buf, size, "backend %s: %s Gbps free, pod needs %s Gbps", where, f, n);
+                break;
+        }
+}
+
+const char *gantry_refusal_cause_name(enum gantry_refusal_cause cause)
+{
+        static const char *const names[GANTRY_REFUSAL_CAUSE_COUNT] = {
+                [GANTRY_REFUSAL_NONE] = "none",
+                [GANTRY_REFUSAL_UNKNOWN_NODE] = "unknown_node",
+                [GANTRY_REFUSAL_TRANSPORT] = "transport",
+                [GANTRY_REFUSAL_TARGET_LEAF] = "target_leaf",
+                [GANTRY_REFUSAL_GPUS] = "gpus",
+                [GANTRY_REFUSAL_NIC] = "nic",
+                [GANTRY_REFUSAL_UPLINK] = "uplink",
+                [GANTRY_REFUSAL_STORAGE_UPLINK] = "storage_uplink",
+                [GANTRY_REFUSAL_BACKEND] = "backend",
+                [GANTRY_REFUSAL_TARGET] = "target",
+        };
+
+        return cause < GANTRY_REFUSAL_CAUSE_COUNT ? names[cause] : "?";
 }
 
 static void entry_free(struct gp_entry *e)
@@ -205,6 +310,7 @@ static int ledger_add(struct gantry_cluster *c, const struct gantry_pod_demand *
                       const char *node, double expires_at, bool check, struct gantry_error *err)
 {
         struct gp_entry *e = NULL, *old;
+        struct gantry_node_verdict v;
         char reason[GANTRY_PLACEMENT_REASON_MAX];
         int r, i;
 
@@ -236,9 +342,10 @@ static int ledger_add(struct gantry_cluster *c, const struct gantry_pod_demand *
         if (old)
                 entry_unlink(c, old);
         gp_charge_compute(c, d, i, &e->charge);
-        if (check && !gp_charge_fits(c, &e->charge, reason, sizeof(reason), NULL)) {
+        if (check && !gp_charge_fits(c, &e->charge, &v)) {
                 if (old)
                         entry_link(c, old); /* cannot fail: it was linked a moment ago */
+                gantry_node_verdict_detail(&v, node, reason, sizeof(reason));
                 r = gantry_error_set(err, ENOSPC, "%s", reason);
                 goto out;
         }

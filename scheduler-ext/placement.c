@@ -12,33 +12,65 @@
 
 #include "placement_internal.h"
 
+/* Folded reasons already formatted in one filter call: most refusals of a
+ * pod share a handful of (cause, need) pairs, so each is printed once. */
+#define REASON_CACHE 8
+
+struct reason_cache {
+        size_t n, next;
+        enum gantry_refusal_cause cause[REASON_CACHE];
+        double need[REASON_CACHE];
+        char text[REASON_CACHE][GANTRY_PLACEMENT_REASON_MAX];
+};
+
+static void set_reason(struct reason_cache *rc, struct gantry_node_verdict *v)
+{
+        size_t k;
+
+        for (k = 0; k < rc->n; k++)
+                if (rc->cause[k] == v->cause && rc->need[k] == v->need)
+                        break;
+        if (k == rc->n) {
+                k = rc->n < REASON_CACHE ? rc->n++ : rc->next++ % REASON_CACHE;
+                rc->cause[k] = v->cause;
+                rc->need[k] = v->need;
+                gp_refusal_reason(v, rc->text[k], sizeof(rc->text[k]));
+        }
+        memcpy(v->reason, rc->text[k], strlen(rc->text[k]) + 1);
+}
+
 int gantry_cluster_filter(struct gantry_cluster *c, const struct gantry_pod_demand *d,
                           const char *const *nodes, size_t n,
                           struct gantry_node_verdict *ret_verdicts, struct gantry_error *err)
 {
+        struct reason_cache *rc;
         int r;
 
         if ((r = gantry_pod_demand_validate(d, err)) < 0)
                 return r;
+        rc = malloc(sizeof(*rc));
+        if (!rc)
+                return gantry_error_set(err, ENOMEM, "out of memory");
+        rc->n = rc->next = 0;
         pthread_rwlock_rdlock(&c->lock);
         for (size_t i = 0; i < n; i++) {
                 struct gantry_node_verdict *v = &ret_verdicts[i];
                 int node = gp_find_node(c, nodes[i]);
                 struct gp_charge ch;
 
-                v->reason[0] = '\0';
-                v->unresolvable = false;
                 if (node < 0) {
-                        v->fits = false;
-                        snprintf(v->reason, sizeof(v->reason),
-                                 "%.120s: unknown to gantry-scheduler (no Node seen yet)",
-                                 nodes[i]);
-                        continue;
+                        *v = (struct gantry_node_verdict){ .cause = GANTRY_REFUSAL_UNKNOWN_NODE };
+                } else {
+                        gp_charge_compute(c, d, node, &ch);
+                        v->fits = gp_charge_fits(c, &ch, v);
                 }
-                gp_charge_compute(c, d, node, &ch);
-                v->fits = gp_charge_fits(c, &ch, v->reason, sizeof(v->reason), &v->unresolvable);
+                if (v->fits)
+                        v->reason[0] = '\0';
+                else
+                        set_reason(rc, v);
         }
         pthread_rwlock_unlock(&c->lock);
+        free(rc);
         return 0;
 }
 

@@ -126,10 +126,36 @@ struct gantry_pod_demand {
         struct gantry_flow flows[GANTRY_PLACEMENT_MAX_FLOWS];
 };
 
+/* Why a node was refused: one cause per verdict, the first one found. */
+enum gantry_refusal_cause {
+        GANTRY_REFUSAL_NONE = 0,
+        GANTRY_REFUSAL_UNKNOWN_NODE,   /* no Node seen yet */
+        GANTRY_REFUSAL_TRANSPORT,      /* target's transport missing on the node (unresolvable) */
+        GANTRY_REFUSAL_TARGET_LEAF,    /* sameLeafOnly target, node elsewhere (unresolvable) */
+        GANTRY_REFUSAL_GPUS,
+        GANTRY_REFUSAL_NIC,
+        GANTRY_REFUSAL_UPLINK,         /* the node's leaf uplink */
+        GANTRY_REFUSAL_STORAGE_UPLINK, /* the uplink of a backend's own leaf */
+        GANTRY_REFUSAL_BACKEND,        /* a Ceph cluster's bandwidth */
+        GANTRY_REFUSAL_TARGET,         /* an NVMe-oF target's bandwidth */
+        GANTRY_REFUSAL_CAUSE_COUNT
+};
+
 struct gantry_node_verdict {
         bool fits;
         bool unresolvable; /* unreachable backend: preempting pods would not help */
-        char reason[GANTRY_PLACEMENT_REASON_MAX]; /* why not, when !fits */
+        /*
+         * Why not, when !fits, free of node, leaf and backend names and of
+         * numbers that differ between nodes, so kube-scheduler folds equal
+         * reasons into "N <reason>": "leaf uplink full (pod needs 25 Gbps)".
+         */
+        char reason[GANTRY_PLACEMENT_REASON_MAX];
+        /* The specifics, for logs (gantry_node_verdict_detail()) and metrics. */
+        enum gantry_refusal_cause cause;
+        const char *where; /* the short leaf / backend / target; borrowed from the
+                            * model (names live as long as the cluster); NULL for
+                            * the node itself */
+        double free, need; /* Gbps (GPUs for GANTRY_REFUSAL_GPUS) */
 };
 
 /* Relative weights of the three parts of a score (any scale; >= 0). */
@@ -183,17 +209,29 @@ int gantry_pod_demand_validate(const struct gantry_pod_demand *d, struct gantry_
 
 /*
  * Filter: for each of @n node names, whether the pod fits there now, and if
- * not, one reason that reads well in `kubectl describe pod`:
- *   "leaf-3 uplink: 12 Gbps free, pod needs 25 Gbps"
- *   "gpu-7 NIC: 40 Gbps free, pod needs 50 Gbps"
- *   "backend ceph-a: 10 Gbps free, pod needs 25 Gbps"
- *   "target tgt-a: serves rdma only, gpu-7 has no rdma"
- *   "gpu-9: unknown to gantry-scheduler (no Node seen yet)"
+ * not, its cause and one reason that folds in `kubectl describe pod` (the
+ * same for every node refused for the same cause):
+ *   "leaf uplink full (pod needs 25 Gbps)"
+ *   "storage leaf uplink full (pod needs 25 Gbps)"
+ *   "node NIC full (pod needs 50 Gbps)"
+ *   "storage backend full (pod needs 25 Gbps)"
+ *   "checkpoint target serves rdma only, node has no rdma"
+ *   "node unknown to gantry-scheduler (no Node seen yet)"
  * @ret_verdicts has room for @n. Returns 0 or -EINVAL (bad demand, @err).
  */
 int gantry_cluster_filter(struct gantry_cluster *c, const struct gantry_pod_demand *d,
                           const char *const *nodes, size_t n,
                           struct gantry_node_verdict *ret_verdicts, struct gantry_error *err);
+
+/*
+ * The refusal of @v on node @node with its names and numbers, for a log line
+ * or an error message: "leaf-3 uplink: 12 Gbps free, pod needs 25 Gbps",
+ * "gpu-7: 2 GPUs free, pod needs 4". Writes "" when @v fits.
+ */
+void gantry_node_verdict_detail(const struct gantry_node_verdict *v, const char *node, char *buf,
+                                size_t size);
+/* A cause's short name ("uplink", "storage_uplink", "gpus", ...), for metric labels. */
+const char *gantry_refusal_cause_name(enum gantry_refusal_cause cause);
 
 /*
  * Prioritize: a score 0..GANTRY_PLACEMENT_SCORE_MAX per node (higher is
@@ -215,7 +253,7 @@ int gantry_cluster_prioritize(struct gantry_cluster *c, const struct gantry_pod_
  * UID already holds a reservation, it is replaced (a retried bind never
  * charges twice); if it holds a confirmed entry, nothing changes and the
  * answer is -EALREADY with "already bound to NODE" in @err. Returns 0;
- * -ENOSPC with the reason in @err; -ENOENT when @node is unknown; -EINVAL
+ * -ENOSPC with the detailed reason (gantry_node_verdict_detail()) in @err; -ENOENT when @node is unknown; -EINVAL
  * for a bad demand (uid required).
  */
 int gantry_cluster_reserve(struct gantry_cluster *c, const struct gantry_pod_demand *d,

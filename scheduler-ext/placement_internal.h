@@ -100,12 +100,14 @@ void gp_charge_compute(const struct gantry_cluster *c, const struct gantry_pod_d
 /* Adds (@sign 1) or gives back (@sign -1) a charge. */
 void gp_charge_apply(struct gantry_cluster *c, const struct gp_charge *ch, int sign);
 /*
- * Whether charge @ch fits on top of what is used now. When not, writes the
- * reason into @reason (may be NULL) and returns false; *@ret_unresolvable
- * (may be NULL) tells a reachability failure from a shortage.
+ * Whether charge @ch fits on top of what is used now. When not, fills in
+ * @v's cause, where, free, need and unresolvable (not its reason text) and
+ * returns false.
  */
-bool gp_charge_fits(const struct gantry_cluster *c, const struct gp_charge *ch, char *reason,
-                    size_t size, bool *ret_unresolvable);
+bool gp_charge_fits(const struct gantry_cluster *c, const struct gp_charge *ch,
+                    struct gantry_node_verdict *v);
+/* The folded reason of refusal @v (placement.h) into @buf. */
+void gp_refusal_reason(const struct gantry_node_verdict *v, char *buf, size_t size);
 
 /* Frees every ledger entry (cluster teardown). */
 void gp_ledger_clear(struct gantry_cluster *c);

@@ -96,7 +96,7 @@ class ExtenderHTTPTest(unittest.TestCase):
         self.assertEqual(status, 200, r)
         self.assertEqual(r["NodeNames"], ["gpu-node-1", "gpu-node-2"])
         self.assertEqual(r["FailedNodes"],
-                         {"gpu-node-3": "leaf-2 uplink: 20 Gbps free, pod needs 25 Gbps"})
+                         {"gpu-node-3": "leaf uplink full (pod needs 25 Gbps)"})
 
     def test_per_gpu_rate_from_storage_class(self):
         # no annotation: 1 GPU x 10 Gbps/GPU (gantry-dataset) fits leaf-2's 20
@@ -106,7 +106,7 @@ class ExtenderHTTPTest(unittest.TestCase):
         self.assertEqual(status, 200, r)
         # 3 GPUs x 10 = 30 Gbps
         self.assertEqual(r["FailedNodes"],
-                         {"gpu-node-3": "leaf-2 uplink: 20 Gbps free, pod needs 30 Gbps"})
+                         {"gpu-node-3": "leaf uplink full (pod needs 30 Gbps)"})
 
     def test_unreachable_target_is_unresolvable(self):
         # the checkpoint PVC is unbound: its StorageClass names tgt-a (rdma)
@@ -116,7 +116,7 @@ class ExtenderHTTPTest(unittest.TestCase):
         self.assertEqual(status, 200, r)
         self.assertEqual(r["NodeNames"], ["gpu-node-3"])
         self.assertEqual(r["FailedAndUnresolvableNodes"]["gpu-node-1"],
-                         "target tgt-a: serves rdma only, gpu-node-1 has no rdma")
+                         "checkpoint target serves rdma only, node has no rdma")
         self.assertEqual(r["FailedNodes"], {})
 
     def test_node_cache_false_reads_labels_from_request(self):
@@ -129,7 +129,7 @@ class ExtenderHTTPTest(unittest.TestCase):
         self.assertEqual(status, 200, r)
         self.assertEqual(r["Nodes"]["items"], [])
         self.assertEqual(r["FailedNodes"]["gpu-node-2"],
-                         "gpu-node-2 NIC: 50 Gbps free, pod needs 60 Gbps")
+                         "node NIC full (pod needs 60 Gbps)")
 
     def test_prioritize_prefers_backend_leaf(self):
         args = with_pod(fixture_json(NC_TRUE_PRIO),
@@ -171,8 +171,7 @@ class ExtenderHTTPTest(unittest.TestCase):
         # and filter now sees the reservations
         p = with_pod(base, annotations={"gantry.io/dataset-read-gbps": "40"}, claims=["train-data"])
         status, r = self.s.post("filter", p)
-        self.assertEqual(r["FailedNodes"]["gpu-node-1"],
-                         "gpu-node-1 NIC: 20 Gbps free, pod needs 40 Gbps")
+        self.assertEqual(r["FailedNodes"]["gpu-node-1"], "node NIC full (pod needs 40 Gbps)")
         self.assertIn("gpu-node-2", r["NodeNames"])
 
     def test_bind_of_pod_not_filtered_asks_for_retry(self):
@@ -190,8 +189,7 @@ class ExtenderHTTPTest(unittest.TestCase):
         status, r = self.s.post("filter", with_pod(fixture_json(NC_TRUE_FILTER),
                                                    annotations={"gantry.io/dataset-read-gbps": "80"},
                                                    claims=["train-data"]))
-        self.assertEqual(r["FailedNodes"]["gpu-node-1"],
-                         "gpu-node-1 NIC: 60 Gbps free, pod needs 80 Gbps")
+        self.assertEqual(r["FailedNodes"]["gpu-node-1"], "node NIC full (pod needs 80 Gbps)")
 
     def test_concurrent_binds_never_overcommit(self):
         # 16 pods x 30 Gbps race for ceph-a (150 Gbps) through 8 threads: exactly 5 fit
@@ -282,6 +280,109 @@ class ExtenderHTTPTest(unittest.TestCase):
         self.assertIn('gantry_scheduler_requests_total{verb="filter",code="400"} 1', text)
         self.assertIn("gantry_scheduler_nodes 3", text)
         self.assertIn('gantry_scheduler_request_seconds_count{verb="filter"} 2', text)
+
+
+def fold_failed_nodes(total, failed):
+    """The FailedScheduling event text kube-scheduler (v1.26 FitError.Error)
+    makes of an extender's FailedNodes: equal reasons counted, "N reason"
+    sorted as strings, joined with ", "."""
+    counts = {}
+    for reason in failed.values():
+        counts[reason] = counts.get(reason, 0) + 1
+    return "0/%d nodes are available: %s." % (
+        total, ", ".join(sorted("%d %s" % (n, r) for r, n in counts.items())))
+
+
+def write_fabric(tmp, nodes=500, per_leaf=8, storage_uplink_gbps=0, bound=()):
+    """The fabric of issue #12 as a topology file and a --state file in @tmp:
+    @nodes nodes of 8 GPUs and 400 Gbps NICs, @per_leaf to a leaf with an
+    800 Gbps uplink, Ceph cluster ceph-s (4000 Gbps) on its own leaf
+    storage-leaf (uplink @storage_uplink_gbps, 0 = unknown), a dataset PVC
+    "data" on it, and @bound pods: (name, node, read Gbps, GPUs, with PVC)."""
+    leaves = (nodes + per_leaf - 1) // per_leaf
+    topo = {"defaults": {"nicGbps": 400},
+            "leaves": [{"name": "leaf-%d" % l, "spine": "spine-1", "uplinkGbps": 800}
+                       for l in range(leaves)],
+            "backends": [{"name": "ceph-s", "kind": "ceph", "gbps": 4000,
+                          "leaves": ["storage-leaf"]}]}
+    sleaf = {"name": "storage-leaf", "spine": "spine-1"}
+    if storage_uplink_gbps:
+        sleaf["uplinkGbps"] = storage_uplink_gbps
+    topo["leaves"].append(sleaf)
+    state = {
+        "storageClasses": [{"metadata": {"name": "gantry-dataset"}, "provisioner": "csi.gantry.io",
+                            "parameters": {"tier": "dataset", "clusterID": "ceph-s"}}],
+        "persistentVolumes": [],
+        "persistentVolumeClaims": [{"metadata": {"name": "data", "namespace": "default"},
+                                    "spec": {"storageClassName": "gantry-dataset"}}],
+        "nodes": [{"metadata": {"name": "gpu-%03d" % i, "labels": {
+                       "network.topology.nvidia.com/leaf": "leaf-%d" % (i // per_leaf),
+                       "network.topology.nvidia.com/spine": "spine-1"}},
+                   "status": {"allocatable": {"nvidia.com/gpu": "8"}}} for i in range(nodes)],
+        "pods": []}
+    for name, node, gbps, gpus, pvc in bound:
+        pod = {"metadata": {"name": name, "namespace": "default", "uid": "uid-" + name,
+                            "annotations": {"gantry.io/dataset-read-gbps": str(gbps)}},
+               "spec": {"nodeName": node, "volumes": [], "containers": [
+                   {"name": "c", "resources": {"requests": {"nvidia.com/gpu": str(gpus)}}}]}}
+        if pvc:
+            pod["spec"]["volumes"].append({"name": "d", "persistentVolumeClaim": {"claimName": "data"}})
+        state["pods"].append(pod)
+    paths = os.path.join(tmp, "topology.json"), os.path.join(tmp, "state.json")
+    for path, doc in zip(paths, (topo, state)):
+        with open(path, "w") as f:
+            json.dump(doc, f)
+    return paths
+
+
+class FailedSchedulingEventTest(unittest.TestCase):
+    """Issue #12: the reasons of a 500-node refusal fold into a short event."""
+
+    def test_500_node_refusal_folds_by_cause(self):
+        # leaves 0-54 (440 nodes): two pods read 400 Gbps each across the
+        # fabric, so their NICs (110) and the 800 Gbps uplinks (330 other
+        # nodes) are full; leaves 55-62 (60 nodes): every GPU is taken
+        bound = []
+        for l in range(55):
+            bound += [("u%d-a" % l, "gpu-%03d" % (8 * l), 400, 0, False),
+                      ("u%d-b" % l, "gpu-%03d" % (8 * l + 1), 400, 0, False)]
+        bound += [("g%d" % i, "gpu-%03d" % i, 0, 8, False) for i in range(440, 500)]
+        tmp = tempfile.mkdtemp(prefix="gantry-sched-fold-%d-" % os.getpid())
+        try:
+            topo, state = write_fabric(tmp, bound=bound)
+            s = Scheduler(topology=topo, state=state).start()
+            try:
+                args = with_pod(fixture_json(NC_TRUE_FILTER), name="train-7-0",
+                                annotations={"gantry.io/dataset-read-gbps": "100"},
+                                claims=["data"])
+                args["NodeNames"] = ["gpu-%03d" % i for i in range(500)]
+                status, r = s.post("filter", args)
+                self.assertEqual(status, 200, r)
+                self.assertEqual(r["NodeNames"], [])
+                self.assertEqual(len(r["FailedNodes"]), 500)
+                event = fold_failed_nodes(500, r["FailedNodes"])
+                self.assertEqual(event, "0/500 nodes are available: "
+                                        "110 node NIC full (pod needs 100 Gbps), "
+                                        "330 leaf uplink full (pod needs 100 Gbps), "
+                                        "60 not enough free GPUs (pod needs 1).")
+                self.assertLess(len(event), 200)
+                # the names and exact numbers are in one log line and the metrics
+                logs = s.logs()
+                lines = [l for l in logs.splitlines() if "sched.filter_refused" in l]
+                self.assertEqual(len(lines), 1, logs[-2000:])
+                self.assertIn("pod=default/train-7-0 nodes=500 refused=500 "
+                              "causes=gpus:60,nic:110,uplink:330", lines[0])
+                self.assertIn("gpu-000 NIC: 0 Gbps free, pod needs 100 Gbps", lines[0])
+                self.assertIn("gpu-002: leaf-0 uplink: 0 Gbps free, pod needs 100 Gbps", lines[0])
+                _, text = s.request("GET", "/metrics")
+                text = text.decode()
+                self.assertIn('gantry_scheduler_node_refusals_total{resource="uplink"} 330', text)
+                self.assertIn('gantry_scheduler_node_refusals_total{resource="nic"} 110', text)
+                self.assertIn('gantry_scheduler_node_refusals_total{resource="gpus"} 60', text)
+            finally:
+                self.assertEqual(s.stop(), 0)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 class LimitsTest(unittest.TestCase):

@@ -119,7 +119,7 @@ class ExtenderKubeTest(unittest.TestCase):
         status, r = self.s.post("filter", args)
         self.assertEqual(status, 200, r)
         self.assertEqual(r["FailedNodes"],
-                         {"gpu-node-3": "leaf-2 uplink: 20 Gbps free, pod needs 25 Gbps"})
+                         {"gpu-node-3": "leaf uplink full (pod needs 25 Gbps)"})
         md = self.pod["metadata"]
         status, r = self.s.post("bind", {"PodName": md["name"], "PodNamespace": md["namespace"],
                                          "PodUID": md["uid"], "Node": "gpu-node-1"})
@@ -189,7 +189,7 @@ class ExtenderKubeTest(unittest.TestCase):
         args["NodeNames"] = ["gpu-node-4"]
         status, r = self.s.post("filter", args)
         self.assertEqual(r["FailedNodes"],
-                         {"gpu-node-4": "gpu-node-4 NIC: 10 Gbps free, pod needs 25 Gbps"})
+                         {"gpu-node-4": "node NIC full (pod needs 25 Gbps)"})
 
 
 if __name__ == "__main__":

@@ -86,6 +86,15 @@ static void test_build_and_stats(void **state)
         gantry_cluster_free(c);
 }
 
+/* The refusal of @v on @node as a log line reads it. */
+static const char *detail(const struct gantry_node_verdict *v, const char *node)
+{
+        static char buf[512];
+
+        gantry_node_verdict_detail(v, node, buf, sizeof(buf));
+        return buf;
+}
+
 static void test_validation(void **state)
 {
         struct gantry_cluster *c = small_cluster();
@@ -131,11 +140,15 @@ static void test_filter_reasons(void **state)
         assert_int_equal(gantry_cluster_filter(c, &d, nodes, 4, v, &err), 0);
         assert_true(v[0].fits);                 /* same leaf as ceph-a: no uplink */
         assert_false(v[1].fits);                /* leaf-2 uplink is 30 */
-        assert_string_equal(v[1].reason, "leaf-2 uplink: 30 Gbps free, pod needs 40 Gbps");
+        assert_string_equal(v[1].reason, "leaf uplink full (pod needs 40 Gbps)");
+        assert_int_equal(v[1].cause, GANTRY_REFUSAL_UPLINK);
+        assert_string_equal(detail(&v[1], nodes[1]), "leaf-2 uplink: 30 Gbps free, pod needs 40 Gbps");
         assert_false(v[1].unresolvable);
         assert_true(v[2].fits);                 /* leaf-3 uplink 50 */
         assert_false(v[3].fits);
-        assert_string_equal(v[3].reason, "gpu-9: unknown to gantry-scheduler (no Node seen yet)");
+        assert_string_equal(v[3].reason, "node unknown to gantry-scheduler (no Node seen yet)");
+        assert_string_equal(detail(&v[3], nodes[3]),
+                            "gpu-9: unknown to gantry-scheduler (no Node seen yet)");
 
         /* NIC: 100 Gbps; 70 already taken by another pod */
         struct gantry_pod_demand other = demand("p0", NULL, 70);
@@ -143,7 +156,8 @@ static void test_filter_reasons(void **state)
         d = demand("p1", "ceph-a", 40);
         assert_int_equal(gantry_cluster_filter(c, &d, nodes, 1, v, &err), 0);
         assert_false(v[0].fits);
-        assert_string_equal(v[0].reason, "gpu-1 NIC: 30 Gbps free, pod needs 40 Gbps");
+        assert_string_equal(v[0].reason, "node NIC full (pod needs 40 Gbps)");
+        assert_string_equal(detail(&v[0], "gpu-1"), "gpu-1 NIC: 30 Gbps free, pod needs 40 Gbps");
 
         /* backend: 150 Gbps; gpu-2 same leaf */
         struct gantry_pod_demand big = demand("p2", "ceph-a", 99.5);
@@ -154,13 +168,15 @@ static void test_filter_reasons(void **state)
                 .name = "leaf-3", .spine = "spine-2", .uplink_gbps = 400 }, &err), 0);
         assert_int_equal(gantry_cluster_filter(c, &d, (const char *[]){ "gpu-4" }, 1, v, &err), 0);
         assert_false(v[0].fits);
-        assert_string_equal(v[0].reason, "backend ceph-a: 50.5 Gbps free, pod needs 60 Gbps");
+        assert_string_equal(v[0].reason, "storage backend full (pod needs 60 Gbps)");
+        assert_string_equal(detail(&v[0], "gpu-4"), "backend ceph-a: 50.5 Gbps free, pod needs 60 Gbps");
 
         /* reachability: an rdma target from a tcp-only node */
         d = demand("p4", "tgt-rdma", 1);
         assert_int_equal(gantry_cluster_filter(c, &d, (const char *[]){ "gpu-3" }, 1, v, &err), 0);
         assert_false(v[0].fits);
-        assert_string_equal(v[0].reason, "target tgt-rdma: serves rdma only, gpu-3 has no rdma");
+        assert_string_equal(v[0].reason, "checkpoint target serves rdma only, node has no rdma");
+        assert_string_equal(detail(&v[0], "gpu-3"), "target tgt-rdma: serves rdma only, gpu-3 has no rdma");
         assert_true(v[0].unresolvable);
         assert_int_equal(gantry_cluster_set_node(c, &(struct gantry_node_spec){
                 .name = "gpu-3", .leaf = "leaf-2", .nic_gbps = 100,
@@ -173,7 +189,8 @@ static void test_filter_reasons(void **state)
         d.gpus = 9;
         assert_int_equal(gantry_cluster_filter(c, &d, (const char *[]){ "gpu-4" }, 1, v, &err), 0);
         assert_false(v[0].fits);
-        assert_string_equal(v[0].reason, "gpu-4: 8 GPUs free, pod needs 9");
+        assert_string_equal(v[0].reason, "not enough free GPUs (pod needs 9)");
+        assert_string_equal(detail(&v[0], "gpu-4"), "gpu-4: 8 GPUs free, pod needs 9");
         gantry_cluster_free(c);
 }
 
@@ -191,8 +208,9 @@ static void test_same_leaf_only(void **state)
                                                NULL), 0);
         assert_true(v[0].fits);
         assert_false(v[1].fits);
-        assert_string_equal(v[1].reason,
-                            "target tgt-l1: reachable only from its own leaves, gpu-4 is on leaf-3");
+        assert_string_equal(v[1].reason, "checkpoint target reachable only from its own leaves");
+        assert_string_equal(detail(&v[1], "gpu-4"),
+                            "target tgt-l1: reachable only from its own leaves, gpu-4 is elsewhere");
         gantry_cluster_free(c);
 }
 

@@ -121,7 +121,10 @@ static void test_accepted_never_exceeds(void **state)
                                 accepted++;
                         } else {
                                 assert_int_equal(r, -ENOSPC);
-                                assert_string_equal(err.msg, v[node].reason);
+                                char why[512];
+
+                                gantry_node_verdict_detail(&v[node], node_ptrs[node], why, sizeof(why));
+                                assert_string_equal(err.msg, why);
                                 refused++;
                         }
                         assert_within_capacity(c);
