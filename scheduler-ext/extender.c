@@ -460,8 +460,13 @@ static int handle_bind(struct gantry_extender *ext, const char *body, size_t len
         if (r == 0) {
                 snprintf(d.uid, sizeof(d.uid), "%s", uid);
                 d.d.uid = d.uid;
+                /* without an API server (--state) nothing will ever confirm a
+                 * bind: it is final, not a reservation that expires */
                 r = gantry_cluster_reserve(c, &d.d, node,
-                                           gantry_extender_now() + ext->opts.reservation_ttl_seconds, &err);
+                                           ext->opts.bind ? gantry_extender_now() +
+                                                                    ext->opts.reservation_ttl_seconds
+                                                          : 0,
+                                           &err);
         }
         if (r == 0 && ext->opts.bind) {
                 r = ext->opts.bind(ext->opts.bind_ctx, ns, name, uid, node, &err);

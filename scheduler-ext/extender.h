@@ -42,7 +42,8 @@ typedef int (*gantry_extender_bind_fn)(void *ctx, const char *namespace, const c
 
 struct gantry_extender_options {
         double reservation_ttl_seconds;  /* a bind's reservation until the watch confirms; default 60 */
-        gantry_extender_bind_fn bind;    /* NULL: reserve only (no API server, e.g. --state) */
+        gantry_extender_bind_fn bind;    /* NULL: no API server (e.g. --state): a bind charges
+                                          * the ledger for good, never expires */
         void *bind_ctx;
         struct gantry_metrics *metrics;  /* may be NULL; borrowed */
         size_t max_nodes;                /* per request; default 100000 */

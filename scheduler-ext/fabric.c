@@ -308,6 +308,9 @@ int gantry_cluster_remove_node(struct gantry_cluster *c, const char *name)
         pthread_rwlock_wrlock(&c->lock);
         i = gp_find_node(c, name);
         if (i >= 0) {
+                /* its pods are gone with it (or charged again if the watch
+                 * still shows them bound when it comes back) */
+                gp_ledger_release_node(c, i);
                 node_detach(c, &c->nodes[i]);
                 c->nodes[i].present = false;
                 c->n_present--;

@@ -426,6 +426,24 @@ size_t gantry_cluster_expire(struct gantry_cluster *c, double now)
         return n;
 }
 
+size_t gp_ledger_release_node(struct gantry_cluster *c, int node)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; i < c->n_entries;) {
+                struct gp_entry *e = c->entries[i];
+
+                if (e->charge.node == node) {
+                        entry_unlink(c, e); /* moves the last entry into slot i */
+                        entry_free(e);
+                        n++;
+                } else {
+                        i++;
+                }
+        }
+        return n;
+}
+
 int gantry_cluster_lookup(struct gantry_cluster *c, const char *uid, char *buf, size_t size)
 {
         struct gp_entry *e;

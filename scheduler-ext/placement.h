@@ -195,7 +195,8 @@ int gantry_cluster_set_node(struct gantry_cluster *c, const struct gantry_node_s
                             struct gantry_error *err);
 int gantry_cluster_set_backend(struct gantry_cluster *c, const struct gantry_backend_spec *spec,
                                struct gantry_error *err);
-/* Forgets a node (deleted from the cluster). Returns 0 or -ENOENT. */
+/* Forgets a node (deleted from the cluster) and gives back what the ledger
+ * charged on it (its pods' entries are dropped). Returns 0 or -ENOENT. */
 int gantry_cluster_remove_node(struct gantry_cluster *c, const char *name);
 /* True when @name is a node of the model. */
 bool gantry_cluster_has_node(struct gantry_cluster *c, const char *name);

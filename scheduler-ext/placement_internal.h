@@ -109,6 +109,8 @@ bool gp_charge_fits(const struct gantry_cluster *c, const struct gp_charge *ch,
 /* The folded reason of refusal @v (placement.h) into @buf. */
 void gp_refusal_reason(const struct gantry_node_verdict *v, char *buf, size_t size);
 
+/* Drops the entries charged on @node and gives their charges back; how many. */
+size_t gp_ledger_release_node(struct gantry_cluster *c, int node);
 /* Frees every ledger entry (cluster teardown). */
 void gp_ledger_clear(struct gantry_cluster *c);
 /* Grows a dynamic array of @elem bytes to hold one more; 0 or -ENOMEM. */

@@ -28,6 +28,10 @@ struct gantry_sched_state {
         /* pods bound to a node the model does not have yet, recorded when
          * the node appears: node name -> json object { uid: pod } */
         struct strmap *waiting_pods;
+        /* held (before lock) while the pods waiting for a node are recorded
+         * and while a pod's DELETED is applied, so that a pod deleted as its
+         * node appears is never recorded after its release */
+        pthread_mutex_t waiting_lock;
 };
 
 static const char *const kind_names[GANTRY_OBJ_KIND_COUNT] = {
@@ -57,6 +61,7 @@ int gantry_sched_state_new(struct gantry_cluster *cluster, struct gantry_sched_s
                 return -ENOMEM;
         st->cluster = cluster;
         pthread_mutex_init(&st->lock, NULL);
+        pthread_mutex_init(&st->waiting_lock, NULL);
         r |= strmap_new(&st->declared_leaves);
         r |= strmap_new(&st->remembered_pods);
         r |= strmap_new(&st->waiting_pods);
@@ -87,6 +92,7 @@ void gantry_sched_state_free(struct gantry_sched_state *st)
                 free(st->remembered[i]);
         strmap_free(st->declared_leaves);
         pthread_mutex_destroy(&st->lock);
+        pthread_mutex_destroy(&st->waiting_lock);
         free(st);
 }
 
@@ -277,6 +283,7 @@ static void record_waiting_pods(struct gantry_sched_state *st, const char *node)
         const char *uid;
         json_t *pods, *pod;
 
+        pthread_mutex_lock(&st->waiting_lock);
         pthread_mutex_lock(&st->lock);
         pods = strmap_remove(st->waiting_pods, node);
         pthread_mutex_unlock(&st->lock);
@@ -284,6 +291,7 @@ static void record_waiting_pods(struct gantry_sched_state *st, const char *node)
                 if (gantry_sched_demand_from_pod(st, pod, &d, &err) == 0)
                         gantry_cluster_record(st->cluster, &d.d, node, &err);
         }
+        pthread_mutex_unlock(&st->waiting_lock);
         json_decref(pods);
 }
 
@@ -307,9 +315,11 @@ static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *
         if (!uid || !*uid)
                 return gantry_error_set(err, EINVAL, "Pod: metadata.uid: must be a non-empty string");
         if (deleted || pod_finished(obj)) {
+                pthread_mutex_lock(&st->waiting_lock);
                 if (node && *node)
                         set_waiting_pod(st, node, uid, NULL);
                 gantry_cluster_release(st->cluster, uid);
+                pthread_mutex_unlock(&st->waiting_lock);
                 return 0;
         }
         if (!node || !*node) {

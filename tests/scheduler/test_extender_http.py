@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 import shutil
 import threading
+import time
 import unittest
 import uuid
 
@@ -383,6 +384,36 @@ class FailedSchedulingEventTest(unittest.TestCase):
                 self.assertEqual(s.stop(), 0)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+class StateModeBindTest(unittest.TestCase):
+    """#14: under --state alone no API server will ever confirm a bind, so
+    it is final: its charge does not expire after --reservation-ttl."""
+
+    def test_bind_does_not_expire(self):
+        s = Scheduler("--reservation-ttl", "1").start()
+        try:
+            p = with_pod(fixture_json(NC_TRUE_FILTER), annotations={"gantry.io/dataset-read-gbps": "40"},
+                         claims=["train-data"], name="st")
+            self.assertEqual(s.post("filter", p)[0], 200)
+            bound_at = time.monotonic()
+            self.assertEqual(s.post("bind", {"PodName": "st", "PodNamespace": "default",
+                                             "PodUID": p["Pod"]["metadata"]["uid"],
+                                             "Node": "gpu-node-1"}), (200, {"Error": ""}))
+            _, text = s.request("GET", "/metrics")
+            self.assertIn("gantry_scheduler_reservations 0\n", text.decode())
+            # past the TTL (and the once-a-second expiry pass), the NIC
+            # (100 Gbps) still holds the 40 bound
+            probe = with_pod(fixture_json(NC_TRUE_FILTER),
+                             annotations={"gantry.io/dataset-read-gbps": "80"}, claims=["train-data"])
+            while time.monotonic() < bound_at + 2.5:
+                self.assertEqual(s.post("filter", probe)[0], 200)
+                time.sleep(0.1)
+            status, r = s.post("filter", probe)
+            self.assertEqual(r["FailedNodes"].get("gpu-node-1"), "node NIC full (pod needs 80 Gbps)")
+            self.assertNotIn("sched.reservations_expired", s.logs())
+        finally:
+            self.assertEqual(s.stop(), 0)
 
 
 class LimitsTest(unittest.TestCase):

@@ -6,6 +6,8 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -295,6 +297,107 @@ static void test_pods_wait_for_their_node(void **state)
         assert_false(gantry_cluster_has_node(f->c, "late-2"));
 }
 
+static const char *const late_node =
+        "{\"metadata\":{\"name\":\"%s\",\"labels\":"
+        "{\"network.topology.nvidia.com/leaf\":\"l1\"}},"
+        "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\"}}}";
+
+/* Whether @node has no GPU charged and the ledger no entry (node re-added to look). */
+static void assert_nothing_charged(struct fx *f, const char *node)
+{
+        struct gantry_cluster_stats s;
+        struct gantry_node_usage u;
+        char text[512];
+
+        snprintf(text, sizeof(text), late_node, node);
+        apply_event(f->st, GANTRY_OBJ_NODE, false, text);
+        assert_int_equal(gantry_cluster_node_usage(f->c, node, &u), 0);
+        assert_int_equal(u.gpus_used, 0);
+        gantry_cluster_stats(f->c, &s);
+        assert_int_equal(s.entries, 0);
+}
+
+/* #14: a node's DELETED gives back what its pods held; a pod that outlives
+ * it is charged again when the node comes back. */
+static void test_removed_node_gives_back_its_pods(void **state)
+{
+        struct fx *f = *state;
+        struct gantry_cluster_stats s;
+        struct gantry_node_usage u;
+        char text[512];
+
+        snprintf(text, sizeof(text), late_node, "gone-1");
+        apply_event(f->st, GANTRY_OBJ_NODE, false, text);
+        bound_pod(f->st, false, "r1", "gone-1");
+        bound_pod(f->st, false, "r2", "gone-1");
+        gantry_cluster_stats(f->c, &s);
+        assert_int_equal(s.entries, 2);
+        apply_event(f->st, GANTRY_OBJ_NODE, true, "{\"metadata\":{\"name\":\"gone-1\"}}");
+        gantry_cluster_stats(f->c, &s);
+        assert_int_equal(s.entries, 0);
+        /* r1 is still reported bound there (a status update): it waits for the node */
+        bound_pod(f->st, false, "r1", "gone-1");
+        bound_pod(f->st, true, "r2", "gone-1");
+        apply_event(f->st, GANTRY_OBJ_NODE, false, text);
+        assert_int_equal(gantry_cluster_node_usage(f->c, "gone-1", &u), 0);
+        assert_int_equal(u.gpus_used, 2);
+        bound_pod(f->st, true, "r1", "gone-1");
+        assert_nothing_charged(f, "gone-1");
+}
+
+struct churn {
+        struct gantry_sched_state *st;
+        int rounds;
+        pthread_barrier_t waiting, done;
+};
+
+/* The pod informer's thread: pod i is seen bound to node churn-i before the
+ * node exists, then deleted while the node informer adds churn-i. */
+static void *pod_churn(void *arg)
+{
+        struct churn *ch = arg;
+        char uid[32], node[32];
+
+        for (int i = 0; i < ch->rounds; i++) {
+                snprintf(uid, sizeof(uid), "c%d", i);
+                snprintf(node, sizeof(node), "churn-%d", i);
+                bound_pod(ch->st, false, uid, node);
+                pthread_barrier_wait(&ch->waiting);
+                bound_pod(ch->st, true, uid, node);
+                pthread_barrier_wait(&ch->done);
+        }
+        return NULL;
+}
+
+/* #14: a pod's DELETED racing its node's ADDED (the node informer recording
+ * the pods that waited for it) never leaves the pod charged. Two threads, as
+ * the two informers, each round racing one pod's DELETED against its node's
+ * ADDED; the ledger must be empty after. */
+static void test_pod_deleted_while_its_node_appears(void **state)
+{
+        struct fx *f = *state;
+        struct churn ch = { .st = f->st, .rounds = 20000 };
+        struct gantry_cluster_stats s;
+        pthread_t t;
+        char text[512], node[32];
+
+        pthread_barrier_init(&ch.waiting, NULL, 2);
+        pthread_barrier_init(&ch.done, NULL, 2);
+        assert_int_equal(pthread_create(&t, NULL, pod_churn, &ch), 0);
+        for (int i = 0; i < ch.rounds; i++) {
+                snprintf(node, sizeof(node), "churn-%d", i);
+                snprintf(text, sizeof(text), late_node, node);
+                pthread_barrier_wait(&ch.waiting);
+                apply_event(f->st, GANTRY_OBJ_NODE, false, text);
+                pthread_barrier_wait(&ch.done);
+        }
+        pthread_join(t, NULL);
+        pthread_barrier_destroy(&ch.waiting);
+        pthread_barrier_destroy(&ch.done);
+        gantry_cluster_stats(f->c, &s);
+        assert_int_equal(s.entries, 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -304,6 +407,9 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_node_labels, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_topology_file, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pods_wait_for_their_node, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_removed_node_gives_back_its_pods, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pod_deleted_while_its_node_appears, setup,
+                                                teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
