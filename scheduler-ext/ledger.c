@@ -31,6 +31,39 @@ int gantry_pod_demand_validate(const struct gantry_pod_demand *d, struct gantry_
         return 0;
 }
 
+/*
+ * Charges the uplinks of backend @b's leaves with @g Gbps read from it by a
+ * node on another leaf, 1/k from each of its k leaves. A backend striped over
+ * more leaves than a charge holds is not charged there: its share on each is
+ * small (1/k of the flow).
+ */
+static void charge_sources(struct gp_charge *ch, const struct gp_backend *b, double g)
+{
+        size_t fresh = 0;
+
+        for (size_t a = 0; a < b->n_leaves; a++) {
+                size_t k;
+
+                for (k = 0; k < ch->n_sources && ch->source_leaf[k] != b->leaves[a]; k++)
+                        ;
+                fresh += k == ch->n_sources;
+        }
+        if (b->n_leaves == 0 || ch->n_sources + fresh > GP_MAX_SOURCE_LEAVES)
+                return;
+        for (size_t a = 0; a < b->n_leaves; a++) {
+                size_t k;
+
+                for (k = 0; k < ch->n_sources && ch->source_leaf[k] != b->leaves[a]; k++)
+                        ;
+                if (k == ch->n_sources) {
+                        ch->source_leaf[k] = b->leaves[a];
+                        ch->source_gbps[k] = 0;
+                        ch->n_sources++;
+                }
+                ch->source_gbps[k] += g / b->n_leaves;
+        }
+}
+
 void gp_charge_compute(const struct gantry_cluster *c, const struct gantry_pod_demand *d,
                        int node, struct gp_charge *ret_charge)
 {
@@ -40,13 +73,16 @@ void gp_charge_compute(const struct gantry_cluster *c, const struct gantry_pod_d
         for (size_t i = 0; i < d->n_flows; i++) {
                 double g = d->flows[i].gbps;
                 int b = d->flows[i].backend ? gp_find_backend(c, d->flows[i].backend) : -1;
+                bool remote = b < 0 || !gp_backend_on_leaf(&c->backends[b], n->leaf);
                 size_t k;
 
                 ch.nic += g;
-                if (b < 0 || !gp_backend_on_leaf(&c->backends[b], n->leaf))
+                if (remote)
                         ch.uplink += g;
                 if (b < 0)
                         continue;
+                if (remote)
+                        charge_sources(&ch, &c->backends[b], g);
                 for (k = 0; k < ch.n_backends && ch.backend[k] != b; k++)
                         ;
                 if (k == ch.n_backends) {
@@ -65,6 +101,8 @@ void gp_charge_apply(struct gantry_cluster *c, const struct gp_charge *ch, int s
         c->nodes[ch->node].gpus_used += sign * ch->gpus;
         if (ch->leaf >= 0)
                 c->leaves[ch->leaf].uplink_used += sign * ch->uplink;
+        for (size_t k = 0; k < ch->n_sources; k++)
+                c->leaves[ch->source_leaf[k]].uplink_used += sign * ch->source_gbps[k];
         for (size_t k = 0; k < ch->n_backends; k++)
                 c->backends[ch->backend[k]].used += sign * ch->backend_gbps[k];
 }
@@ -137,6 +175,13 @@ bool gp_charge_fits(const struct gantry_cluster *c, const struct gp_charge *ch,
 
                 if (short_of(gp_leaf_uplink_capacity(l), l->uplink_used, ch->uplink,
                              GANTRY_REFUSAL_UPLINK, l->name, v))
+                        return false;
+        }
+        for (size_t k = 0; k < ch->n_sources; k++) {
+                const struct gp_leaf *l = &c->leaves[ch->source_leaf[k]];
+
+                if (short_of(gp_leaf_uplink_capacity(l), l->uplink_used, ch->source_gbps[k],
+                             GANTRY_REFUSAL_STORAGE_UPLINK, l->name, v))
                         return false;
         }
         for (size_t k = 0; k < ch->n_backends; k++) {

@@ -20,7 +20,8 @@
  * What a pod consumes on node N (its "charge")
  *   Each flow (backend B, g Gbps) takes g from N's NIC and g from B; when B
  *   does not attach to N's leaf, the traffic crosses the fabric and takes g
- *   from N's leaf uplink too. A flow with no backend (an annotation without a
+ *   from N's leaf uplink too, and g/k from the uplink of each of the k
+ *   leaves B attaches to (the storage leaves' side of the same crossing). A flow with no backend (an annotation without a
  *   Gantry volume) is assumed to cross the fabric. GPUs are taken from N's
  *   GPU count when the node has one (0 = not tracked). One pool per link:
  *   reads and writes add up (conservative for full-duplex links).

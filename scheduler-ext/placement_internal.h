@@ -46,10 +46,19 @@ struct gp_backend {
         bool same_leaf_only;
 };
 
+/* Storage leaves whose uplinks one pod's charge can hold (see gp_charge). */
+#define GP_MAX_SOURCE_LEAVES 16
+
 /* What one pod takes, and where it was charged. */
 struct gp_charge {
         int node, leaf;        /* leaf -1: no uplink charged */
         double nic, uplink;
+        /* the uplinks of the leaves its backends sit on, for the reads that
+         * leave them towards the node's leaf: a backend on k leaves sends
+         * 1/k of a flow from each (the simulator's model) */
+        size_t n_sources;
+        int source_leaf[GP_MAX_SOURCE_LEAVES];
+        double source_gbps[GP_MAX_SOURCE_LEAVES];
         int gpus;
         size_t n_backends;     /* distinct backends, flows merged */
         int backend[GANTRY_PLACEMENT_MAX_FLOWS];

@@ -386,6 +386,49 @@ class FailedSchedulingEventTest(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class StorageLeafUplinkTest(unittest.TestCase):
+    """#12: reads from a backend on its own leaf cross that leaf's uplink."""
+
+    def test_full_storage_leaf_uplink_refuses(self):
+        # eight pods on eight leaves read 100 Gbps each from ceph-s: its
+        # leaf's 800 Gbps uplink is full, every GPU leaf has room
+        bound = [("r%d" % l, "gpu-%03d" % (8 * l), 100, 1, True) for l in range(8)]
+        tmp = tempfile.mkdtemp(prefix="gantry-sched-sleaf-%d-" % os.getpid())
+        try:
+            topo, state = write_fabric(tmp, storage_uplink_gbps=800, bound=bound)
+            s = Scheduler(topology=topo, state=state).start()
+            try:
+                args = with_pod(fixture_json(NC_TRUE_FILTER), name="reader",
+                                annotations={"gantry.io/dataset-read-gbps": "100"},
+                                claims=["data"])
+                args["NodeNames"] = ["gpu-%03d" % i for i in range(500)]
+                status, r = s.post("filter", args)
+                self.assertEqual(status, 200, r)
+                self.assertEqual(r["NodeNames"], [])
+                self.assertEqual(fold_failed_nodes(500, r["FailedNodes"]),
+                                 "0/500 nodes are available: "
+                                 "500 storage leaf uplink full (pod needs 100 Gbps).")
+                self.assertEqual(s.post("bind", {"PodName": "reader", "PodNamespace": "default",
+                                                 "PodUID": args["Pod"]["metadata"]["uid"],
+                                                 "Node": "gpu-100"}),
+                                 (200, {"Error": "storage leaf storage-leaf uplink: 0 Gbps free, "
+                                                 "pod needs 100 Gbps"}))
+                # the same read from no backend (an annotation alone) takes
+                # only the GPU leaf's uplink: it fits
+                other = with_pod(fixture_json(NC_TRUE_FILTER),
+                                 annotations={"gantry.io/dataset-read-gbps": "100"})
+                other["NodeNames"] = ["gpu-100"]
+                status, r = s.post("filter", other)
+                self.assertEqual(r["NodeNames"], ["gpu-100"], r)
+                _, text = s.request("GET", "/metrics")
+                self.assertIn('gantry_scheduler_node_refusals_total{resource="storage_uplink"} 500',
+                              text.decode())
+            finally:
+                self.assertEqual(s.stop(), 0)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 class StateModeBindTest(unittest.TestCase):
     """#14: under --state alone no API server will ever confirm a bind, so
     it is final: its charge does not expire after --reservation-ttl."""

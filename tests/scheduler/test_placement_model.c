@@ -163,9 +163,12 @@ static void test_filter_reasons(void **state)
         struct gantry_pod_demand big = demand("p2", "ceph-a", 99.5);
         assert_int_equal(gantry_cluster_record(c, &big, "gpu-2", &err), 0);
         d = demand("p3", "ceph-a", 60);
-        /* widen leaf-3's uplink (an update in place) so the backend is the limit */
+        /* widen leaf-3's uplink (an update in place), and leaf-1's that
+         * ceph-a's reads leave by, so the backend is the limit */
         assert_int_equal(gantry_cluster_set_leaf(c, &(struct gantry_leaf_spec){
                 .name = "leaf-3", .spine = "spine-2", .uplink_gbps = 400 }, &err), 0);
+        assert_int_equal(gantry_cluster_set_leaf(c, &(struct gantry_leaf_spec){
+                .name = "leaf-1", .spine = "spine-1", .uplink_gbps = 400 }, &err), 0);
         assert_int_equal(gantry_cluster_filter(c, &d, (const char *[]){ "gpu-4" }, 1, v, &err), 0);
         assert_false(v[0].fits);
         assert_string_equal(v[0].reason, "storage backend full (pod needs 60 Gbps)");
@@ -191,6 +194,70 @@ static void test_filter_reasons(void **state)
         assert_false(v[0].fits);
         assert_string_equal(v[0].reason, "not enough free GPUs (pod needs 9)");
         assert_string_equal(detail(&v[0], "gpu-4"), "gpu-4: 8 GPUs free, pod needs 9");
+        gantry_cluster_free(c);
+}
+
+/* #12: a backend on its own leaf sends everything it serves to other leaves
+ * through that leaf's uplink, 1/k from each of its k leaves. */
+static void test_storage_leaf_uplink(void **state)
+{
+        struct gantry_cluster *c = small_cluster();
+        struct gantry_pod_demand d;
+        struct gantry_node_verdict v[2];
+        struct gantry_error err;
+        const char *nodes[] = { "gpu-3", "gpu-4" };
+
+        (void)state;
+        /* leaf-2 and leaf-3 wide enough; ceph-s on storage-leaf (100 Gbps up) */
+        assert_int_equal(gantry_cluster_set_leaf(c, &(struct gantry_leaf_spec){
+                .name = "leaf-2", .spine = "spine-1", .uplink_gbps = 1000 }, &err), 0);
+        assert_int_equal(gantry_cluster_set_leaf(c, &(struct gantry_leaf_spec){
+                .name = "leaf-3", .spine = "spine-2", .uplink_gbps = 1000 }, &err), 0);
+        assert_int_equal(gantry_cluster_set_leaf(c, &(struct gantry_leaf_spec){
+                .name = "storage-leaf", .spine = "spine-1", .uplink_gbps = 100 }, &err), 0);
+        assert_int_equal(gantry_cluster_set_backend(c, &(struct gantry_backend_spec){
+                .name = "ceph-s", .kind = GANTRY_BACKEND_CEPH, .gbps = 1000,
+                .leaves = (const char *[]){ "storage-leaf" }, .n_leaves = 1 }, &err), 0);
+        d = demand("s1", "ceph-s", 40);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 0, &err), 0);
+        d = demand("s2", "ceph-s", 40);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-4", 0, &err), 0);
+        /* 80 of the storage leaf's 100 are taken, whatever leaf the pods are on */
+        d = demand("s3", "ceph-s", 40);
+        assert_int_equal(gantry_cluster_filter(c, &d, nodes, 2, v, &err), 0);
+        for (int i = 0; i < 2; i++) {
+                assert_false(v[i].fits);
+                assert_int_equal(v[i].cause, GANTRY_REFUSAL_STORAGE_UPLINK);
+                assert_string_equal(v[i].reason, "storage leaf uplink full (pod needs 40 Gbps)");
+        }
+        assert_string_equal(detail(&v[0], "gpu-3"),
+                            "storage leaf storage-leaf uplink: 20 Gbps free, pod needs 40 Gbps");
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 0, &err), -ENOSPC);
+        assert_string_equal(err.msg, "storage leaf storage-leaf uplink: 20 Gbps free, pod needs 40 Gbps");
+        /* a pod finishing gives its share back */
+        assert_int_equal(gantry_cluster_release(c, "s1"), 0);
+        assert_int_equal(gantry_cluster_filter(c, &d, nodes, 2, v, &err), 0);
+        assert_true(v[0].fits && v[1].fits);
+        /* attached to two leaves, the backend sends half from each */
+        assert_int_equal(gantry_cluster_set_leaf(c, &(struct gantry_leaf_spec){
+                .name = "storage-leaf-2", .spine = "spine-1", .uplink_gbps = 100 }, &err), 0);
+        assert_int_equal(gantry_cluster_set_backend(c, &(struct gantry_backend_spec){
+                .name = "ceph-s", .kind = GANTRY_BACKEND_CEPH, .gbps = 1000,
+                .leaves = (const char *[]){ "storage-leaf", "storage-leaf-2" }, .n_leaves = 2 },
+                &err), 0);
+        d = demand("s4", "ceph-s", 100);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 0, &err), 0);
+        assert_int_equal(gantry_cluster_release(c, "s2"), 0); /* charged on storage-leaf alone */
+        assert_int_equal(gantry_cluster_release(c, "s4"), 0);
+        /* everything was given back where it was taken: two pods of 100
+         * fill both storage leaves' 100 exactly (50 + 50 each) */
+        d = demand("s5", "ceph-s", 100);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 0, &err), 0);
+        d = demand("s6", "ceph-s", 100);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-4", 0, &err), 0);
+        d = demand("s7", "ceph-s", 1);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-2", 0, &err), -ENOSPC);
+        assert_string_equal(err.msg, "storage leaf storage-leaf uplink: 0 Gbps free, pod needs 0.5 Gbps");
         gantry_cluster_free(c);
 }
 
@@ -294,6 +361,7 @@ int main(void)
                 cmocka_unit_test(test_build_and_stats),
                 cmocka_unit_test(test_validation),
                 cmocka_unit_test(test_filter_reasons),
+                cmocka_unit_test(test_storage_leaf_uplink),
                 cmocka_unit_test(test_same_leaf_only),
                 cmocka_unit_test(test_reserve_expire_replace),
         };
