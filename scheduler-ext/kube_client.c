@@ -157,9 +157,7 @@ int gantry_kube_bind_pod(struct gantry_kube_client *client, const char *namespac
                          struct gantry_error *err)
 {
         struct kube_response resp = { 0 };
-        char path[600], what[600];
-        json_t *binding;
-        char *body;
+        char path[600], what[600], body[1280]; /* names <= 253, uid <= 128 */
         int r;
 
         if (!client)
@@ -172,16 +170,17 @@ int gantry_kube_bind_pod(struct gantry_kube_client *client, const char *namespac
                 return gantry_error_set(err, EINVAL, "bind: node: not a valid name");
         if (uid && (strlen(uid) > 128 || !*uid))
                 return gantry_error_set(err, EINVAL, "bind: uid: empty or longer than 128");
+        if (uid && strspn(uid, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") !=
+                           strlen(uid))
+                return gantry_error_set(err, EINVAL, "bind: uid: not a UID (letters, digits, '-')");
 
-        binding = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s}}", "apiVersion", "v1", "kind",
-                            "Binding", "metadata", "name", name, "namespace", namespace, "target",
-                            "apiVersion", "v1", "kind", "Node", "name", node);
-        if (binding && uid)
-                json_object_set_new(json_object_get(binding, "metadata"), "uid", json_string(uid));
-        body = binding ? json_dumps(binding, JSON_COMPACT) : NULL;
-        json_decref(binding);
-        if (!body)
-                return gantry_error_set(err, ENOMEM, "out of memory");
+        /* Every field is checked above to need no JSON escaping: the body is
+         * printed, not built and dumped with jansson (on every bind). */
+        snprintf(body, sizeof(body),
+                 "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"%s\","
+                 "\"namespace\":\"%s\"%s%s%s},\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\","
+                 "\"name\":\"%s\"}}",
+                 name, namespace, uid ? ",\"uid\":\"" : "", uid ? uid : "", uid ? "\"" : "", node);
 
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", namespace, name);
         snprintf(what, sizeof(what), "bind %s/%s to %s", namespace, name, node);
@@ -194,7 +193,6 @@ int gantry_kube_bind_pod(struct gantry_kube_client *client, const char *namespac
 
                 r = kube_http_do(&client->http, &req, &resp, err);
         }
-        free(body);
         if (r < 0) {
                 gantry_error_prefix(err, what);
         } else if (resp.status / 100 != 2) {

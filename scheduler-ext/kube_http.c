@@ -200,6 +200,7 @@ int kube_http_init(struct kube_http *h, struct kube_conn *conn,
         h->connect_timeout = opts && opts->connect_timeout_seconds > 0 ? opts->connect_timeout_seconds : 10;
         h->request_timeout = opts && opts->request_timeout_seconds > 0 ? opts->request_timeout_seconds : 60;
         pthread_mutex_init(&h->token_lock, NULL);
+        pthread_mutex_init(&h->idle_lock, NULL);
         for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
                 pthread_mutex_init(&h->share_locks[i], NULL);
         if (conn->token) {
@@ -257,6 +258,11 @@ oom:
 
 void kube_http_destroy(struct kube_http *h)
 {
+        /* before the share: a handle that used it holds a reference */
+        for (size_t i = 0; i < h->n_idle; i++)
+                curl_easy_cleanup(h->idle[i]);
+        h->n_idle = 0;
+        pthread_mutex_destroy(&h->idle_lock);
         if (h->share)
                 curl_share_cleanup(h->share);
         h->share = NULL;
@@ -271,6 +277,38 @@ void kube_http_destroy(struct kube_http *h)
 }
 
 /* --------------------------------------------------------------- requests */
+
+/* An easy handle for a request: a kept one (reset) or a new one. Informer
+ * requests (@pooled false) run on their own threads for long: always new. */
+static CURL *handle_get(struct kube_http *h, bool pooled)
+{
+        CURL *e = NULL;
+
+        if (pooled) {
+                pthread_mutex_lock(&h->idle_lock);
+                if (h->n_idle)
+                        e = h->idle[--h->n_idle];
+                pthread_mutex_unlock(&h->idle_lock);
+        }
+        return e ? e : curl_easy_init();
+}
+
+/* Gives back a handle got from handle_get(): kept when there is room. */
+static void handle_put(struct kube_http *h, CURL *e, bool pooled)
+{
+        if (!e)
+                return;
+        if (pooled) {
+                curl_easy_reset(e); /* options and buffers of this request gone */
+                pthread_mutex_lock(&h->idle_lock);
+                if (h->n_idle < KUBE_IDLE_HANDLES) {
+                        h->idle[h->n_idle++] = e;
+                        e = NULL;
+                }
+                pthread_mutex_unlock(&h->idle_lock);
+        }
+        curl_easy_cleanup(e);
+}
 
 struct transfer {
         const struct kube_request *req;
@@ -410,9 +448,9 @@ int kube_http_do(struct kube_http *h, const struct kube_request *req,
         CURL *e;
         int r;
 
-        e = curl_easy_init();
+        e = handle_get(h, !req->waker);
         if (!e || asprintf(&url, "%s%s", h->url_base ? h->url_base : h->conn->server, req->path) < 0) {
-                curl_easy_cleanup(e);
+                handle_put(h, e, !req->waker);
                 return gantry_error_set(err, ENOMEM, "out of memory");
         }
         curl_easy_setopt(e, CURLOPT_URL, url);
@@ -489,7 +527,7 @@ int kube_http_do(struct kube_http *h, const struct kube_request *req,
         curl_slist_free_all(headers);
         wipe_free(auth);
         curl_slist_free_all(connect_to);
-        curl_easy_cleanup(e);
+        handle_put(h, e, !req->waker);
         free(url);
         count_request(h, req, c == CURLE_OK ? status : 0,
                       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);

@@ -75,6 +75,8 @@ int kube_base64_decode(const char *in, size_t len, struct kube_blob *ret_blob);
 /* -------------------------------------------------------------- kube_http.c */
 
 /* Per-client HTTP state: the connection and the current bearer token. */
+#define KUBE_IDLE_HANDLES 8 /* easy handles kept for reuse: about the extender's threads */
+
 struct kube_http {
         struct kube_conn *conn; /* owned */
         struct gantry_metrics *metrics;
@@ -87,6 +89,12 @@ struct kube_http {
         pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
         char *url_base;   /* with tls-server-name: the URL naming it, else NULL */
         char *connect_to; /* with tls-server-name: "name:port:host:port" */
+        /* easy handles of finished non-informer requests (bindings, lists),
+         * reset and kept for the next: a new handle per request also made a
+         * new internal multi handle (its hash tables, a wakeup socketpair) */
+        pthread_mutex_t idle_lock;
+        CURL *idle[KUBE_IDLE_HANDLES];
+        size_t n_idle;
 };
 
 int kube_http_init(struct kube_http *h, struct kube_conn *conn,

@@ -5,6 +5,13 @@
  * run a baseline that only parses the same request bodies with jansson.
  * Prints figures and the ratio extender / parse-only; asserts nothing.
  *
+ * Bind: at 500 and 5,000 nodes, the CPU this process spends per bind over
+ * HTTP (the extender's reservation, then the Binding POST through the kube
+ * client over TLS to the FAKE API server of tests/fakeapi, a separate
+ * process whose CPU is not counted), against the CPU per filter+prioritize
+ * pair over HTTP measured in the same run, and the TCP connections the
+ * binds opened (the fake's count). Set GANTRY_BENCH_NO_BIND=1 to skip it.
+ *
  * The pod is the one kube-scheduler sent in the captured body
  * (tests/scheduler/fixtures/nodecache-true-001-filter.json), given a dataset
  * PVC and a read annotation; the cluster has 32 nodes per leaf, 4 leaves per
@@ -22,6 +29,8 @@
 
 #include "extender.h"
 #include "extender_http.h"
+#include "fake_harness.h"
+#include "kube_client.h"
 #include "log.h"
 #include "metrics.h"
 #include "placement.h"
@@ -220,7 +229,128 @@ static void *worker_main(void *arg)
         return NULL;
 }
 
-static void run(int n, const char *fixture)
+static double cpu_now(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+#define BIND_PODS 200
+
+/* The FAKE API server over TLS and a kube client of it, for the binds. */
+static struct {
+        char dir[256];
+        struct fake_api fake;
+        struct gantry_kube_client *client;
+        int next_pod; /* pods are bound once: each run takes fresh ones */
+} api;
+
+static void api_start(void)
+{
+        char cmd[1024], ca[512], cert[512], key[512], extra[700], path[512];
+        const char *args[] = { "--token", "bench-token", "--tls-cert", cert, "--tls-key", key,
+                               "--pods", "0", "--nodes", "0", NULL };
+        struct gantry_kube_client_options o = { .connect_timeout_seconds = 10,
+                                                .request_timeout_seconds = 30 };
+        struct gantry_error err;
+
+        if (test_tmpdir("bench", api.dir, sizeof(api.dir)) < 0)
+                die("mkdtemp");
+        snprintf(cmd, sizeof(cmd), "%s %s/pki", PKI_SCRIPT, api.dir);
+        if (test_run(cmd) != 0)
+                die("make_test_pki.sh failed");
+        snprintf(ca, sizeof(ca), "%s/pki/ca.crt", api.dir);
+        snprintf(cert, sizeof(cert), "%s/pki/server.crt", api.dir);
+        snprintf(key, sizeof(key), "%s/pki/server.key", api.dir);
+        if (fake_start(&api.fake, args, ca) < 0)
+                die("the FAKE API server did not start");
+        snprintf(extra, sizeof(extra), "    certificate-authority: %s\n", ca);
+        if (test_write_kubeconfig(api.dir, "kubeconfig", api.fake.base, extra,
+                                  "    token: bench-token\n", "default", path, sizeof(path)) < 0)
+                die("kubeconfig");
+        o.kubeconfig = path;
+        if (gantry_kube_client_new(&o, &api.client, &err) < 0)
+                die(err.msg);
+}
+
+/* The extender's bind callback, as gantry-scheduler sets it (sched_feed.c). */
+static int bind_pod(void *ctx, const char *namespace, const char *name, const char *uid,
+                    const char *node, struct gantry_error *err)
+{
+        return gantry_kube_bind_pod(ctx, namespace, name, uid, node, err);
+}
+
+static void api_stop(void)
+{
+        gantry_kube_client_free(api.client);
+        fake_stop(&api.fake);
+        test_rmtree(api.dir);
+}
+
+/* The body of a filter for pod "bench-@i" (UID "bench-uid-@i"), from @body. */
+static char *pod_body(const char *body, int i)
+{
+        json_t *args = json_loads(body, 0, NULL), *md;
+        char name[64], uid[64], *text;
+
+        if (!args)
+                die("body");
+        md = json_object_get(json_object_get(args, "Pod"), "metadata");
+        snprintf(name, sizeof(name), "bench-%d", i);
+        snprintf(uid, sizeof(uid), "bench-uid-%d", i);
+        json_object_set_new(md, "name", json_string(name));
+        json_object_set_new(md, "namespace", json_string("default"));
+        json_object_set_new(md, "uid", json_string(uid));
+        text = json_dumps(args, JSON_COMPACT);
+        json_decref(args);
+        return text;
+}
+
+/* CPU per bind over HTTP; the pods exist in the fake and were filtered. */
+static void bench_binds(struct client *c, int port, const char *body, int n, double cpu_pair)
+{
+        char url[128], bind[512];
+        long conns0, conns1;
+        int first = api.next_pod;
+        double t0, c0, wall, cpu;
+
+        for (int i = first; i < first + BIND_PODS; i++) {
+                char pod[256], *fb = pod_body(body, i);
+
+                snprintf(pod, sizeof(pod),
+                         "{\"metadata\":{\"name\":\"bench-%d\",\"namespace\":\"default\","
+                         "\"uid\":\"bench-uid-%d\"},\"spec\":{}}", i, i);
+                if (fake_upsert(&api.fake, "pods", pod) / 100 != 2)
+                        die("cannot create the fake's pods");
+                c->body = fb;
+                post(c, c->url_filter);
+                free(fb);
+        }
+        api.next_pod += BIND_PODS;
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/bind", port);
+        conns0 = fake_state_long(&api.fake, "connections");
+        t0 = now();
+        c0 = cpu_now();
+        for (int i = first; i < first + BIND_PODS; i++) {
+                snprintf(bind, sizeof(bind),
+                         "{\"PodName\":\"bench-%d\",\"PodNamespace\":\"default\","
+                         "\"PodUID\":\"bench-uid-%d\",\"Node\":\"gpu-%05d\"}", i, i, (i * 4 + 1) % n);
+                c->body = bind;
+                c->n_responses = 0;
+                post(c, url);
+        }
+        cpu = (cpu_now() - c0) / BIND_PODS;
+        wall = (now() - t0) / BIND_PODS;
+        conns1 = fake_state_long(&api.fake, "connections");
+        printf("  bind over HTTP + Binding POST (TLS): cpu %8.3f ms/pod  wall %8.3f ms/pod  "
+               "ratio bind/filter+prioritize cpu %.2f  API connections opened %ld for %d binds\n",
+               cpu * 1e3, wall * 1e3, cpu / cpu_pair, conns1 >= 0 && conns0 >= 0 ? conns1 - conns0 : -1,
+               BIND_PODS);
+}
+
+static void run(int n, const char *fixture, bool with_bind)
 {
         struct gantry_cluster *cluster;
         struct gantry_sched_state *st;
@@ -238,7 +368,9 @@ static void run(int n, const char *fixture)
         if (gantry_cluster_new(&cluster) < 0 || gantry_sched_state_new(cluster, &st) < 0)
                 die("out of memory");
         build_cluster(st, n);
-        if (gantry_extender_new(st, &(struct gantry_extender_options){ .metrics = m }, &ext) < 0)
+        if (gantry_extender_new(st, &(struct gantry_extender_options){
+                    .metrics = m, .bind = with_bind ? bind_pod : NULL,
+                    .bind_ctx = with_bind ? api.client : NULL }, &ext) < 0)
                 die("extender");
         if (gantry_sched_server_start(ext, &(struct gantry_sched_server_options){
                     .addr = "127.0.0.1:0", .threads = CLIENTS, .metrics = m }, &srv, &port, &err) < 0)
@@ -294,6 +426,13 @@ static void run(int n, const char *fixture)
         }
         double parse_rate = CLIENTS * pairs / (now() - t0);
 
+        double c0 = cpu_now();
+        for (int i = 0; i < iters; i++) {
+                post(&c, c.url_filter);
+                post(&c, c.url_prio);
+        }
+        double cpu_pair = (cpu_now() - c0) / iters;
+
         printf("nodes=%d body_bytes=%zu iterations=%d\n", n, len, iters);
         printf("  filter+prioritize over HTTP   p50 %8.3f ms   p99 %8.3f ms\n", p50 * 1e3, p99 * 1e3);
         printf("  filter+prioritize in-process  p50 %8.3f ms   p99 %8.3f ms\n", v50 * 1e3, v99 * 1e3);
@@ -301,6 +440,9 @@ static void run(int n, const char *fixture)
         printf("  ratio HTTP/parse p50 %.2f   in-process/parse p50 %.2f\n", p50 / b50, v50 / b50);
         printf("  throughput, %d clients: %.1f pairs/s (%.1f pods/s); parse-only 1 thread: %.1f pairs/s; "
                "ratio %.2f\n", CLIENTS, pair_rate, pair_rate, parse_rate, pair_rate / parse_rate);
+        printf("  filter+prioritize over HTTP   cpu %8.3f ms/pair\n", cpu_pair * 1e3);
+        if (with_bind)
+                bench_binds(&c, port, body, n, cpu_pair);
         fflush(stdout);
 
         for (int i = 0; i < CLIENTS; i++)
@@ -319,8 +461,9 @@ static void run(int n, const char *fixture)
 
 int main(int argc, char **argv)
 {
-        const int sizes[] = { 1000, 5000, 10000 };
-
+        const int sizes[] = { 500, 1000, 5000, 10000 };
+        const char *no_bind = getenv("GANTRY_BENCH_NO_BIND");
+        bool binds = !no_bind || !*no_bind || !strcmp(no_bind, "0");
         int only = argc == 3 ? atoi(argv[2]) : 0;
 
         if (argc != 2 && argc != 3) {
@@ -329,9 +472,13 @@ int main(int argc, char **argv)
         }
         gantry_log_set_level(GANTRY_LOG_WARN);
         curl_global_init(CURL_GLOBAL_DEFAULT);
+        if (binds)
+                api_start();
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
                 if (!only || only == sizes[i])
-                        run(sizes[i], argv[1]);
+                        run(sizes[i], argv[1], binds && (sizes[i] == 500 || sizes[i] == 5000));
+        if (binds)
+                api_stop();
         curl_global_cleanup();
         return 0;
 }

@@ -142,6 +142,7 @@ class State:
         self.bindings = []
         self.open_watches = 0
         self.watch_count = 0
+        self.connections = 0       # TCP connections accepted
         self.gone_mode = gone_mode
         self.stopping = False
         self.hold = False
@@ -570,6 +571,7 @@ class Handler(BaseHTTPRequestHandler):
             with st.cond:
                 return self.send_json(200, {"resourceVersion": str(st.rv), "openWatches": st.open_watches,
                                             "watches": st.watch_count, "requests": len(st.requests),
+                                            "connections": st.connections,
                                             "failuresLeft": sum(f["count"] for f in st.failures),
                                             "heldWatches": st.held_watches,
                                             "heldBindings": st.held_bindings,
@@ -588,6 +590,8 @@ class Server(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
     def finish_request(self, request, client_address):
+        with self.state.cond:
+            self.state.connections += 1
         # TLS handshakes happen here, on the connection's own thread, so a
         # client that connects and stalls cannot block the accept loop.
         if self.tls_context is not None:
