@@ -336,6 +336,19 @@ def write_fabric(tmp, nodes=500, per_leaf=8, storage_uplink_gbps=0, bound=()):
     return paths
 
 
+def filter_all_refused(test, s, name):
+    """Filters a pod reading 100 Gbps from PVC "data" against the 500 nodes
+    of write_fabric(); checks every node is refused; returns (args, reply)."""
+    args = with_pod(fixture_json(NC_TRUE_FILTER), name=name,
+                    annotations={"gantry.io/dataset-read-gbps": "100"}, claims=["data"])
+    args["NodeNames"] = ["gpu-%03d" % i for i in range(500)]
+    status, r = s.post("filter", args)
+    test.assertEqual(status, 200, r)
+    test.assertEqual(r["NodeNames"], [])
+    test.assertEqual(len(r["FailedNodes"]), 500)
+    return args, r
+
+
 class FailedSchedulingEventTest(unittest.TestCase):
     """Issue #12: the reasons of a 500-node refusal fold into a short event."""
 
@@ -353,14 +366,7 @@ class FailedSchedulingEventTest(unittest.TestCase):
             topo, state = write_fabric(tmp, bound=bound)
             s = Scheduler(topology=topo, state=state).start()
             try:
-                args = with_pod(fixture_json(NC_TRUE_FILTER), name="train-7-0",
-                                annotations={"gantry.io/dataset-read-gbps": "100"},
-                                claims=["data"])
-                args["NodeNames"] = ["gpu-%03d" % i for i in range(500)]
-                status, r = s.post("filter", args)
-                self.assertEqual(status, 200, r)
-                self.assertEqual(r["NodeNames"], [])
-                self.assertEqual(len(r["FailedNodes"]), 500)
+                _, r = filter_all_refused(self, s, "train-7-0")
                 event = fold_failed_nodes(500, r["FailedNodes"])
                 self.assertEqual(event, "0/500 nodes are available: "
                                         "110 node NIC full (pod needs 100 Gbps), "
@@ -398,13 +404,7 @@ class StorageLeafUplinkTest(unittest.TestCase):
             topo, state = write_fabric(tmp, storage_uplink_gbps=800, bound=bound)
             s = Scheduler(topology=topo, state=state).start()
             try:
-                args = with_pod(fixture_json(NC_TRUE_FILTER), name="reader",
-                                annotations={"gantry.io/dataset-read-gbps": "100"},
-                                claims=["data"])
-                args["NodeNames"] = ["gpu-%03d" % i for i in range(500)]
-                status, r = s.post("filter", args)
-                self.assertEqual(status, 200, r)
-                self.assertEqual(r["NodeNames"], [])
+                args, r = filter_all_refused(self, s, "reader")
                 self.assertEqual(fold_failed_nodes(500, r["FailedNodes"]),
                                  "0/500 nodes are available: "
                                  "500 storage leaf uplink full (pod needs 100 Gbps).")
