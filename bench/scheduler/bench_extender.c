@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,11 +78,17 @@ static void build_cluster(struct gantry_sched_state *st, int n)
         char *text;
 
         for (int l = 0; l < leaves; l++) {
+                bool storage = false;
+
+                for (int b = 0; b < 8; b++)
+                        storage = storage || l == (b * leaves) / 8;
                 snprintf(leaf, sizeof(leaf), "leaf-%d", l);
                 snprintf(spine, sizeof(spine), "spine-%d", l / 4);
+                /* a leaf a Ceph cluster sits on carries what it serves to the
+                 * others: room for the bound pods and the binds */
                 json_array_append_new(json_object_get(topo, "leaves"),
                                       json_pack("{s:s,s:s,s:f}", "name", leaf, "spine", spine,
-                                                "uplinkGbps", 32 * 400.0 / 2));
+                                                "uplinkGbps", 32 * 400.0 / 2 * (storage ? 10 : 1)));
         }
         for (int b = 0; b < 8; b++) {
                 snprintf(name, sizeof(name), "ceph-%d", b);
