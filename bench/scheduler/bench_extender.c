@@ -61,9 +61,12 @@ static double pct(double *v, size_t n, double p)
         return v[(size_t)(p * (n - 1) + 0.5)];
 }
 
+static void api_stop(void);
+
 static void die(const char *what)
 {
         fprintf(stderr, "bench_extender: %s\n", what);
+        api_stop(); /* the fake API server and its directory go too */
         exit(1);
 }
 
@@ -284,8 +287,11 @@ static int bind_pod(void *ctx, const char *namespace, const char *name, const ch
 static void api_stop(void)
 {
         gantry_kube_client_free(api.client);
-        fake_stop(&api.fake);
+        api.client = NULL;
+        if (api.fake.pid > 0)
+                fake_stop(&api.fake);
         test_rmtree(api.dir);
+        api.dir[0] = '\0';
 }
 
 /* The body of a filter for pod "bench-@i" (UID "bench-uid-@i"), from @body. */
