@@ -200,31 +200,15 @@ static int entry_new(const struct gantry_pod_demand *d, double expires_at, struc
         return 0;
 }
 
-/* Shared by reserve and record: @check selects the capacity check. */
-static int ledger_add(struct gantry_cluster *c, const struct gantry_pod_demand *d,
-                      const char *node, double expires_at, bool check, struct gantry_error *err)
+int gp_ledger_add_locked(struct gantry_cluster *c, const struct gantry_pod_demand *d, int node,
+                         double expires_at, bool check, struct gantry_error *err)
 {
         struct gp_entry *e = NULL, *old;
         char reason[GANTRY_PLACEMENT_REASON_MAX];
-        int r, i;
+        int r;
 
-        if ((r = gantry_pod_demand_validate(d, err)) < 0)
-                return r;
-        if (!d->uid || !*d->uid)
-                return gantry_error_set(err, EINVAL, "pod %s: uid: must not be empty",
-                                        d->name ? d->name : "?");
-        if (!node || !*node)
-                return gantry_error_set(err, EINVAL, "node: must not be empty");
         if (entry_new(d, expires_at, &e) < 0)
                 return gantry_error_set(err, ENOMEM, "out of memory");
-
-        pthread_rwlock_wrlock(&c->lock);
-        i = gp_find_node(c, node);
-        if (i < 0) {
-                r = gantry_error_set(err, ENOENT, "%s: unknown to gantry-scheduler (no Node seen yet)",
-                                     node);
-                goto out;
-        }
         /* a retried bind or a re-seen pod replaces its own entry, never adds */
         old = strmap_get(c->entry_by_uid, d->uid);
         if (old && check && old->expires_at <= 0) {
@@ -235,7 +219,7 @@ static int ledger_add(struct gantry_cluster *c, const struct gantry_pod_demand *
         }
         if (old)
                 entry_unlink(c, old);
-        gp_charge_compute(c, d, i, &e->charge);
+        gp_charge_compute(c, d, node, &e->charge);
         if (check && !gp_charge_fits(c, &e->charge, reason, sizeof(reason), NULL)) {
                 if (old)
                         entry_link(c, old); /* cannot fail: it was linked a moment ago */
@@ -250,8 +234,32 @@ static int ledger_add(struct gantry_cluster *c, const struct gantry_pod_demand *
         }
         e = NULL;
 out:
-        pthread_rwlock_unlock(&c->lock);
         entry_free(e);
+        return r;
+}
+
+/* Shared by reserve and record: @check selects the capacity check. */
+static int ledger_add(struct gantry_cluster *c, const struct gantry_pod_demand *d,
+                      const char *node, double expires_at, bool check, struct gantry_error *err)
+{
+        int r, i;
+
+        if ((r = gantry_pod_demand_validate(d, err)) < 0)
+                return r;
+        if (!d->uid || !*d->uid)
+                return gantry_error_set(err, EINVAL, "pod %s: uid: must not be empty",
+                                        d->name ? d->name : "?");
+        if (!node || !*node)
+                return gantry_error_set(err, EINVAL, "node: must not be empty");
+
+        pthread_rwlock_wrlock(&c->lock);
+        i = gp_find_node(c, node);
+        if (i < 0)
+                r = gantry_error_set(err, ENOENT, "%s: unknown to gantry-scheduler (no Node seen yet)",
+                                     node);
+        else
+                r = gp_ledger_add_locked(c, d, i, expires_at, check, err);
+        pthread_rwlock_unlock(&c->lock);
         return r;
 }
 
@@ -267,17 +275,25 @@ int gantry_cluster_record(struct gantry_cluster *c, const struct gantry_pod_dema
         return ledger_add(c, d, node, 0, false, err);
 }
 
+int gp_ledger_release_locked(struct gantry_cluster *c, const char *uid)
+{
+        struct gp_entry *e = uid ? strmap_get(c->entry_by_uid, uid) : NULL;
+
+        if (!e)
+                return -ENOENT;
+        entry_unlink(c, e);
+        entry_free(e);
+        return 0;
+}
+
 int gantry_cluster_release(struct gantry_cluster *c, const char *uid)
 {
-        struct gp_entry *e;
+        int r;
 
         pthread_rwlock_wrlock(&c->lock);
-        e = uid ? strmap_get(c->entry_by_uid, uid) : NULL;
-        if (e)
-                entry_unlink(c, e);
+        r = gp_ledger_release_locked(c, uid);
         pthread_rwlock_unlock(&c->lock);
-        entry_free(e);
-        return e ? 0 : -ENOENT;
+        return r;
 }
 
 int gantry_cluster_release_reservation(struct gantry_cluster *c, const char *uid)

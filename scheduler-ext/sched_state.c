@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "gang.h"
 #include "sched_demand.h"
 #include "sched_state.h"
 #include "strmap.h"
@@ -28,6 +30,7 @@ struct gantry_sched_state {
         /* pods bound to a node the model does not have yet, recorded when
          * the node appears: node name -> json object { uid: pod } */
         struct strmap *waiting_pods;
+        struct gantry_gangs *gangs; /* borrowed; may be NULL */
 };
 
 static const char *const kind_names[GANTRY_OBJ_KIND_COUNT] = {
@@ -36,7 +39,19 @@ static const char *const kind_names[GANTRY_OBJ_KIND_COUNT] = {
         [GANTRY_OBJ_PVC] = "PersistentVolumeClaim",
         [GANTRY_OBJ_PV] = "PersistentVolume",
         [GANTRY_OBJ_STORAGE_CLASS] = "StorageClass",
+        [GANTRY_OBJ_JOB] = "Job",
+        [GANTRY_OBJ_POD_GROUP] = "PodGroup",
 };
+
+static bool namespaced(enum gantry_obj_kind kind)
+{
+        return kind == GANTRY_OBJ_PVC || kind == GANTRY_OBJ_JOB || kind == GANTRY_OBJ_POD_GROUP;
+}
+
+void gantry_sched_state_set_gangs(struct gantry_sched_state *st, struct gantry_gangs *gangs)
+{
+        st->gangs = gangs;
+}
 
 int gantry_sched_obj_kind_parse(const char *kind, enum gantry_obj_kind *ret_kind)
 {
@@ -289,6 +304,15 @@ static void record_waiting_pods(struct gantry_sched_state *st, const char *node)
 
 static void remember(struct gantry_sched_state *st, const json_t *pod, bool add);
 
+/* The extender's clock (gantry_extender_now()): reservations' time base. */
+static double monotonic_now(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static bool pod_finished(const json_t *pod)
 {
         const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
@@ -310,6 +334,8 @@ static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *
                 if (node && *node)
                         set_waiting_pod(st, node, uid, NULL);
                 gantry_cluster_release(st->cluster, uid);
+                if (st->gangs)
+                        gantry_gangs_pod_gone(st->gangs, uid, monotonic_now());
                 return 0;
         }
         if (!node || !*node) {
@@ -322,6 +348,14 @@ static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *
         if ((r = gantry_sched_demand_from_pod(st, obj, &d, err)) < 0)
                 return r;
         r = gantry_cluster_record(st->cluster, &d.d, node, err);
+        if (r == 0 && st->gangs)
+                gantry_gangs_pod_bound(st->gangs,
+                                       d.gang_size > 1 && d.d.job
+                                               ? &(struct gantry_gang_spec){ .key = d.d.job,
+                                                                             .size = d.gang_size,
+                                                                             .spread = d.gang_spread }
+                                               : NULL,
+                                       &d.d, node, monotonic_now());
         if (r != -ENOENT)
                 return r;
         /* a node not (yet) in the model: charged when the node appears (or
@@ -346,13 +380,13 @@ static int apply_cached(struct gantry_sched_state *st, enum gantry_obj_kind kind
 {
         const json_t *md = json_object_get(obj, "metadata");
         const char *name = json_string_value(json_object_get(md, "name"));
-        const char *ns = kind == GANTRY_OBJ_PVC ? json_string_value(json_object_get(md, "namespace"))
+        const char *ns = namespaced(kind) ? json_string_value(json_object_get(md, "namespace"))
                                                 : NULL;
         char key[2 * GANTRY_PLACEMENT_NAME_MAX + 2];
         json_t *old;
         int r = 0;
 
-        if (!name || !*name || (kind == GANTRY_OBJ_PVC && (!ns || !*ns)))
+        if (!name || !*name || (namespaced(kind) && (!ns || !*ns)))
                 return gantry_error_set(err, EINVAL, "%s: metadata.name/namespace: missing",
                                         kind_names[kind]);
         if (strlen(name) > GANTRY_PLACEMENT_NAME_MAX || (ns && strlen(ns) > GANTRY_PLACEMENT_NAME_MAX))
@@ -386,6 +420,8 @@ int gantry_sched_state_apply(struct gantry_sched_state *st, enum gantry_obj_kind
         case GANTRY_OBJ_PVC:
         case GANTRY_OBJ_PV:
         case GANTRY_OBJ_STORAGE_CLASS:
+        case GANTRY_OBJ_JOB:
+        case GANTRY_OBJ_POD_GROUP:
                 return apply_cached(st, kind, deleted, obj, err);
         default:
                 return gantry_error_set(err, EINVAL, "kind: not followed");
@@ -401,7 +437,7 @@ json_t *gantry_sched_state_get(struct gantry_sched_state *st, enum gantry_obj_ki
         if (!name || strlen(name) > GANTRY_PLACEMENT_NAME_MAX ||
             (namespace && strlen(namespace) > GANTRY_PLACEMENT_NAME_MAX))
                 return NULL;
-        obj_key(kind == GANTRY_OBJ_PVC ? namespace : NULL, name, key, sizeof(key));
+        obj_key(namespaced(kind) ? namespace : NULL, name, key, sizeof(key));
         pthread_mutex_lock(&st->lock);
         v = json_incref(strmap_get(st->objs[kind], key));
         pthread_mutex_unlock(&st->lock);
@@ -472,6 +508,8 @@ static const struct {
         { "storageClasses", GANTRY_OBJ_STORAGE_CLASS },
         { "persistentVolumes", GANTRY_OBJ_PV },
         { "persistentVolumeClaims", GANTRY_OBJ_PVC },
+        { "jobs", GANTRY_OBJ_JOB },
+        { "podGroups", GANTRY_OBJ_POD_GROUP },
         { "nodes", GANTRY_OBJ_NODE },
         { "pods", GANTRY_OBJ_POD },
 };
