@@ -183,6 +183,7 @@ class World:
                     "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: s\n"
                     % (self.fake.port, self.token))
         self.gang_ttl = gang_ttl
+        self.timing = {}     # verb -> (calls, seconds waited)
         self.extra_args = list(extra_args)
         self.ext = None
         self.conn = None
@@ -202,10 +203,13 @@ class World:
         self.start_extender()
 
     def post(self, verb, obj):
+        t0 = time.monotonic()
         self.conn.request("POST", "/" + verb, body=json.dumps(obj).encode(),
                           headers={"Content-Type": "application/json"})
         r = self.conn.getresponse()
         data = r.read()
+        n, total = self.timing.get(verb, (0, 0.0))
+        self.timing[verb] = (n + 1, total + time.monotonic() - t0)
         if r.status != 200:
             raise AssertionError("%s: HTTP %d %s" % (verb, r.status, data[:300]))
         return json.loads(data)
@@ -427,3 +431,64 @@ def gangs_summary(ks, sizes):
         bound[g] = bound.get(g, 0) + 1
         leaves.setdefault(g, set()).add(ks.w.fabric.leaf_of[node])
     return bound, leaves
+
+
+def issue_scenario(seed=12, gang_ttl=120, max_lag=4):
+    """Issue 12's cluster: 500 nodes x 8 GPUs on 63 leaves (8 nodes a leaf),
+    400 Gbps NICs, 800 Gbps uplinks, storage on its own leaf; 125 jobs of 8
+    one-GPU pods reading 100 Gbps, created at once with gantry.io/job and
+    gantry.io/job-size "8", interleaved. Phase 1 places what fits; phase 2
+    deletes the placed jobs and lets the rest in. Returns the figures."""
+    rng = random.Random(seed)
+    fab = Fabric(leaves=63, nodes_per_leaf=8, spines=4, total_nodes=500)
+    w = World(fab, gang_ttl=gang_ttl)
+    try:
+        ks = KubeScheduler(w, rng, max_lag=max_lag)
+        sizes = {"train-%d" % j: 8 for j in range(125)}
+        pods = [gang_pod(g, "%s-%d" % (g, i), 8, 100) for g in sizes for i in range(8)]
+        rng.shuffle(pods)
+        over = []
+
+        def check():
+            # every 25th cycle and at the end of each pass: the run stays short
+            if ks.cycles % 25 == 0 or not ks.active:
+                bad = over_capacity(ks)
+                if bad:
+                    over.append((ks.cycles, bad))
+
+        t0 = time.monotonic()
+        for p in pods:
+            ks.add(p)
+        ks.run(check=check)
+        t1 = time.monotonic()
+        first = phase_figures(ks, sizes)
+        first["seconds"] = t1 - t0
+        first["filter_calls"] = ks.filter_calls
+        placed = [g for g, b in first["bound"].items() if b == sizes[g]]
+        for name in sorted(n for n in ks.bound if gang_of(ks.pods[n]) in placed):
+            ks.delete(name)
+        rest = {g: 8 for g in sizes if g not in placed}
+        calls0 = ks.filter_calls
+        ks.run(check=check)
+        second = phase_figures(ks, rest)
+        second["seconds"] = time.monotonic() - t1
+        second["filter_calls"] = ks.filter_calls - calls0
+        reasons = set()
+        for name, r in ks.reasons.items():
+            if name in ks.pods and name not in ks.bound:
+                reasons |= r
+        return {"first": first, "second": second, "over": over, "pending_reasons": reasons,
+                "leaves": len(fab.leaves), "timing": w.timing}
+    finally:
+        w.close()
+
+
+def phase_figures(ks, sizes):
+    bound, leaves = gangs_summary(ks, sizes)
+    whole = [g for g in sizes if bound.get(g, 0) == sizes[g]]
+    return {"bound": bound,
+            "whole": len(whole),
+            "partial": sum(1 for g in sizes if 0 < bound.get(g, 0) < sizes[g]),
+            "pending": sum(1 for g in sizes if bound.get(g, 0) == 0),
+            "leaves_per_job": (sum(len(leaves[g]) for g in whole) / len(whole)) if whole else 0.0,
+            "max_leaves": max((len(leaves[g]) for g in whole), default=0)}
