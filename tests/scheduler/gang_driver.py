@@ -24,22 +24,16 @@ a new pod of the same gang) and can restart gantry-scheduler mid-run.
 Everything it decides comes from a seeded random.Random, so a failing seed
 replays.
 """
-import copy
 import http.client
 import json
 import os
 import random
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 import uuid
-import select
 
-from sched_harness import Scheduler, READY_SECONDS
+from sched_harness import FakeAPIProcess, Scheduler
 
 FAKE = os.environ.get("GANTRY_FAKEAPI")
 NS = "default"
@@ -117,21 +111,11 @@ def gang_pod(job, name, size, gbps, gpus=1, size_from="annotation"):
             "status": {"phase": "Pending"}}
 
 
-class FakeAPI:
+class FakeAPI(FakeAPIProcess):
+    """The fake API server, with one kept-alive connection for the driver."""
+
     def __init__(self, seed_path, token):
-        self.proc = subprocess.Popen([sys.executable, FAKE, "--token", token, "--seed", seed_path,
-                                      "--max-seconds", "1200"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        line = b""
-        deadline = time.monotonic() + READY_SECONDS
-        while b"ready port=" not in line:
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                self.stop()
-                raise RuntimeError("fake API server did not start: %r" % line)
-            r, _, _ = select.select([self.proc.stdout], [], [], 0.5)
-            if r:
-                line = self.proc.stdout.readline()
-        self.port = int(line.split(b"port=")[1])
+        super().__init__(FAKE, seed_path, token, max_seconds=1200)
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
 
     def call(self, method, path, obj=None):
@@ -149,16 +133,8 @@ class FakeAPI:
                     raise
 
     def stop(self):
-        if getattr(self, "conn", None):
-            self.conn.close()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
+        self.conn.close()
+        super().stop()
 
 
 class World:
@@ -354,31 +330,26 @@ class KubeScheduler:
         self.active.extend(sorted(self.unschedulable))
         self.unschedulable.clear()
 
+    def drain(self, check=None, on_cycle=None):
+        """Cycles until the active queue is empty, then lands every bind."""
+        while self.cycle():
+            if on_cycle:
+                on_cycle()
+            if check:
+                check()
+        self.land_binds(all_now=True)
+        if check:
+            check()
+
     def run(self, check=None, max_flushes=3, on_cycle=None):
         """Cycles until the queue is empty, flushing unschedulable pods until a
         flush binds nothing new (at most @max_flushes flushes without progress)."""
         idle = 0
-        while True:
-            while self.cycle():
-                if on_cycle:
-                    on_cycle()
-                if check:
-                    check()
-            self.land_binds(all_now=True)
-            if check:
-                check()
-            if not self.unschedulable or idle >= max_flushes:
-                return
+        self.drain(check, on_cycle)
+        while self.unschedulable and idle < max_flushes:
             before = len(self.bound)
             self.flush()
-            while self.cycle():
-                if on_cycle:
-                    on_cycle()
-                if check:
-                    check()
-            self.land_binds(all_now=True)
-            if check:
-                check()
+            self.drain(check, on_cycle)
             idle = idle + 1 if len(self.bound) == before else 0
 
 
