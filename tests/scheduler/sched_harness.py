@@ -128,13 +128,16 @@ class FakeAPIProcess:
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         line = b""
         deadline = time.monotonic() + READY_SECONDS
-        while b"ready port=" not in line:
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                self.stop()
-                raise RuntimeError("fake API server did not start: %r" % line)
-            r, _, _ = select.select([self.proc.stdout], [], [], 0.5)
-            if r:
-                line = self.proc.stdout.readline()
+        try:
+            while b"ready port=" not in line:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("fake API server did not start: %r" % line)
+                r, _, _ = select.select([self.proc.stdout], [], [], 0.5)
+                if r:
+                    line = self.proc.stdout.readline()
+        except BaseException:  # also Ctrl-C: the caller never got hold of us
+            self.stop()
+            raise
         self.port = int(line.split(b"port=")[1])
         self.base = "http://127.0.0.1:%d" % self.port
 
