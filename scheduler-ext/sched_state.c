@@ -375,6 +375,18 @@ static void obj_key(const char *namespace, const char *name, char *buf, size_t s
                 snprintf(buf, size, "%s", name);
 }
 
+/* A Job as the gang code reads it: its name and sizes, not its pod template
+ * (a cluster may hold thousands of Jobs). */
+static json_t *slim_job(const json_t *job)
+{
+        const json_t *md = json_object_get(job, "metadata"), *spec = json_object_get(job, "spec");
+
+        return json_pack("{s:{s:O*,s:O*},s:{s:O*,s:O*}}", "metadata", "name",
+                         json_object_get(md, "name"), "namespace", json_object_get(md, "namespace"),
+                         "spec", "parallelism", json_object_get(spec, "parallelism"),
+                         "completions", json_object_get(spec, "completions"));
+}
+
 static int apply_cached(struct gantry_sched_state *st, enum gantry_obj_kind kind, bool deleted,
                         const json_t *obj, struct gantry_error *err)
 {
@@ -395,7 +407,7 @@ static int apply_cached(struct gantry_sched_state *st, enum gantry_obj_kind kind
         pthread_mutex_lock(&st->lock);
         old = strmap_remove(st->objs[kind], key);
         if (!deleted) {
-                json_t *copy = json_deep_copy(obj);
+                json_t *copy = kind == GANTRY_OBJ_JOB ? slim_job(obj) : json_deep_copy(obj);
 
                 if (!copy || strmap_put(st->objs[kind], key, copy) < 0) {
                         json_decref(copy);
