@@ -681,6 +681,18 @@ def seed_objects(nodes, leaves, pods):
         "spec": {"accessModes": ["ReadOnlyMany"], "storageClassName": "gantry-dataset",
                  "resources": {"requests": {"storage": "2Ti"}}, "volumeName": "pvc-imagenet"},
         "status": {"phase": "Bound", "capacity": {"storage": "2Ti"}}})
+    if pods:  # the Job that owns the training pods (its parallelism: their gang's size)
+        out["jobs"].append({
+            "metadata": {"name": "llm", "namespace": "training",
+                         "uid": "11111111-2222-3333-4444-555555555555",
+                         "labels": {"gantry.io/job": "llm"}},
+            "spec": {"parallelism": pods, "completions": pods, "completionMode": "Indexed",
+                     "backoffLimit": 0,
+                     "template": {"metadata": {"labels": {"gantry.io/job": "llm"}},
+                                  "spec": {"restartPolicy": "Never", "schedulerName": "gantry-scheduler",
+                                           "containers": [{"name": "trainer",
+                                                           "image": "nvcr.io/nvidia/pytorch:24.10-py3"}]}}},
+            "status": {"active": pods}})
     for j in range(pods):
         ck_uuid = str(uuid.UUID(int=j + 1))
         pvc = f"ckpt-llm-{j}"
