@@ -198,14 +198,19 @@ class World:
         return None
 
     def close(self):
+        """Stops everything; raises when gantry-scheduler did not exit 0 (under
+        ASan a leak or an error makes it exit non-zero)."""
+        rc = 0
         try:
             if self.conn:
                 self.conn.close()
             if self.ext:
-                self.ext.stop()
+                rc = self.ext.stop()
         finally:
             self.fake.stop()
             shutil.rmtree(self.tmp, ignore_errors=True)
+        if rc != 0:
+            raise AssertionError("gantry-scheduler exited %r" % rc)
 
 
 class KubeScheduler:
