@@ -10,6 +10,12 @@
  * say: a read flow from its dataset's backend (its GPUs x per-GPU ingest)
  * and, when it checkpoints, a write flow to its target at the average rate
  * (its share of the checkpoint per checkpoint period at full speed).
+ *
+ * With gangs (policy gantry-gang), a job of several pods is a gang, as for the extender (scheduler-ext/
+ * gang.h): its first pod plans the whole job and reserves it, every pod then
+ * takes its planned node, and a job that does not fit whole is refused with
+ * the gang's one reason. Simulated time does not advance inside a
+ * placement, so reservations never expire here.
  */
 #include "sim_gantry.h"
 
@@ -18,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gang.h"
 #include "placement.h"
 #include "sim_policy.h"
 
@@ -25,6 +32,7 @@
 
 struct gantry_sim_gantry {
         struct gantry_cluster *lib;
+        struct gantry_gangs *gangs;
         const struct gantry_sim_cluster *c;
         struct gantry_sim_rng rng;
         const char **names;                   /* candidate node names */
@@ -71,7 +79,7 @@ static int build_model(struct gantry_sim_gantry *g, struct gantry_error *err)
         return r;
 }
 
-int gantry_sim_gantry_new(const struct gantry_sim_cluster *c, uint64_t seed,
+int gantry_sim_gantry_new(const struct gantry_sim_cluster *c, uint64_t seed, bool gangs,
                           struct gantry_sim_gantry **ret, struct gantry_error *err)
 {
         struct gantry_sim_gantry *g = calloc(1, sizeof(*g));
@@ -85,7 +93,8 @@ int gantry_sim_gantry_new(const struct gantry_sim_cluster *c, uint64_t seed,
         g->index = calloc(c->n_nodes, sizeof(int));
         g->verdicts = calloc(c->n_nodes, sizeof(*g->verdicts));
         g->scores = calloc(c->n_nodes, sizeof(int));
-        if (!g->names || !g->index || !g->verdicts || !g->scores || gantry_cluster_new(&g->lib) < 0)
+        if (!g->names || !g->index || !g->verdicts || !g->scores || gantry_cluster_new(&g->lib) < 0 ||
+            (gangs && gantry_gangs_new(g->lib, 1e18, &g->gangs) < 0))
                 goto fail;
         r = build_model(g, err);
         if (r < 0)
@@ -101,6 +110,7 @@ void gantry_sim_gantry_free(struct gantry_sim_gantry *g)
 {
         if (!g)
                 return;
+        gantry_gangs_free(g->gangs);
         gantry_cluster_free(g->lib);
         free(g->names);
         free(g->index);
@@ -140,8 +150,9 @@ int gantry_sim_gantry_place_pod(struct gantry_sim_gantry *g, const struct gantry
         struct gantry_pod_demand d;
         char uid[GANTRY_SIM_NAME_MAX + 16];
         size_t n = 0, fit = 0;
-        int best = -1, best_score = -1, r;
+        int best = -1, best_score = -1, r, pods = g->gangs ? job->gpus / job->gpus_per_pod : 1;
         uint64_t ties = 0;
+        struct gantry_gang_spec spec = { .key = job->name, .size = pods };
 
         (void)job_index;
         pod_uid(job, pod, uid, sizeof(uid));
@@ -155,7 +166,10 @@ int gantry_sim_gantry_place_pod(struct gantry_sim_gantry *g, const struct gantry
                 snprintf(g->reason, sizeof(g->reason), "no node has %d free GPUs", job->gpus_per_pod);
                 return -ENOSPC;
         }
-        r = gantry_cluster_filter(g->lib, &d, g->names, n, g->verdicts, &err);
+        if (pods > 1)
+                r = gantry_gangs_filter(g->gangs, &spec, &d, g->names, n, 0, g->verdicts, &err);
+        else
+                r = gantry_cluster_filter(g->lib, &d, g->names, n, g->verdicts, &err);
         if (r < 0)
                 return r;
         /* keep the nodes that pass, in order */
@@ -171,13 +185,18 @@ int gantry_sim_gantry_place_pod(struct gantry_sim_gantry *g, const struct gantry
         }
         if (fit > 0)
                 n = fit;
-        else /* nothing runs, nothing will free up: take the best of all */
+        else /* nothing runs, nothing will free up: take the best of all, pod by pod */
+                pods = 1;
+        if (fit == 0)
                 for (size_t i = 0, k = 0; k < (size_t)g->c->n_nodes; k++)
                         if (free_gpus[k] >= job->gpus_per_pod) {
                                 g->names[i] = g->c->nodes[k].name;
                                 g->index[i++] = (int)k;
                         }
-        r = gantry_cluster_prioritize(g->lib, &d, g->names, n, g->scores, &err);
+        if (pods > 1 && fit > 0)
+                r = gantry_gangs_prioritize(g->gangs, &spec, &d, g->names, n, g->scores, &err);
+        else
+                r = gantry_cluster_prioritize(g->lib, &d, g->names, n, g->scores, &err);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
@@ -191,8 +210,11 @@ int gantry_sim_gantry_place_pod(struct gantry_sim_gantry *g, const struct gantry
                 if (gantry_sim_rng_below(&g->rng, ++ties) == 0)
                         best = (int)i;
         }
-        r = fit > 0 ? gantry_cluster_reserve(g->lib, &d, g->names[best], 0, &err)
-                    : gantry_cluster_record(g->lib, &d, g->names[best], &err);
+        if (fit > 0 && pods > 1)
+                r = gantry_gangs_bind(g->gangs, &spec, &d, g->names[best], 0, 0, &err);
+        else
+                r = fit > 0 ? gantry_cluster_reserve(g->lib, &d, g->names[best], 0, &err)
+                            : gantry_cluster_record(g->lib, &d, g->names[best], &err);
         if (r == -ENOSPC) { /* another pod of the gang took the headroom */
                 snprintf(g->reason, sizeof(g->reason), "%.*s", (int)sizeof(g->reason) - 1, err.msg);
                 return r;
@@ -213,4 +235,6 @@ void gantry_sim_gantry_release_pod(struct gantry_sim_gantry *g, const struct gan
         (void)job_index;
         pod_uid(job, pod, uid, sizeof(uid));
         gantry_cluster_release(g->lib, uid);
+        if (g->gangs)
+                gantry_gangs_pod_gone(g->gangs, uid, 0);
 }

@@ -14,8 +14,9 @@
 
 struct gantry_sim_gantry;
 
-/* Builds the library's model of @c. Returns 0, -ENOMEM or -EINVAL (@err). */
-int gantry_sim_gantry_new(const struct gantry_sim_cluster *c, uint64_t seed,
+/* Builds the library's model of @c; @gangs: a job of several pods is a gang
+ * (scheduler-ext/gang.h). Returns 0, -ENOMEM or -EINVAL (@err). */
+int gantry_sim_gantry_new(const struct gantry_sim_cluster *c, uint64_t seed, bool gangs,
                           struct gantry_sim_gantry **ret, struct gantry_error *err);
 void gantry_sim_gantry_free(struct gantry_sim_gantry *g);
 

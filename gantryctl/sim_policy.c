@@ -11,13 +11,14 @@
 
 #include "sim_gantry.h"
 
-static const char *const names[GANTRY_SIM_POLICY_COUNT] = { "gantry", "spread", "random", "bound" };
+static const char *const names[GANTRY_SIM_POLICY_COUNT] = { "gantry", "spread", "random", "bound",
+                                                                    "gantry-gang" };
 
 struct gantry_sim_placer {
         enum gantry_sim_policy policy;
         const struct gantry_sim_cluster *c;
         struct gantry_sim_rng rng;
-        struct gantry_sim_gantry *lib; /* gantry policy only */
+        struct gantry_sim_gantry *lib; /* gantry policies only */
         char reason[64];
 };
 
@@ -61,8 +62,9 @@ int gantry_sim_placer_new(enum gantry_sim_policy policy, const struct gantry_sim
         p->policy = policy;
         p->c = c;
         p->rng.state = seed;
-        if (policy == GANTRY_SIM_POLICY_GANTRY) {
-                r = gantry_sim_gantry_new(c, seed, &p->lib, err);
+        if (policy == GANTRY_SIM_POLICY_GANTRY || policy == GANTRY_SIM_POLICY_GANTRY_GANG) {
+                r = gantry_sim_gantry_new(c, seed, policy == GANTRY_SIM_POLICY_GANTRY_GANG, &p->lib,
+                                          err);
                 if (r < 0) {
                         free(p);
                         return r;

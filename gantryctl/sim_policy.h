@@ -2,7 +2,11 @@
  * Placement policies of the simulator: where each pod of a job goes.
  *
  *   gantry  the placement library of gantry-scheduler (scheduler-ext/):
- *           filter, then prioritize, then reserve, exactly as the extender
+ *           filter, then prioritize, then reserve, pod by pod
+ *   gantry-gang  the same library with gangs (scheduler-ext/gang.h), as the
+ *           extender places a job whose size it knows: the whole job is
+ *           planned (one leaf, else fewest leaves under a spine) and
+ *           reserved at once, refused whole, queued first come first served
  *   spread  kube-scheduler's default flavour: the node with the most free
  *           GPUs (LeastAllocated), ties broken at random
  *   random  any node with room, uniformly
@@ -25,11 +29,12 @@ enum gantry_sim_policy {
         GANTRY_SIM_POLICY_SPREAD,
         GANTRY_SIM_POLICY_RANDOM,
         GANTRY_SIM_POLICY_BOUND,
+        GANTRY_SIM_POLICY_GANTRY_GANG,
         GANTRY_SIM_POLICY_COUNT,
 };
 
 const char *gantry_sim_policy_name(enum gantry_sim_policy p);
-/* "gantry", "spread", "random", "bound". Returns 0 or -EINVAL. */
+/* "gantry", "spread", "random", "bound", "gantry-gang". Returns 0 or -EINVAL. */
 int gantry_sim_policy_parse(const char *name, enum gantry_sim_policy *ret);
 
 /* A small deterministic generator (splitmix64). */

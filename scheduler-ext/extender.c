@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "extender.h"
+#include "gang.h"
 #include "json_out.h"
 #include "log.h"
 #include "metrics.h"
@@ -94,6 +95,9 @@ static void expire_reservations(struct gantry_extender *ext)
                 n = gantry_cluster_expire(gantry_sched_state_cluster(ext->state), now);
                 if (n)
                         log_info("sched.reservations_expired", "count=%zu", n);
+                n = ext->opts.gangs ? gantry_gangs_expire(ext->opts.gangs, now) : 0;
+                if (n)
+                        log_info("sched.gang_reservations_expired", "gangs=%zu", n);
         }
         pthread_mutex_unlock(&ext->expire_lock);
 }
@@ -296,6 +300,30 @@ static void write_failed(struct json_out *o, const struct args *a,
         json_out_raw(o, "}");
 }
 
+/* Whether @d is a member of a gang placed whole. */
+static bool gang_of(const struct gantry_extender *ext, const struct gantry_sched_demand *d)
+{
+        return ext->opts.gangs && d->gang_size > 1 && d->d.job;
+}
+
+#define GANG_SPEC(sd) { .key = (sd)->d.job, .size = (sd)->gang_size, .spread = (sd)->gang_spread }
+
+/* The names stay out of the reasons (they aggregate); they go in the log. */
+static void log_gang_filter(const struct gantry_sched_demand *d, const struct args *a,
+                            const struct gantry_node_verdict *v)
+{
+        char q[GANTRY_PLACEMENT_REASON_MAX + 8];
+
+        for (size_t i = 0; i < a->n; i++)
+                if (v[i].fits) {
+                        log_info("sched.gang_member", "pod=%s gang=%s node=%s", d->name, d->d.job,
+                                  a->names[i]);
+                        return;
+                }
+        log_info("sched.gang_refused", "pod=%s gang=%s nodes=%zu reason=%s", d->name, d->d.job,
+                 a->n, a->n ? gantry_log_quote(v[0].reason, q, sizeof(q)) : "\"no nodes\"");
+}
+
 static int do_filter(struct gantry_extender *ext, const struct args *a,
                      const struct gantry_sched_demand *d, char **ret_reply, struct gantry_error *err)
 {
@@ -308,9 +336,16 @@ static int do_filter(struct gantry_extender *ext, const struct args *a,
 
         if (!v)
                 return gantry_error_set(err, ENOMEM, "out of memory");
-        r = gantry_cluster_filter(gantry_sched_state_cluster(ext->state), &d->d, a->names, a->n, v, err);
+        if (gang_of(ext, d))
+                r = gantry_gangs_filter(ext->opts.gangs, &(struct gantry_gang_spec)GANG_SPEC(d),
+                                        &d->d, a->names, a->n, gantry_extender_now(), v, err);
+        else
+                r = gantry_cluster_filter(gantry_sched_state_cluster(ext->state), &d->d, a->names,
+                                          a->n, v, err);
         if (r < 0)
                 goto out;
+        if (gang_of(ext, d))
+                log_gang_filter(d, a, v);
         report_refusals(ext, a, d, v);
         if (a->node_items) {
                 /* nodeCacheCapable false: the passing Node objects, as sent */
@@ -364,8 +399,12 @@ static int do_prioritize(struct gantry_extender *ext, const struct args *a,
 
         if (!scores)
                 return gantry_error_set(err, ENOMEM, "out of memory");
-        r = gantry_cluster_prioritize(gantry_sched_state_cluster(ext->state), &d->d, a->names, a->n,
-                                      scores, err);
+        if (gang_of(ext, d))
+                r = gantry_gangs_prioritize(ext->opts.gangs, &(struct gantry_gang_spec)GANG_SPEC(d),
+                                            &d->d, a->names, a->n, scores, err);
+        else
+                r = gantry_cluster_prioritize(gantry_sched_state_cluster(ext->state), &d->d,
+                                              a->names, a->n, scores, err);
         if (r < 0)
                 goto out;
         json_out_raw(&o, "[");
@@ -460,17 +499,22 @@ static int handle_bind(struct gantry_extender *ext, const char *body, size_t len
         if (r == 0) {
                 snprintf(d.uid, sizeof(d.uid), "%s", uid);
                 d.d.uid = d.uid;
+                double now = gantry_extender_now();
                 /* without an API server (--state) nothing will ever confirm a
                  * bind: it is final, not a reservation that expires */
-                r = gantry_cluster_reserve(c, &d.d, node,
-                                           ext->opts.bind ? gantry_extender_now() +
-                                                                    ext->opts.reservation_ttl_seconds
-                                                          : 0,
-                                           &err);
+                double expires_at = ext->opts.bind ? now + ext->opts.reservation_ttl_seconds : 0;
+
+                if (gang_of(ext, &d))
+                        r = gantry_gangs_bind(ext->opts.gangs, &(struct gantry_gang_spec)GANG_SPEC(&d),
+                                              &d.d, node, now, expires_at, &err);
+                else
+                        r = gantry_cluster_reserve(c, &d.d, node, expires_at, &err);
         }
         if (r == 0 && ext->opts.bind) {
                 r = ext->opts.bind(ext->opts.bind_ctx, ns, name, uid, node, &err);
-                if (r < 0)
+                if (r < 0 && gang_of(ext, &d))
+                        gantry_gangs_unbind(ext->opts.gangs, uid);
+                else if (r < 0)
                         gantry_cluster_release_reservation(c, uid);
         }
         if (r < 0) {
@@ -516,6 +560,7 @@ void gantry_extender_update_gauges(struct gantry_extender *ext)
 
         if (!m)
                 return;
+        expire_reservations(ext); /* an idle extender still lets reservations go */
         gantry_cluster_stats(gantry_sched_state_cluster(ext->state), &s);
         gantry_metrics_gauge_set(m, "gantry_scheduler_nodes", "Nodes in the model", NULL, (double)s.nodes);
         gantry_metrics_gauge_set(m, "gantry_scheduler_leaves", "Leaves in the model", NULL, (double)s.leaves);
@@ -526,4 +571,18 @@ void gantry_extender_update_gauges(struct gantry_extender *ext)
         gantry_metrics_gauge_set(m, "gantry_scheduler_reservations",
                                  "Bind reservations not yet confirmed by the watch", NULL,
                                  (double)s.reservations);
+        if (ext->opts.gangs) {
+                struct gantry_gangs_stats gs;
+
+                gantry_gangs_stats(ext->opts.gangs, &gs);
+                gantry_metrics_gauge_set(m, "gantry_scheduler_gangs_planned",
+                                         "Gangs holding a reservation for their members", NULL,
+                                         (double)gs.planned);
+                gantry_metrics_gauge_set(m, "gantry_scheduler_gangs_waiting",
+                                         "Gangs queued because they do not fit whole", NULL,
+                                         (double)gs.waiting);
+                gantry_metrics_gauge_set(m, "gantry_scheduler_gang_slots_held",
+                                         "Members' places reserved, not yet bound", NULL,
+                                         (double)gs.held_slots);
+        }
 }

@@ -24,6 +24,7 @@
 #include "sched_state.h"
 
 struct gantry_metrics;
+struct gantry_gangs;
 
 enum gantry_extender_verb {
         GANTRY_VERB_FILTER = 0,
@@ -47,6 +48,8 @@ struct gantry_extender_options {
         void *bind_ctx;
         struct gantry_metrics *metrics;  /* may be NULL; borrowed */
         size_t max_nodes;                /* per request; default 100000 */
+        struct gantry_gangs *gangs;      /* pods of a gang are placed whole (gang.h);
+                                          * NULL: every pod on its own; borrowed */
 };
 
 struct gantry_extender;

@@ -23,6 +23,10 @@ static const struct kube_kind_info kinds[GANTRY_KUBE_KIND_COUNT] = {
         [GANTRY_KUBE_STORAGE_CLASS] = { "StorageClass", "StorageClassList", "storage.k8s.io/v1",
                                         "storage.k8s.io", "/apis/storage.k8s.io/v1",
                                         "storageclasses", false },
+        [GANTRY_KUBE_JOB] = { "Job", "JobList", "batch/v1", "batch", "/apis/batch/v1", "jobs", true },
+        [GANTRY_KUBE_POD_GROUP] = { "PodGroup", "PodGroupList", "scheduling.x-k8s.io/v1alpha1",
+                                    "scheduling.x-k8s.io", "/apis/scheduling.x-k8s.io/v1alpha1",
+                                    "podgroups", true },
 };
 
 /* Every request the client makes; keep in step with the code (a test checks
@@ -38,6 +42,10 @@ static const struct gantry_kube_api_call api_calls[] = {
         { "watch", "", "persistentvolumes" },
         { "list", "storage.k8s.io", "storageclasses" },
         { "watch", "storage.k8s.io", "storageclasses" },
+        { "list", "batch", "jobs" },
+        { "watch", "batch", "jobs" },
+        { "list", "scheduling.x-k8s.io", "podgroups" },
+        { "watch", "scheduling.x-k8s.io", "podgroups" },
         { "create", "", "pods/binding" },
 };
 

@@ -38,6 +38,8 @@ enum gantry_kube_kind {
         GANTRY_KUBE_PVC,               /* core/v1 persistentvolumeclaims */
         GANTRY_KUBE_PV,                /* core/v1 persistentvolumes */
         GANTRY_KUBE_STORAGE_CLASS,     /* storage.k8s.io/v1 storageclasses */
+        GANTRY_KUBE_JOB,               /* batch/v1 jobs (a gang's size) */
+        GANTRY_KUBE_POD_GROUP,         /* scheduling.x-k8s.io/v1alpha1 podgroups (CRD) */
         GANTRY_KUBE_KIND_COUNT,
 };
 
@@ -50,7 +52,8 @@ enum gantry_kube_event {
         GANTRY_KUBE_SYNCED,
 };
 
-/* "Node", "Pod", "PersistentVolumeClaim", "PersistentVolume", "StorageClass";
+/* "Node", "Pod", "PersistentVolumeClaim", "PersistentVolume", "StorageClass",
+ * "Job", "PodGroup";
  * "?" when out of range. */
 const char *gantry_kube_kind_name(enum gantry_kube_kind kind);
 /* "ADDED", "MODIFIED", "DELETED", "SYNCED"; "?" when out of range. */

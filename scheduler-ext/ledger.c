@@ -217,6 +217,11 @@ void gp_refusal_reason(const struct gantry_node_verdict *v, char *buf, size_t si
         case GANTRY_REFUSAL_GPUS:
                 snprintf(buf, size, "not enough free GPUs (pod needs %.0f)", v->need);
                 break;
+        case GANTRY_REFUSAL_GANG:
+                /* gang.c writes the gang's own reason, already free of names */
+                if (buf != v->reason)
+                        snprintf(buf, size, "%s", v->reason);
+                break;
         case GANTRY_REFUSAL_NIC:
         case GANTRY_REFUSAL_UPLINK:
         case GANTRY_REFUSAL_STORAGE_UPLINK:
@@ -260,6 +265,9 @@ void gantry_node_verdict_detail(const struct gantry_node_verdict *v, const char 
         case GANTRY_REFUSAL_GPUS:
                 snprintf(buf, size, "%s: %.0f GPUs free, pod needs %.0f", node, v->free, v->need);
                 return;
+        case GANTRY_REFUSAL_GANG:
+                snprintf(buf, size, "%s", v->reason);
+                return;
         default:
                 break;
         }
@@ -298,6 +306,7 @@ const char *gantry_refusal_cause_name(enum gantry_refusal_cause cause)
                 [GANTRY_REFUSAL_STORAGE_UPLINK] = "storage_uplink",
                 [GANTRY_REFUSAL_BACKEND] = "backend",
                 [GANTRY_REFUSAL_TARGET] = "target",
+                [GANTRY_REFUSAL_GANG] = "gang",
         };
 
         return cause < GANTRY_REFUSAL_CAUSE_COUNT ? names[cause] : "?";
@@ -350,32 +359,16 @@ static int entry_new(const struct gantry_pod_demand *d, double expires_at, struc
         return 0;
 }
 
-/* Shared by reserve and record: @check selects the capacity check. */
-static int ledger_add(struct gantry_cluster *c, const struct gantry_pod_demand *d,
-                      const char *node, double expires_at, bool check, struct gantry_error *err)
+int gp_ledger_add_locked(struct gantry_cluster *c, const struct gantry_pod_demand *d, int node,
+                         double expires_at, bool check, struct gantry_error *err)
 {
         struct gp_entry *e = NULL, *old;
         struct gantry_node_verdict v;
         char reason[GANTRY_PLACEMENT_REASON_MAX];
-        int r, i;
+        int r;
 
-        if ((r = gantry_pod_demand_validate(d, err)) < 0)
-                return r;
-        if (!d->uid || !*d->uid)
-                return gantry_error_set(err, EINVAL, "pod %s: uid: must not be empty",
-                                        d->name ? d->name : "?");
-        if (!node || !*node)
-                return gantry_error_set(err, EINVAL, "node: must not be empty");
         if (entry_new(d, expires_at, &e) < 0)
                 return gantry_error_set(err, ENOMEM, "out of memory");
-
-        pthread_rwlock_wrlock(&c->lock);
-        i = gp_find_node(c, node);
-        if (i < 0) {
-                r = gantry_error_set(err, ENOENT, "%s: unknown to gantry-scheduler (no Node seen yet)",
-                                     node);
-                goto out;
-        }
         /* a retried bind or a re-seen pod replaces its own entry, never adds */
         old = strmap_get(c->entry_by_uid, d->uid);
         if (old && check && old->expires_at <= 0) {
@@ -386,11 +379,11 @@ static int ledger_add(struct gantry_cluster *c, const struct gantry_pod_demand *
         }
         if (old)
                 entry_unlink(c, old);
-        gp_charge_compute(c, d, i, &e->charge);
+        gp_charge_compute(c, d, node, &e->charge);
         if (check && !gp_charge_fits(c, &e->charge, &v)) {
                 if (old)
                         entry_link(c, old); /* cannot fail: it was linked a moment ago */
-                gantry_node_verdict_detail(&v, node, reason, sizeof(reason));
+                gantry_node_verdict_detail(&v, c->nodes[node].name, reason, sizeof(reason));
                 r = gantry_error_set(err, ENOSPC, "%s", reason);
                 goto out;
         }
@@ -402,8 +395,32 @@ static int ledger_add(struct gantry_cluster *c, const struct gantry_pod_demand *
         }
         e = NULL;
 out:
-        pthread_rwlock_unlock(&c->lock);
         entry_free(e);
+        return r;
+}
+
+/* Shared by reserve and record: @check selects the capacity check. */
+static int ledger_add(struct gantry_cluster *c, const struct gantry_pod_demand *d,
+                      const char *node, double expires_at, bool check, struct gantry_error *err)
+{
+        int r, i;
+
+        if ((r = gantry_pod_demand_validate(d, err)) < 0)
+                return r;
+        if (!d->uid || !*d->uid)
+                return gantry_error_set(err, EINVAL, "pod %s: uid: must not be empty",
+                                        d->name ? d->name : "?");
+        if (!node || !*node)
+                return gantry_error_set(err, EINVAL, "node: must not be empty");
+
+        pthread_rwlock_wrlock(&c->lock);
+        i = gp_find_node(c, node);
+        if (i < 0)
+                r = gantry_error_set(err, ENOENT, "%s: unknown to gantry-scheduler (no Node seen yet)",
+                                     node);
+        else
+                r = gp_ledger_add_locked(c, d, i, expires_at, check, err);
+        pthread_rwlock_unlock(&c->lock);
         return r;
 }
 
@@ -419,17 +436,25 @@ int gantry_cluster_record(struct gantry_cluster *c, const struct gantry_pod_dema
         return ledger_add(c, d, node, 0, false, err);
 }
 
+int gp_ledger_release_locked(struct gantry_cluster *c, const char *uid)
+{
+        struct gp_entry *e = uid ? strmap_get(c->entry_by_uid, uid) : NULL;
+
+        if (!e)
+                return -ENOENT;
+        entry_unlink(c, e);
+        entry_free(e);
+        return 0;
+}
+
 int gantry_cluster_release(struct gantry_cluster *c, const char *uid)
 {
-        struct gp_entry *e;
+        int r;
 
         pthread_rwlock_wrlock(&c->lock);
-        e = uid ? strmap_get(c->entry_by_uid, uid) : NULL;
-        if (e)
-                entry_unlink(c, e);
+        r = gp_ledger_release_locked(c, uid);
         pthread_rwlock_unlock(&c->lock);
-        entry_free(e);
-        return e ? 0 : -ENOENT;
+        return r;
 }
 
 int gantry_cluster_release_reservation(struct gantry_cluster *c, const char *uid)

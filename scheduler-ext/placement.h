@@ -139,6 +139,7 @@ enum gantry_refusal_cause {
         GANTRY_REFUSAL_STORAGE_UPLINK, /* the uplink of a backend's own leaf */
         GANTRY_REFUSAL_BACKEND,        /* a Ceph cluster's bandwidth */
         GANTRY_REFUSAL_TARGET,         /* an NVMe-oF target's bandwidth */
+        GANTRY_REFUSAL_GANG,           /* the pod's gang: refused whole, or placed elsewhere */
         GANTRY_REFUSAL_CAUSE_COUNT
 };
 

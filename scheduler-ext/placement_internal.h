@@ -120,6 +120,17 @@ void gp_refusal_reason(const struct gantry_node_verdict *v, char *buf, size_t si
 
 /* Drops the entries charged on @node and gives their charges back; how many. */
 size_t gp_ledger_release_node(struct gantry_cluster *c, int node);
+/*
+ * The ledger's core, for the gang reservation (gang.c), which must give back
+ * a slot and charge the member in one step under the held write lock:
+ * adds (or replaces) @d's entry on node index @node, with the capacity check
+ * when @check. Same answers as gantry_cluster_reserve(); @d's uid required.
+ */
+int gp_ledger_add_locked(struct gantry_cluster *c, const struct gantry_pod_demand *d, int node,
+                         double expires_at, bool check, struct gantry_error *err);
+/* Drops @uid's entry under the held write lock. 0 or -ENOENT. */
+int gp_ledger_release_locked(struct gantry_cluster *c, const char *uid);
+
 /* Frees every ledger entry (cluster teardown). */
 void gp_ledger_clear(struct gantry_cluster *c);
 /* Grows a dynamic array of @elem bytes to hold one more; 0 or -ENOMEM. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gang_size.h"
 #include "sched_demand.h"
 
 enum tier { TIER_DATASET = 0, TIER_CHECKPOINT = 1, TIER_COUNT };
@@ -60,7 +61,8 @@ static void job_key(const json_t *pod, const char *ns, char *buf, size_t size)
         size_t i;
 
         buf[0] = '\0';
-        if ((v = s_(labels, GANTRY_LABEL_JOB)) && *v) {
+        if (((v = s_(labels, GANTRY_LABEL_JOB)) && *v) ||
+            ((v = s_(json_object_get(md, "annotations"), GANTRY_LABEL_JOB)) && *v)) {
                 snprintf(buf, size, "%s/%s", ns, v);
                 return;
         }
@@ -197,6 +199,20 @@ int gantry_sched_demand_from_pod(struct gantry_sched_state *st, const json_t *po
         d->d.name = d->name;
         d->d.uid = d->uid[0] ? d->uid : NULL;
         job_key(pod, ns, d->job, sizeof(d->job));
+        {
+                /* only gantry.io/job names the gang; other keys are guesses */
+                const char *own = s_(json_object_get(md, "labels"), GANTRY_LABEL_JOB);
+                char gang[sizeof(d->job)];
+
+                if (!own || !*own)
+                        own = s_(ann, GANTRY_LABEL_JOB);
+                r = gantry_sched_gang_of_pod(st, pod, ns, own && *own ? d->job : "", gang,
+                                             sizeof(gang), &d->gang_size, &d->gang_spread, err);
+                if (r < 0)
+                        return gantry_error_prefix(err, d->name);
+                if (r > 0)
+                        memcpy(d->job, gang, sizeof(d->job));
+        }
         d->d.job = d->job[0] ? d->job : NULL;
         if ((r = count_gpus(pod, &d->d.gpus, err)) < 0)
                 return gantry_error_prefix(err, d->name);

@@ -2,7 +2,7 @@
  * A pod's demand on the fabric, derived from its Kubernetes objects.
  *
  *   GPUs      sum of containers' resources.requests (else limits) of nvidia.com/gpu
- *   job       label gantry.io/job, else jobset.sigs.k8s.io/jobset-name, else
+ *   job       label (or annotation) gantry.io/job, else jobset.sigs.k8s.io/jobset-name, else
  *             scheduling.x-k8s.io/pod-group, else the controlling owner when
  *             its kind is Job, JobSet, PodGroup or ends in "Job" (PyTorchJob)
  *   volumes   each persistentVolumeClaim -> PVC -> PV (spec.csi, driver
@@ -15,10 +15,15 @@
  *             (dataset) or gantry.io/write-gbps-per-gpu (checkpoint), read
  *             from the StorageClass's annotations, else its parameters
  *
+ *   gang      its gang and the gang's size (gang_size.h); the gang's key
+ *             then replaces the job key, so the ledger groups members by it
+ *
  * An annotation with no Gantry volume of its tier makes one flow with no
  * backend (NIC and leaf uplink only).
  */
 #pragma once
+
+#include <stdbool.h>
 
 #include <jansson.h>
 
@@ -40,6 +45,8 @@ struct gantry_sched_demand {
         char name[2 * GANTRY_PLACEMENT_NAME_MAX + 2];  /* namespace/name */
         char job[2 * GANTRY_PLACEMENT_NAME_MAX + 34];   /* namespace/Kind/name */
         char backend[GANTRY_PLACEMENT_MAX_FLOWS][GANTRY_PLACEMENT_NAME_MAX + 1];
+        int gang_size;     /* members of its gang; 0: not in a gang */
+        bool gang_spread;  /* gantry.io/gang-spread: may span spines */
 };
 
 /*

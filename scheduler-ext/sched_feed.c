@@ -8,10 +8,17 @@
 #include "log.h"
 #include "sched_feed.h"
 
-/* Start order: what a pod's demand needs is known before the pod. */
+/* Start order: what a pod's demand (and its gang's size) needs is known
+ * before the pod. */
 static const enum gantry_kube_kind start_order[] = {
-        GANTRY_KUBE_STORAGE_CLASS, GANTRY_KUBE_PV, GANTRY_KUBE_PVC, GANTRY_KUBE_NODE, GANTRY_KUBE_POD,
+        GANTRY_KUBE_STORAGE_CLASS, GANTRY_KUBE_PV, GANTRY_KUBE_PVC, GANTRY_KUBE_JOB,
+        GANTRY_KUBE_POD_GROUP, GANTRY_KUBE_NODE, GANTRY_KUBE_POD,
 };
+
+/* PodGroup is a CRD (scheduler-plugins): a cluster without it answers 404.
+ * Its informer gives up after this many failures and gantry-scheduler runs
+ * on without PodGroup sizes. */
+#define OPTIONAL_MAX_ERRORS 3
 #define N_INFORMERS (sizeof(start_order) / sizeof(start_order[0]))
 
 struct gantry_sched_feed {
@@ -27,6 +34,8 @@ static enum gantry_obj_kind obj_kind(enum gantry_kube_kind k)
         case GANTRY_KUBE_PVC: return GANTRY_OBJ_PVC;
         case GANTRY_KUBE_PV: return GANTRY_OBJ_PV;
         case GANTRY_KUBE_STORAGE_CLASS: return GANTRY_OBJ_STORAGE_CLASS;
+        case GANTRY_KUBE_JOB: return GANTRY_OBJ_JOB;
+        case GANTRY_KUBE_POD_GROUP: return GANTRY_OBJ_POD_GROUP;
         default: return GANTRY_OBJ_KIND_COUNT;
         }
 }
@@ -62,10 +71,27 @@ int gantry_sched_feed_start(struct gantry_kube_client *client, struct gantry_sch
         for (size_t i = 0; i < N_INFORMERS; i++) {
                 enum gantry_kube_kind k = start_order[i];
 
-                r = gantry_kube_informer_start(client, k, NULL, on_event, feed, &feed->informers[i], err);
+                bool optional = k == GANTRY_KUBE_POD_GROUP;
+                struct gantry_kube_informer_options o = {
+                        .max_errors = optional ? OPTIONAL_MAX_ERRORS : 0 };
+
+                r = gantry_kube_informer_start(client, k, &o, on_event, feed, &feed->informers[i], err);
                 if (r < 0)
                         goto fail;
                 r = gantry_kube_informer_wait_synced(feed->informers[i], sync_timeout_ms);
+                if (r < 0 && optional) {
+                        struct gantry_kube_informer_state s;
+                        char q[GANTRY_ERROR_MSG_MAX + 8];
+
+                        gantry_kube_informer_state(feed->informers[i], &s);
+                        log_warn("sched.optional_kind_unavailable", "kind=%s error=%s",
+                                 gantry_kube_kind_name(k),
+                                 gantry_log_quote(s.last_error.err ? s.last_error.msg : "timed out",
+                                                  q, sizeof(q)));
+                        gantry_kube_informer_stop(feed->informers[i]);
+                        feed->informers[i] = NULL;
+                        continue;
+                }
                 if (r < 0) {
                         struct gantry_kube_informer_state s;
 

@@ -4,7 +4,8 @@
  *   gantry-scheduler [--listen HOST:PORT] [--topology FILE]
  *                    [--kubeconfig FILE | --in-cluster | --state FILE]
  *                    [--threads N] [--max-body-bytes N] [--sync-timeout S]
- *                    [--reservation-ttl SECONDS] [--tls-cert F --tls-key F]
+ *                    [--reservation-ttl SECONDS] [--gang-ttl SECONDS]
+ *                    [--tls-cert F --tls-key F]
  *                    [--ready-file PATH] [--log-level LEVEL]
  *
  * Checks every flag and file before it binds anything, builds the cluster
@@ -23,6 +24,7 @@
 
 #include "extender.h"
 #include "extender_http.h"
+#include "gang.h"
 #include "log.h"
 #include "metrics.h"
 #include "placement.h"
@@ -47,6 +49,7 @@ struct args {
         int threads;
         long long max_body;
         double ttl;
+        double gang_ttl;
         int bind_timeout;
 };
 
@@ -70,6 +73,8 @@ static void usage(FILE *f)
                 "  --max-body-bytes N        largest request body (default 67108864)\n"
                 "  --reservation-ttl S       seconds a bind holds headroom until the watch shows\n"
                 "                            the pod bound (default 60; not with --state alone)\n"
+                "  --gang-ttl S              seconds a gang's reservation waits for members\n"
+                "                            that do not come (default 180)\n"
                 "  --bind-timeout S          seconds the Binding POST may take; keep it below\n"
                 "                            kube-scheduler's extender httpTimeout (default 4)\n"
                 "  --tls-cert FILE           serve HTTPS with this PEM certificate ...\n"
@@ -98,7 +103,7 @@ static int parse_number(const char *flag, const char *s, double min, double max,
 /* 0 to run, 1 to exit 0 (help, version), -EINVAL for bad usage. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-        enum { O_LISTEN = 256, O_TOPO, O_STATE, O_KUBECONFIG, O_INCLUSTER, O_SYNC, O_THREADS, O_MAXBODY, O_TTL, O_BIND_TIMEOUT, O_CERT, O_KEY,
+        enum { O_LISTEN = 256, O_TOPO, O_STATE, O_KUBECONFIG, O_INCLUSTER, O_SYNC, O_THREADS, O_MAXBODY, O_TTL, O_GANG_TTL, O_BIND_TIMEOUT, O_CERT, O_KEY,
                O_READY, O_LOG, O_VERSION, O_HELP };
         static const struct option opts[] = {
                 { "listen", required_argument, NULL, O_LISTEN },
@@ -110,6 +115,7 @@ static int parse_args(int argc, char **argv, struct args *a)
                 { "threads", required_argument, NULL, O_THREADS },
                 { "max-body-bytes", required_argument, NULL, O_MAXBODY },
                 { "reservation-ttl", required_argument, NULL, O_TTL },
+                { "gang-ttl", required_argument, NULL, O_GANG_TTL },
                 { "bind-timeout", required_argument, NULL, O_BIND_TIMEOUT },
                 { "tls-cert", required_argument, NULL, O_CERT },
                 { "tls-key", required_argument, NULL, O_KEY },
@@ -123,7 +129,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         int c;
 
         *a = (struct args){ .listen = "0.0.0.0:8888", .threads = 4, .max_body = 64LL << 20,
-                            .ttl = 60, .sync_timeout = 120, .bind_timeout = 4 };
+                            .ttl = 60, .gang_ttl = 180, .sync_timeout = 120, .bind_timeout = 4 };
         while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
                 switch (c) {
                 case O_LISTEN: a->listen = optarg; break;
@@ -154,6 +160,11 @@ static int parse_args(int argc, char **argv, struct args *a)
                         if (parse_number("--reservation-ttl", optarg, 1, 3600, &v) < 0)
                                 return -EINVAL;
                         a->ttl = v;
+                        break;
+                case O_GANG_TTL:
+                        if (parse_number("--gang-ttl", optarg, 1, 3600, &v) < 0)
+                                return -EINVAL;
+                        a->gang_ttl = v;
                         break;
                 case O_BIND_TIMEOUT:
                         if (parse_number("--bind-timeout", optarg, 1, 60, &v) < 0)
@@ -208,6 +219,7 @@ int main(int argc, char **argv)
 {
         struct gantry_cluster *cluster = NULL;
         struct gantry_sched_state *state = NULL;
+        struct gantry_gangs *gangs = NULL;
         struct gantry_extender *ext = NULL;
         struct gantry_sched_server *server = NULL;
         struct gantry_metrics *metrics = NULL;
@@ -228,10 +240,12 @@ int main(int argc, char **argv)
         signal(SIGPIPE, SIG_IGN);
 
         metrics = gantry_metrics_new();
-        if (!metrics || gantry_cluster_new(&cluster) < 0 || gantry_sched_state_new(cluster, &state) < 0) {
+        if (!metrics || gantry_cluster_new(&cluster) < 0 || gantry_sched_state_new(cluster, &state) < 0 ||
+            gantry_gangs_new(cluster, a.gang_ttl, &gangs) < 0) {
                 fprintf(stderr, "gantry-scheduler: out of memory\n");
                 goto out;
         }
+        gantry_sched_state_set_gangs(state, gangs);
         if (a.topology && gantry_sched_topology_load(state, a.topology, &err) < 0) {
                 fprintf(stderr, "gantry-scheduler: --topology %s\n", err.msg);
                 goto out;
@@ -252,7 +266,7 @@ int main(int argc, char **argv)
         }
         r = gantry_extender_new(state, &(struct gantry_extender_options){
                 .reservation_ttl_seconds = a.ttl, .metrics = metrics,
-                .bind = kube ? gantry_sched_feed_bind : NULL, .bind_ctx = kube }, &ext);
+                .bind = kube ? gantry_sched_feed_bind : NULL, .bind_ctx = kube, .gangs = gangs }, &ext);
         if (r < 0)
                 goto out;
         r = gantry_sched_server_start(ext, &(struct gantry_sched_server_options){
@@ -285,6 +299,7 @@ out:
         gantry_kube_client_free(kube);
         gantry_extender_free(ext);
         gantry_sched_state_free(state);
+        gantry_gangs_free(gangs);
         gantry_cluster_free(cluster);
         gantry_metrics_free(metrics);
         return ret;

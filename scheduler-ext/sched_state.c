@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "gang.h"
 #include "sched_demand.h"
 #include "sched_state.h"
 #include "strmap.h"
@@ -32,6 +34,7 @@ struct gantry_sched_state {
          * and while a pod's DELETED is applied, so that a pod deleted as its
          * node appears is never recorded after its release */
         pthread_mutex_t waiting_lock;
+        struct gantry_gangs *gangs; /* borrowed; may be NULL */
 };
 
 static const char *const kind_names[GANTRY_OBJ_KIND_COUNT] = {
@@ -40,7 +43,19 @@ static const char *const kind_names[GANTRY_OBJ_KIND_COUNT] = {
         [GANTRY_OBJ_PVC] = "PersistentVolumeClaim",
         [GANTRY_OBJ_PV] = "PersistentVolume",
         [GANTRY_OBJ_STORAGE_CLASS] = "StorageClass",
+        [GANTRY_OBJ_JOB] = "Job",
+        [GANTRY_OBJ_POD_GROUP] = "PodGroup",
 };
+
+static bool namespaced(enum gantry_obj_kind kind)
+{
+        return kind == GANTRY_OBJ_PVC || kind == GANTRY_OBJ_JOB || kind == GANTRY_OBJ_POD_GROUP;
+}
+
+void gantry_sched_state_set_gangs(struct gantry_sched_state *st, struct gantry_gangs *gangs)
+{
+        st->gangs = gangs;
+}
 
 int gantry_sched_obj_kind_parse(const char *kind, enum gantry_obj_kind *ret_kind)
 {
@@ -297,6 +312,15 @@ static void record_waiting_pods(struct gantry_sched_state *st, const char *node)
 
 static void remember(struct gantry_sched_state *st, const json_t *pod, bool add);
 
+/* The extender's clock (gantry_extender_now()): reservations' time base. */
+static double monotonic_now(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static bool pod_finished(const json_t *pod)
 {
         const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
@@ -320,6 +344,8 @@ static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *
                         set_waiting_pod(st, node, uid, NULL);
                 gantry_cluster_release(st->cluster, uid);
                 pthread_mutex_unlock(&st->waiting_lock);
+                if (st->gangs)
+                        gantry_gangs_pod_gone(st->gangs, uid, monotonic_now());
                 return 0;
         }
         if (!node || !*node) {
@@ -332,6 +358,14 @@ static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *
         if ((r = gantry_sched_demand_from_pod(st, obj, &d, err)) < 0)
                 return r;
         r = gantry_cluster_record(st->cluster, &d.d, node, err);
+        if (r == 0 && st->gangs)
+                gantry_gangs_pod_bound(st->gangs,
+                                       d.gang_size > 1 && d.d.job
+                                               ? &(struct gantry_gang_spec){ .key = d.d.job,
+                                                                             .size = d.gang_size,
+                                                                             .spread = d.gang_spread }
+                                               : NULL,
+                                       &d.d, node, monotonic_now());
         if (r != -ENOENT)
                 return r;
         /* a node not (yet) in the model: charged when the node appears (or
@@ -351,18 +385,30 @@ static void obj_key(const char *namespace, const char *name, char *buf, size_t s
                 snprintf(buf, size, "%s", name);
 }
 
+/* A Job as the gang code reads it: its name and sizes, not its pod template
+ * (a cluster may hold thousands of Jobs). */
+static json_t *slim_job(const json_t *job)
+{
+        const json_t *md = json_object_get(job, "metadata"), *spec = json_object_get(job, "spec");
+
+        return json_pack("{s:{s:O*,s:O*},s:{s:O*,s:O*}}", "metadata", "name",
+                         json_object_get(md, "name"), "namespace", json_object_get(md, "namespace"),
+                         "spec", "parallelism", json_object_get(spec, "parallelism"),
+                         "completions", json_object_get(spec, "completions"));
+}
+
 static int apply_cached(struct gantry_sched_state *st, enum gantry_obj_kind kind, bool deleted,
                         const json_t *obj, struct gantry_error *err)
 {
         const json_t *md = json_object_get(obj, "metadata");
         const char *name = json_string_value(json_object_get(md, "name"));
-        const char *ns = kind == GANTRY_OBJ_PVC ? json_string_value(json_object_get(md, "namespace"))
+        const char *ns = namespaced(kind) ? json_string_value(json_object_get(md, "namespace"))
                                                 : NULL;
         char key[2 * GANTRY_PLACEMENT_NAME_MAX + 2];
         json_t *old;
         int r = 0;
 
-        if (!name || !*name || (kind == GANTRY_OBJ_PVC && (!ns || !*ns)))
+        if (!name || !*name || (namespaced(kind) && (!ns || !*ns)))
                 return gantry_error_set(err, EINVAL, "%s: metadata.name/namespace: missing",
                                         kind_names[kind]);
         if (strlen(name) > GANTRY_PLACEMENT_NAME_MAX || (ns && strlen(ns) > GANTRY_PLACEMENT_NAME_MAX))
@@ -371,7 +417,7 @@ static int apply_cached(struct gantry_sched_state *st, enum gantry_obj_kind kind
         pthread_mutex_lock(&st->lock);
         old = strmap_remove(st->objs[kind], key);
         if (!deleted) {
-                json_t *copy = json_deep_copy(obj);
+                json_t *copy = kind == GANTRY_OBJ_JOB ? slim_job(obj) : json_deep_copy(obj);
 
                 if (!copy || strmap_put(st->objs[kind], key, copy) < 0) {
                         json_decref(copy);
@@ -396,6 +442,8 @@ int gantry_sched_state_apply(struct gantry_sched_state *st, enum gantry_obj_kind
         case GANTRY_OBJ_PVC:
         case GANTRY_OBJ_PV:
         case GANTRY_OBJ_STORAGE_CLASS:
+        case GANTRY_OBJ_JOB:
+        case GANTRY_OBJ_POD_GROUP:
                 return apply_cached(st, kind, deleted, obj, err);
         default:
                 return gantry_error_set(err, EINVAL, "kind: not followed");
@@ -411,7 +459,7 @@ json_t *gantry_sched_state_get(struct gantry_sched_state *st, enum gantry_obj_ki
         if (!name || strlen(name) > GANTRY_PLACEMENT_NAME_MAX ||
             (namespace && strlen(namespace) > GANTRY_PLACEMENT_NAME_MAX))
                 return NULL;
-        obj_key(kind == GANTRY_OBJ_PVC ? namespace : NULL, name, key, sizeof(key));
+        obj_key(namespaced(kind) ? namespace : NULL, name, key, sizeof(key));
         pthread_mutex_lock(&st->lock);
         v = json_incref(strmap_get(st->objs[kind], key));
         pthread_mutex_unlock(&st->lock);
@@ -482,6 +530,8 @@ static const struct {
         { "storageClasses", GANTRY_OBJ_STORAGE_CLASS },
         { "persistentVolumes", GANTRY_OBJ_PV },
         { "persistentVolumeClaims", GANTRY_OBJ_PVC },
+        { "jobs", GANTRY_OBJ_JOB },
+        { "podGroups", GANTRY_OBJ_POD_GROUP },
         { "nodes", GANTRY_OBJ_NODE },
         { "pods", GANTRY_OBJ_POD },
 };

@@ -36,6 +36,8 @@ enum gantry_obj_kind {
         GANTRY_OBJ_PVC,
         GANTRY_OBJ_PV,
         GANTRY_OBJ_STORAGE_CLASS,
+        GANTRY_OBJ_JOB,       /* batch/v1 Job: a gang's size (gang_size.c) */
+        GANTRY_OBJ_POD_GROUP, /* scheduling.x-k8s.io PodGroup: a gang's size */
         GANTRY_OBJ_KIND_COUNT,
 };
 
@@ -75,15 +77,25 @@ int gantry_sched_state_apply(struct gantry_sched_state *st, enum gantry_obj_kind
 
 /*
  * Loads a --state file: a JSON object with optional arrays "nodes", "pods",
- * "persistentVolumeClaims", "persistentVolumes", "storageClasses" of
+ * "persistentVolumeClaims", "persistentVolumes", "storageClasses", "jobs",
+ * "podGroups" of
  * Kubernetes objects as the API server serves them. Returns 0 or -errno with
  * @err naming the file and the element.
  */
 int gantry_sched_state_load_file(struct gantry_sched_state *st, const char *path,
                                  struct gantry_error *err);
 
+struct gantry_gangs;
 /*
- * Looks up a cached object: a PVC by namespace+name, a PV or StorageClass by
+ * Tells the gang table (borrowed; NULL: none) about pods the watch shows
+ * bound (after the ledger charged them) and pods gone (after the ledger
+ * released them), so a gang's reservation follows its members. Set before
+ * the informers start.
+ */
+void gantry_sched_state_set_gangs(struct gantry_sched_state *st, struct gantry_gangs *gangs);
+
+/*
+ * Looks up a cached object: a PVC, Job or PodGroup by namespace+name, a PV or StorageClass by
  * name (@namespace NULL). Returns a new reference (json_decref it) or NULL.
  */
 json_t *gantry_sched_state_get(struct gantry_sched_state *st, enum gantry_obj_kind kind,

@@ -30,6 +30,8 @@ UPLINKS = {1: 400, 2: 800, 3: 1600, 4: 200, 5: 400, 6: 800, 7: 200, 8: 800}
 BACKEND = "demo"  # the clusterID of chapter 2's Ceph cluster
 BACKEND_GBPS = 1000
 JOB, JOB_PODS, JOB_READ_GBPS = "llm-pretrain", 8, 50
+# A gang of 28 nodes' worth: it fits one spine of an idle fabric, not now.
+BIG_JOB, BIG_PODS, BIG_READ_GBPS = "llm-big", 28, 10
 READY_SECONDS = 60
 
 
@@ -258,6 +260,30 @@ def chapter_placement(say, build, number):
             "reservations left: %d" % (JOB_READ_GBPS, metric(s, "gantry_scheduler_ledger_entries"),
              len(seed["pods"]) - JOB_PODS, len(ours),
              metric(s, "gantry_scheduler_reservations")), t)
+
+        # A gang that does not fit whole: refused for every member, one reason.
+        t = time.monotonic()
+        big = [pod("%s-%d" % (BIG_JOB, i), BIG_JOB, BIG_READ_GBPS) for i in range(BIG_PODS)]
+        for p in big:
+            p["metadata"]["annotations"]["gantry.io/job-size"] = str(BIG_PODS)
+        reasons = collections.Counter()
+        for p in big:
+            args = copy.deepcopy(captured)
+            args["Pod"], args["NodeNames"] = p, names
+            _, f = s.post("filter", args)
+            if f["NodeNames"]:
+                raise RuntimeError("%s passed a node: the gang should be refused whole" %
+                                   p["metadata"]["name"])
+            reasons.update(f["FailedNodes"].values())
+        say("job %s: %d pods x %d GPUs with gantry.io/job-size: \"%d\" (a gang): every member "
+            "refused, with one reason for every node:" % (BIG_JOB, BIG_PODS, GPUS, BIG_PODS), t)
+        for why, n in reasons.items():
+            say("    kube-scheduler's event: 0/%d nodes are available: %d %s" %
+                (len(names), n // BIG_PODS, why))
+        say("  no GPU held for it (gang slots held: %d); it waits in Gantry's queue "
+            "(gantry_scheduler_gangs_waiting %d) until a whole spine's worth of nodes is free" %
+            (metric(s, "gantry_scheduler_gang_slots_held"),
+             metric(s, "gantry_scheduler_gangs_waiting")))
     finally:
         if s:
             s.stop()

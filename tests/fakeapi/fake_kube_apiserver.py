@@ -5,8 +5,10 @@ A real kube-apiserver needs etcd and a cluster; this stands in for the small
 part gantry-scheduler talks to, with the same wire shapes:
 
   GET  /api/v1/nodes, /api/v1/pods, /api/v1/persistentvolumeclaims,
-       /api/v1/persistentvolumes, /apis/storage.k8s.io/v1/storageclasses
-       (and /api/v1/namespaces/NS/{pods,persistentvolumeclaims})
+       /api/v1/persistentvolumes, /apis/storage.k8s.io/v1/storageclasses,
+       /apis/batch/v1/jobs, /apis/scheduling.x-k8s.io/v1alpha1/podgroups
+       (and /api/v1/namespaces/NS/{pods,persistentvolumeclaims}, and
+       /apis/.../namespaces/NS/{jobs,podgroups})
        -> a NodeList etc. with metadata.resourceVersion, paged by
           limit/continue, filtered by simple label and field selectors
   GET  same ?watch=1&resourceVersion=RV[&allowWatchBookmarks=true]
@@ -21,7 +23,10 @@ Every API request must carry "Authorization: Bearer TOKEN" (--token) or, with
 --client-ca, a client certificate signed by that CA; otherwise 401. TLS with
 --tls-cert/--tls-key. Tests steer it through /fake/... (no auth needed):
 
-  POST   /fake/objects/RESOURCE          upsert an object (ADDED / MODIFIED)
+  POST   /fake/objects/RESOURCE          upsert an object (ADDED / MODIFIED); a
+                                         Job gets the defaults the real server
+                                         fills (completions, parallelism,
+                                         completionMode, backoffLimit)
   DELETE /fake/objects/RESOURCE/NS/NAME  delete (NS "_" for cluster-scoped)
   POST   /fake/compact                   forget history: older RVs get 410
   POST   /fake/drop                      cut every open watch (no final chunk)
@@ -67,8 +72,12 @@ RESOURCES = {
     "persistentvolumeclaims": ("PersistentVolumeClaim", "v1", True, "/api/v1"),
     "persistentvolumes": ("PersistentVolume", "v1", False, "/api/v1"),
     "storageclasses": ("StorageClass", "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1"),
+    "jobs": ("Job", "batch/v1", True, "/apis/batch/v1"),
+    "podgroups": ("PodGroup", "scheduling.x-k8s.io/v1alpha1", True,
+                  "/apis/scheduling.x-k8s.io/v1alpha1"),
 }
-GROUPS = {"/api/v1": "", "/apis/storage.k8s.io/v1": "storage.k8s.io"}
+GROUPS = {"/api/v1": "", "/apis/storage.k8s.io/v1": "storage.k8s.io", "/apis/batch/v1": "batch",
+          "/apis/scheduling.x-k8s.io/v1alpha1": "scheduling.x-k8s.io"}
 
 
 def status_obj(code, reason, message):
@@ -158,6 +167,17 @@ class State:
     def upsert(self, resource, obj):
         kind, api_version, namespaced, _ = RESOURCES[resource]
         obj = copy.deepcopy(obj)
+        if resource == "jobs":  # the defaults batch/v1 fills in
+            spec = obj.setdefault("spec", {})
+            spec.setdefault("parallelism", 1)
+            spec.setdefault("completions", spec["parallelism"]
+                            if spec.get("completionMode") == "Indexed" else None)
+            if spec["completions"] is None:
+                del spec["completions"]
+            spec.setdefault("completionMode", "NonIndexed")
+            spec.setdefault("backoffLimit", 6)
+            spec.setdefault("suspend", False)
+            obj.setdefault("status", {})
         md = obj.setdefault("metadata", {})
         if namespaced:
             md.setdefault("namespace", "default")
@@ -292,10 +312,11 @@ class Handler(BaseHTTPRequestHandler):
     @staticmethod
     def classify(method, parts, q):
         """(verb, resource, namespace, name, subresource) of an API path."""
-        if parts[:2] == ["api", "v1"]:
-            rest, prefix = parts[2:], "/api/v1"
-        elif parts[:3] == ["apis", "storage.k8s.io", "v1"]:
-            rest, prefix = parts[3:], "/apis/storage.k8s.io/v1"
+        for prefix in GROUPS:
+            n = prefix.count("/")
+            if parts[:n] == prefix.strip("/").split("/"):
+                rest = parts[n:]
+                break
         else:
             return None, None, None, None, None
         ns = None
@@ -664,6 +685,18 @@ def seed_objects(nodes, leaves, pods):
         "spec": {"accessModes": ["ReadOnlyMany"], "storageClassName": "gantry-dataset",
                  "resources": {"requests": {"storage": "2Ti"}}, "volumeName": "pvc-imagenet"},
         "status": {"phase": "Bound", "capacity": {"storage": "2Ti"}}})
+    if pods:  # the Job that owns the training pods (its parallelism: their gang's size)
+        out["jobs"].append({
+            "metadata": {"name": "llm", "namespace": "training",
+                         "uid": "11111111-2222-3333-4444-555555555555",
+                         "labels": {"gantry.io/job": "llm"}},
+            "spec": {"parallelism": pods, "completions": pods, "completionMode": "Indexed",
+                     "backoffLimit": 0,
+                     "template": {"metadata": {"labels": {"gantry.io/job": "llm"}},
+                                  "spec": {"restartPolicy": "Never", "schedulerName": "gantry-scheduler",
+                                           "containers": [{"name": "trainer",
+                                                           "image": "nvcr.io/nvidia/pytorch:24.10-py3"}]}}},
+            "status": {"active": pods}})
     for j in range(pods):
         ck_uuid = str(uuid.UUID(int=j + 1))
         pvc = f"ckpt-llm-{j}"

@@ -26,9 +26,10 @@ LISTS = {
     "/api/v1/persistentvolumeclaims": "V1PersistentVolumeClaimList",
     "/api/v1/persistentvolumes": "V1PersistentVolumeList",
     "/apis/storage.k8s.io/v1/storageclasses": "V1StorageClassList",
+    "/apis/batch/v1/jobs": "V1JobList",
 }
 KINDS = {"Node": "V1Node", "Pod": "V1Pod", "PersistentVolumeClaim": "V1PersistentVolumeClaim",
-         "PersistentVolume": "V1PersistentVolume", "StorageClass": "V1StorageClass"}
+         "PersistentVolume": "V1PersistentVolume", "StorageClass": "V1StorageClass", "Job": "V1Job"}
 
 
 class FakeShapes(unittest.TestCase):

@@ -7,9 +7,11 @@ concurrent runs never collide, and are always removed.
 """
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import http.client
@@ -114,3 +116,37 @@ class Scheduler:
         status, data = self.request("POST", "/" + verb, body,
                                     {"Content-Type": "application/json"})
         return status, json.loads(data)
+
+
+class FakeAPIProcess:
+    """tests/fakeapi/fake_kube_apiserver.py at @fake_path, started with a seed
+    file and a bearer token; waits (bounded) for its "ready port=" line."""
+
+    def __init__(self, fake_path, seed_path, token, max_seconds=600):
+        self.proc = subprocess.Popen([sys.executable, fake_path, "--token", token,
+                                      "--seed", seed_path, "--max-seconds", str(max_seconds)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        line = b""
+        deadline = time.monotonic() + READY_SECONDS
+        try:
+            while b"ready port=" not in line:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("fake API server did not start: %r" % line)
+                r, _, _ = select.select([self.proc.stdout], [], [], 0.5)
+                if r:
+                    line = self.proc.stdout.readline()
+        except BaseException:  # also Ctrl-C: the caller never got hold of us
+            self.stop()
+            raise
+        self.port = int(line.split(b"port=")[1])
+        self.base = "http://127.0.0.1:%d" % self.port
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()

@@ -9,17 +9,13 @@ fake's pods/binding endpoint, which records the Binding.
 import copy
 import json
 import os
-import select
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 import shutil
 import unittest
 import urllib.request
 
-from sched_harness import Scheduler, fixture_json, FIXTURES, READY_SECONDS
+from sched_harness import FakeAPIProcess, Scheduler, fixture_json, FIXTURES, READY_SECONDS
 
 FAKE = os.environ.get("GANTRY_FAKEAPI")
 TOKEN = "sched-test-token-%d" % os.getpid()
@@ -36,22 +32,9 @@ def wait_for(pred, timeout=READY_SECONDS, what="condition"):
     raise AssertionError("timed out waiting for " + what)
 
 
-class FakeAPI:
+class FakeAPI(FakeAPIProcess):
     def __init__(self, seed_path):
-        self.proc = subprocess.Popen([sys.executable, FAKE, "--token", TOKEN, "--seed", seed_path,
-                                      "--max-seconds", "600"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        line = b""
-        deadline = time.monotonic() + READY_SECONDS
-        while b"ready port=" not in line:
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                self.stop()
-                raise RuntimeError("fake API server did not start: %r" % line)
-            r, _, _ = select.select([self.proc.stdout], [], [], 0.5)
-            if r:
-                line = self.proc.stdout.readline()
-        self.port = int(line.split(b"port=")[1])
-        self.base = "http://127.0.0.1:%d" % self.port
+        super().__init__(FAKE, seed_path, TOKEN)
 
     def get(self, path):
         with urllib.request.urlopen(self.base + path, timeout=10) as r:
@@ -62,16 +45,6 @@ class FakeAPI:
                                      headers={"Content-Type": "application/json"}, method="POST")
         with urllib.request.urlopen(req, timeout=10) as r:
             return r.status
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
 
 
 @unittest.skipUnless(FAKE, "GANTRY_FAKEAPI not set")

@@ -1,0 +1,80 @@
+/*
+ * Private state of the gang table (gang.h): gangs, their slots and the
+ * planner that chooses the slots' nodes (gang_plan.c). Every function here
+ * expects the caller to hold the cluster's write lock.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "gang.h"
+#include "placement_internal.h"
+
+/* One member's place in a gang's plan. */
+struct gp_slot {
+        int node;                /* -1: lost (its node went away), to be placed again */
+        struct gp_charge charge; /* what the slot holds on its node */
+        bool held;               /* the charge is taken from the cluster now */
+        bool used;               /* the member is bound here: its ledger entry carries it */
+        char *member;            /* uid of the member it is assigned to; NULL free */
+};
+
+/* A copy of the members' demand the gang was planned with (owned strings). */
+struct gp_gang_demand {
+        struct gantry_pod_demand d;
+        char *backend[GANTRY_PLACEMENT_MAX_FLOWS];
+};
+
+struct gp_gang {
+        char *key;
+        int size;
+        bool spread;
+        bool planned;            /* slots chosen and reserved */
+        bool oversize;           /* does not fit even on an empty cluster */
+        bool partial;            /* seen with members bound and not planned: plan first */
+        uint64_t arrival;        /* first member's arrival: the queue order */
+        double expires_at;       /* planned: reservation expiry */
+        double last_seen;        /* last member activity */
+        struct gp_gang_demand demand;
+        struct gp_slot *slots;
+        size_t n_slots;
+        char **members;          /* uids seen (filter, ledger) */
+        size_t n_members, cap_members;
+};
+
+struct gantry_gangs {
+        struct gantry_cluster *c;
+        double ttl;
+        uint64_t next_arrival;
+        struct strmap *by_key;    /* key -> struct gp_gang * */
+        struct strmap *by_member; /* uid -> struct gp_gang * */
+        struct gp_gang **gangs;   /* dense, for scans */
+        size_t n_gangs, cap_gangs;
+};
+
+/* What a plan found out when it failed: for the refusal reason and the queue. */
+struct gp_plan_miss {
+        int best_fit;            /* most members one leaf can take now */
+        int best_group;          /* that leaf's group index (see gang_plan.c), -1 none */
+        const char *short_of;    /* "GPUs", "NIC", "leaf uplink", "backend", ... */
+};
+
+/*
+ * Plans @k members of demand @d: chooses a node per member so that all fit at
+ * once (one leaf, else the fewest leaves under one spine; any spines when
+ * @spread), preferring the leaves counted in @prefer (indexed by leaf; may be
+ * NULL) and never using leaf group @avoid (-1: none). On success takes the
+ * charges from the cluster, writes them to @ret_charges (room for @k) and
+ * returns 0. Otherwise takes nothing, returns -ENOSPC and fills @ret_miss.
+ * Returns -ENOMEM when out of memory.
+ */
+int gp_gang_plan(struct gantry_cluster *c, const struct gantry_pod_demand *d, int k,
+                 const int *prefer, int avoid, bool spread, struct gp_charge *ret_charges,
+                 struct gp_plan_miss *ret_miss);
+
+/* Whether @k members of @d would fit on the cluster with nothing charged. */
+bool gp_gang_fits_empty(struct gantry_cluster *c, const struct gantry_pod_demand *d, int k,
+                        bool spread);
+
+/* The group (leaf index, or the group of leafless nodes) of node @node. */
+int gp_gang_node_group(const struct gantry_cluster *c, int node);
