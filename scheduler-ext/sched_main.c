@@ -74,7 +74,7 @@ static void usage(FILE *f)
                 "  --reservation-ttl S       seconds a bind holds headroom until the watch shows\n"
                 "                            the pod bound (default 60; not with --state alone)\n"
                 "  --gang-ttl S              seconds a gang's reservation waits for members\n"
-                "                            that do not come (default 180)\n"
+                "                            that do not come (default 360)\n"
                 "  --bind-timeout S          seconds the Binding POST may take; keep it below\n"
                 "                            kube-scheduler's extender httpTimeout (default 4)\n"
                 "  --tls-cert FILE           serve HTTPS with this PEM certificate ...\n"
@@ -129,7 +129,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         int c;
 
         *a = (struct args){ .listen = "0.0.0.0:8888", .threads = 4, .max_body = 64LL << 20,
-                            .ttl = 60, .gang_ttl = 180, .sync_timeout = 120, .bind_timeout = 4 };
+                            .ttl = 60, .gang_ttl = 360, .sync_timeout = 120, .bind_timeout = 4 };
         while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
                 switch (c) {
                 case O_LISTEN: a->listen = optarg; break;

@@ -14,14 +14,11 @@ import collections
 import copy
 import json
 import os
-import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -101,43 +98,6 @@ def pod(name, job, gbps, node=None, volume=True):
     return p
 
 
-class FakeAPI:
-    """tests/fakeapi/fake_kube_apiserver.py, started and stopped (bounded)."""
-
-    def __init__(self, seed, token):
-        self.proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "fakeapi",
-                                                                   "fake_kube_apiserver.py"),
-                                      "--token", token, "--seed", seed, "--max-seconds", "600"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        line = b""
-        deadline = time.monotonic() + READY_SECONDS
-        try:
-            while b"ready port=" not in line:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise RuntimeError("fake API server did not start: %r" % line)
-                r, _, _ = select.select([self.proc.stdout], [], [], 0.5)
-                if r:
-                    line = self.proc.stdout.readline()
-        except BaseException:  # also Ctrl-C: the caller never got hold of us
-            self.stop()
-            raise
-        self.base = "http://127.0.0.1:%d" % int(line.split(b"port=")[1])
-
-    def get(self, path):
-        with urllib.request.urlopen(self.base + path, timeout=10) as r:
-            return json.loads(r.read())
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
-
-
 def metric(s, name):
     _, text = s.request("GET", "/metrics")
     for line in text.decode().splitlines():
@@ -172,7 +132,8 @@ def chapter_placement(say, build, number):
         seed["pods"] += job
         json.dump(seed, open(seed_path, "w"))
         token = "demo-%d-%s" % (os.getpid(), uuid.uuid4().hex)
-        fake = FakeAPI(seed_path, token)
+        fake = sched_harness.FakeAPIProcess(
+            os.path.join(ROOT, "tests", "fakeapi", "fake_kube_apiserver.py"), seed_path, token)
         say("started the FAKE Kubernetes API server on %s: 64 GPU nodes on 8 leaves "
             "(8 GPUs, %d Gbps NIC each), Ceph cluster %s (%d Gbps) on leaf-8" %
             (fake.base, NIC_GBPS, BACKEND, BACKEND_GBPS), t)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import http.client
 import ssl
 
@@ -140,6 +141,11 @@ class FakeAPIProcess:
             raise
         self.port = int(line.split(b"port=")[1])
         self.base = "http://127.0.0.1:%d" % self.port
+
+    def get(self, path):
+        """GET @path (a /fake/... control path); the decoded JSON answer."""
+        with urllib.request.urlopen(self.base + path, timeout=10) as r:
+            return json.loads(r.read())
 
     def stop(self):
         if self.proc.poll() is None:

@@ -36,10 +36,6 @@ class FakeAPI(FakeAPIProcess):
     def __init__(self, seed_path):
         super().__init__(FAKE, seed_path, TOKEN)
 
-    def get(self, path):
-        with urllib.request.urlopen(self.base + path, timeout=10) as r:
-            return json.loads(r.read())
-
     def post(self, path, obj):
         req = urllib.request.Request(self.base + path, data=json.dumps(obj).encode(),
                                      headers={"Content-Type": "application/json"}, method="POST")
