@@ -10,7 +10,8 @@
 #
 # Needs clang (scripts/deps.sh installs it). A target stops at whichever limit
 # comes first. New inputs go to a scratch directory first; `-merge=1` then
-# copies into tests/fuzz/corpus/<target> only those that add coverage, so the
+# copies into tests/fuzz/corpus/<target> only those that reach new edges
+# (hit counts aside) beyond the seeds already there, so the
 # corpus stays small. A crash leaves its input in $FUZZ_BUILD/findings/<target>/
 # and makes the script exit non-zero after the remaining targets ran.
 set -u
@@ -53,7 +54,8 @@ for t in $TARGETS; do
         execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out" | tail -1)
         rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$out" | tail -1)
         crashes=$(ls "$findings" | wc -l)
-        "$bin" -merge=1 -max_len="$MAX_LEN" "$corpus" "$work" >>"$out" 2>&1
+        # edges only (-use_counters=0): hit-count variants would bloat the corpus
+        "$bin" -merge=1 -use_counters=0 -max_len="$MAX_LEN" "$corpus" "$work" >>"$out" 2>&1
         after=$(ls "$corpus" | wc -l)
         line="$(date -u +%FT%TZ) fuzz_$t rc=$rc execs=${execs:-?} exec/s=${rate:-?} seconds=$elapsed findings=$crashes corpus=$before->$after"
         echo "$line" | tee -a "$LOG"
