@@ -97,7 +97,7 @@ static void test_exact_fit_and_too_long(void **state)
 static void test_big_file_read_whole(void **state)
 {
         size_t len = 200000;
-        char *text = malloc(len + 2), *buf = malloc(len + 1);
+        char *text = malloc(len + 2), *buf = malloc(len + 3);
 
         for (size_t i = 0; i < len; i++)
                 text[i] = (char)('a' + i % 26);
