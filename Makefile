@@ -4,12 +4,15 @@
 #                suite, then run it again in build-asan/ under ASan+UBSan
 #   make demo    install missing Debian packages, build, run the demo
 #   make bench   build, run the benchmarks (CTest label bench; not part of make test)
+#   make fuzz    build the libFuzzer targets with clang into build-fuzz/, run each
+#                for FUZZ_SECONDS (default 60) or FUZZ_RUNS executions and merge
+#                new coverage into tests/fuzz/corpus/ (not part of make test)
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?=
 
-.PHONY: all build deps test test-asan demo bench clean
+.PHONY: all build deps test test-asan demo bench fuzz clean
 
 all: build
 
@@ -32,8 +35,11 @@ test-asan:
 bench: deps build
 	cd $(BUILD) && ctest --output-on-failure -V -L bench $(CTEST_ARGS)
 
+fuzz: deps
+	@bash scripts/fuzz.sh
+
 demo: deps build
 	@bash scripts/demo.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http_body.h"
 #include "log.h"
 
 #define MAX_SERIES 4096
@@ -251,38 +252,21 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
                               size_t *upload_data_size, void **con_cls)
 {
         struct gantry_metrics_server *s = cls;
-        struct MHD_Response *resp;
-        enum MHD_Result ret;
-        unsigned int status = MHD_HTTP_OK;
         char *text = NULL;
 
         (void)version;
         (void)upload_data;
         (void)upload_data_size;
         (void)con_cls;
-        if (strcmp(method, "GET") != 0) {
-                status = MHD_HTTP_METHOD_NOT_ALLOWED;
-                resp = MHD_create_response_from_buffer(strlen("method not allowed\n"),
-                                                       (void *)"method not allowed\n",
-                                                       MHD_RESPMEM_PERSISTENT);
-        } else if (strcmp(url, "/metrics") != 0) {
-                status = MHD_HTTP_NOT_FOUND;
-                resp = MHD_create_response_from_buffer(strlen("not found\n"), (void *)"not found\n",
-                                                       MHD_RESPMEM_PERSISTENT);
-        } else if (gantry_metrics_render(s->metrics, &text) < 0) {
-                status = MHD_HTTP_INTERNAL_SERVER_ERROR;
-                resp = MHD_create_response_from_buffer(strlen("render failed\n"),
-                                                       (void *)"render failed\n",
-                                                       MHD_RESPMEM_PERSISTENT);
-        } else {
-                resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-                MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");
-        }
-        if (!resp)
-                return MHD_NO;
-        ret = MHD_queue_response(conn, status, resp);
-        MHD_destroy_response(resp);
-        return ret;
+        if (strcmp(method, "GET") != 0)
+                return gantry_http_reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
+                                         "method not allowed\n");
+        if (strcmp(url, "/metrics") != 0)
+                return gantry_http_reply(conn, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n");
+        if (gantry_metrics_render(s->metrics, &text) < 0)
+                return gantry_http_reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",
+                                         "render failed\n");
+        return gantry_http_reply_owned(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", text);
 }
 
 int gantry_metrics_server_start(struct gantry_metrics *m, const char *addr,

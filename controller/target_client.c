@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_file.h"
 #include "log.h"
 
 #define MAX_RESPONSE (4 * 1024 * 1024)
@@ -51,22 +52,13 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 /* "Authorization: Bearer <token>" from @path, in @buf. */
 static int auth_header(const char *path, char *buf, size_t size)
 {
-        FILE *f = fopen(path, "re");
         char token[MAX_TOKEN];
-        size_t n;
+        ssize_t n = gantry_attr_read(path, token, sizeof(token));
 
-        if (!f)
-                return -errno;
-        n = fread(token, 1, sizeof(token) - 1, f);
-        fclose(f);
-        while (n > 0 && (token[n - 1] == '\n' || token[n - 1] == '\r'))
-                n--;
-        token[n] = '\0';
-        if (n == 0)
-                return -EINVAL;
-        snprintf(buf, size, "Authorization: Bearer %s", token);
+        if (n > 0)
+                snprintf(buf, size, "Authorization: Bearer %s", token);
         explicit_bzero(token, sizeof(token));
-        return 0;
+        return n < 0 ? (int)n : n == 0 ? -EINVAL : 0;
 }
 
 static int rpc_error(const struct gantry_target_config *t, const char *method, json_t *e,

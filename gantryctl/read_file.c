@@ -1,34 +1,30 @@
 /*
- * Whole-file reads for gantryctl's inputs; see read_file.h.
+ * Whole-file reads for gantryctl's inputs; see read_file.h. The reading
+ * itself is gantry_attr_read()'s (common/attr_file.c): a file is one value
+ * here too, only a bigger one.
  */
 #include "read_file.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_file.h"
+
 int gantryctl_read_file(const char *path, size_t max, char **ret, struct gantry_error *err)
 {
-        FILE *f = fopen(path, "re");
-        char *buf;
-        size_t n;
+        char *buf = malloc(max + 1);
+        ssize_t n;
 
-        if (!f)
-                return gantry_error_set(err, errno, "%s: %s", path, strerror(errno));
-        buf = malloc(max + 1);
-        if (!buf) {
-                fclose(f);
-                return -ENOMEM;
-        }
-        n = fread(buf, 1, max, f);
-        if (ferror(f) || (n == max && fgetc(f) != EOF)) {
-                fclose(f);
+        if (!buf)
+                return gantry_error_set(err, ENOMEM, "%s: out of memory", path);
+        n = gantry_attr_read(path, buf, max + 1);
+        if (n < 0) {
                 free(buf);
-                return gantry_error_set(err, EFBIG, "%s: unreadable or larger than %zu bytes", path, max);
+                if (n == -EFBIG)
+                        return gantry_error_set(err, EFBIG, "%s: larger than %zu bytes", path, max);
+                return gantry_error_set(err, (int)-n, "%s: %s", path, strerror((int)-n));
         }
-        fclose(f);
-        buf[n] = '\0';
         *ret = buf;
         return 0;
 }

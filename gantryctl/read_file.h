@@ -9,7 +9,8 @@
 #include "error.h"
 
 /*
- * Reads @path (at most @max bytes) into a NUL-terminated *ret (free()).
- * Returns 0, or -errno with @err naming the file (-EFBIG when too large).
+ * Reads @path (at most @max bytes) into a NUL-terminated *ret (free()),
+ * without trailing newlines and spaces. Returns 0, or -errno with @err
+ * naming the file (-EFBIG when too large).
  */
 int gantryctl_read_file(const char *path, size_t max, char **ret, struct gantry_error *err);

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "extender_http.h"
+#include "http_body.h"
 #include "log.h"
 #include "metrics.h"
 #include "netaddr.h"
@@ -26,30 +27,12 @@ struct gantry_sched_server {
         char *tls_cert, *tls_key; /* PEM in memory for MHD; the key is never logged */
 };
 
-/* One request's body as it arrives. */
-struct request {
-        char *buf;
-        size_t len, cap;
-        bool too_large;
-        double start;
-};
-
 static enum MHD_Result send_text(struct MHD_Connection *conn, unsigned int status,
                                  const char *type, char *text, bool owned)
 {
-        struct MHD_Response *resp = MHD_create_response_from_buffer(
-                strlen(text), text, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-        enum MHD_Result ret;
-
-        if (!resp) {
-                if (owned)
-                        free(text);
-                return MHD_NO;
-        }
-        MHD_add_response_header(resp, "Content-Type", type);
-        ret = MHD_queue_response(conn, status, resp);
-        MHD_destroy_response(resp);
-        return ret;
+        if (owned)
+                return gantry_http_reply_owned(conn, status, type, text);
+        return gantry_http_reply(conn, status, type, text);
 }
 
 static void count_request(struct gantry_sched_server *s, const char *verb, int status, double start)
@@ -99,11 +82,11 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
                               size_t *upload_data_size, void **con_cls)
 {
         struct gantry_sched_server *s = cls;
-        struct request *req = *con_cls;
+        const struct gantry_http_body *got, *req;
         enum gantry_extender_verb verb;
         const char *slash, *cl;
         char *reply = NULL, msg[128];
-        int status;
+        int status, r;
 
         (void)version;
         if (strcmp(method, "POST") != 0) {
@@ -117,54 +100,23 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
                 return send_text(conn, MHD_HTTP_NOT_FOUND, "application/json",
                                  "{\"Error\":\"no such verb: POST to .../filter, .../prioritize "
                                  "or .../bind\"}", false);
-        if (!req) {
-                /* first call: headers only; refuse an announced oversized body now */
+        r = gantry_http_body_feed(conn, con_cls, s->max_body, upload_data, upload_data_size, &got);
+        if (r == GANTRY_HTTP_BODY_READING)
+                return MHD_YES;
+        if (r == -ENOMEM)
+                return MHD_NO;
+        if (r == -EFBIG) {
                 cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-                if (cl && strtoull(cl, NULL, 10) > s->max_body) {
+                if (cl && !*con_cls)
                         snprintf(msg, sizeof(msg), "request body: %s bytes, the limit is %zu", cl,
                                  s->max_body);
-                        reply = NULL;
-                        status = 413;
-                        goto too_large;
-                }
-                req = calloc(1, sizeof(*req));
-                if (!req)
-                        return MHD_NO;
-                req->start = gantry_extender_now();
-                *con_cls = req;
-                return MHD_YES;
-        }
-        if (*upload_data_size) {
-                size_t n = *upload_data_size;
-
-                *upload_data_size = 0;
-                if (req->too_large || req->len + n > s->max_body) {
-                        req->too_large = true;
-                        return MHD_YES; /* keep reading, answer 413 at the end */
-                }
-                if (req->len + n + 1 > req->cap) {
-                        size_t cap = (req->len + n + 1) * 2;
-                        char *p;
-
-                        if (cap > s->max_body + 1)
-                                cap = s->max_body + 1;
-                        p = realloc(req->buf, cap);
-                        if (!p)
-                                return MHD_NO;
-                        req->buf = p;
-                        req->cap = cap;
-                }
-                memcpy(req->buf + req->len, upload_data, n);
-                req->len += n;
-                return MHD_YES;
-        }
-        if (req->too_large) {
-                snprintf(msg, sizeof(msg), "request body: more than %zu bytes", s->max_body);
+                else
+                        snprintf(msg, sizeof(msg), "request body: more than %zu bytes", s->max_body);
                 status = 413;
                 goto too_large;
         }
-        status = gantry_extender_handle(s->ext, verb, req->buf ? req->buf : "", req->len, &reply);
-        return reply_json(s, conn, gantry_extender_verb_name(verb), status, reply, req->start);
+        status = gantry_extender_handle(s->ext, verb, got->data, got->len, &reply);
+        return reply_json(s, conn, gantry_extender_verb_name(verb), status, reply, got->start);
 
 too_large:
         log_warn("sched.request_too_large", "verb=%s", gantry_extender_verb_name(verb));
@@ -174,23 +126,9 @@ too_large:
                 snprintf(body, sizeof(body), "{\"Error\":\"%s\"}", msg);
                 reply = strdup(body);
         }
+        req = *con_cls;
         return reply_json(s, conn, gantry_extender_verb_name(verb), status, reply,
                           req ? req->start : gantry_extender_now());
-}
-
-static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                      enum MHD_RequestTerminationCode toe)
-{
-        struct request *req = *con_cls;
-
-        (void)cls;
-        (void)conn;
-        (void)toe;
-        if (req) {
-                free(req->buf);
-                free(req);
-                *con_cls = NULL;
-        }
 }
 
 static int read_pem(const char *flag, const char *path, char **ret, struct gantry_error *err)
@@ -249,15 +187,15 @@ int gantry_sched_server_start(struct gantry_extender *ext,
                 s->daemon = MHD_start_daemon(
                         flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-                        (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-                        MHD_OPTION_HTTPS_MEM_CERT, s->tls_cert, MHD_OPTION_HTTPS_MEM_KEY, s->tls_key,
-                        MHD_OPTION_END);
+                        (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, gantry_http_body_completed,
+                        NULL, MHD_OPTION_HTTPS_MEM_CERT, s->tls_cert, MHD_OPTION_HTTPS_MEM_KEY,
+                        s->tls_key, MHD_OPTION_END);
         } else {
                 s->daemon = MHD_start_daemon(
                         flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-                        (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-                        MHD_OPTION_END);
+                        (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, gantry_http_body_completed,
+                        NULL, MHD_OPTION_END);
         }
         if (!s->daemon) {
                 r = gantry_error_set(err, EADDRNOTAVAIL,

@@ -29,7 +29,6 @@ BACKEND_GBPS = 1000
 JOB, JOB_PODS, JOB_READ_GBPS = "llm-pretrain", 8, 50
 # A gang of 28 nodes' worth: it fits one spine of an idle fabric, not now.
 BIG_JOB, BIG_PODS, BIG_READ_GBPS = "llm-big", 28, 10
-READY_SECONDS = 60
 
 
 def node_name(leaf, i):
@@ -98,27 +97,11 @@ def pod(name, job, gbps, node=None, volume=True):
     return p
 
 
-def metric(s, name):
-    _, text = s.request("GET", "/metrics")
-    for line in text.decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None
-
-
-def wait_for(pred, what, timeout=READY_SECONDS):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise RuntimeError("timed out waiting for " + what)
-
-
 def chapter_placement(say, build, number):
     sys.path.insert(0, os.path.join(ROOT, "tests", "scheduler"))
     os.environ["GANTRY_SCHEDULER"] = os.path.join(build, "bin", "gantry-scheduler")
     import sched_harness
+    from sched_harness import wait_for
 
     say("\n== %d. Placing an 8-pod training job on a 64-node fabric ==" % number)
     tmp = tempfile.mkdtemp(prefix="gantry-demo-sched-%d-" % os.getpid())
@@ -132,8 +115,7 @@ def chapter_placement(say, build, number):
         seed["pods"] += job
         json.dump(seed, open(seed_path, "w"))
         token = "demo-%d-%s" % (os.getpid(), uuid.uuid4().hex)
-        fake = sched_harness.FakeAPIProcess(
-            os.path.join(ROOT, "tests", "fakeapi", "fake_kube_apiserver.py"), seed_path, token)
+        fake = sched_harness.FakeAPI(token, seed=seed_path)
         say("started the FAKE Kubernetes API server on %s: 64 GPU nodes on 8 leaves "
             "(8 GPUs, %d Gbps NIC each), Ceph cluster %s (%d Gbps) on leaf-8" %
             (fake.base, NIC_GBPS, BACKEND, BACKEND_GBPS), t)
@@ -143,21 +125,15 @@ def chapter_placement(say, build, number):
                       for l, u in sorted(UPLINKS.items()))))
         say("  already running (job sweep): 4 nodes of leaf-8, 5 of leaf-3, readers loading "
             "leaf-4 (180 Gbps) and leaf-7 (170 Gbps)")
-        kubeconfig = os.path.join(tmp, "kubeconfig")
-        with open(os.open(kubeconfig, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
-            f.write("apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
-                    "clusters:\n- name: fake\n  cluster:\n    server: %s\n"
-                    "users:\n- name: sched\n  user:\n    token: %s\n"
-                    "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: sched\n"
-                    % (fake.base, token))
+        kubeconfig = fake.write_kubeconfig(os.path.join(tmp, "kubeconfig"))
         t = time.monotonic()
         s = sched_harness.Scheduler("--kubeconfig", kubeconfig, topology=topo_path, state=None)
         s.start()
-        wait_for(lambda: metric(s, "gantry_scheduler_nodes") == LEAVES * NODES_PER_LEAF,
+        wait_for(lambda: s.metric("gantry_scheduler_nodes") == LEAVES * NODES_PER_LEAF,
                  "gantry-scheduler's informers to list the nodes")
         say("started gantry-scheduler on 127.0.0.1:%d, following the API server "
             "(kubeconfig, bearer token): %d nodes in its model" %
-            (s.port, metric(s, "gantry_scheduler_nodes")), t)
+            (s.port, s.metric("gantry_scheduler_nodes")), t)
 
         say("job %s: %d pods x %d GPUs, each reading %d Gbps from the dataset "
             "(annotation gantry.io/dataset-read-gbps), label gantry.io/job=%s" %
@@ -214,13 +190,13 @@ def chapter_placement(say, build, number):
         say("the FAKE API server recorded %d Bindings (pods/binding), matching the "
             "placements: %s" % (len(ours), ok), t)
         t = time.monotonic()
-        wait_for(lambda: metric(s, "gantry_scheduler_reservations") == 0,
+        wait_for(lambda: s.metric("gantry_scheduler_reservations") == 0,
                  "the watch to confirm the bound pods")
         say("reservations: each bind reserved its pod's %d Gbps at once; the watch then saw "
             "the pods bound and confirmed them: %d ledger entries (%d of job sweep + %d), "
-            "reservations left: %d" % (JOB_READ_GBPS, metric(s, "gantry_scheduler_ledger_entries"),
+            "reservations left: %d" % (JOB_READ_GBPS, s.metric("gantry_scheduler_ledger_entries"),
              len(seed["pods"]) - JOB_PODS, len(ours),
-             metric(s, "gantry_scheduler_reservations")), t)
+             s.metric("gantry_scheduler_reservations")), t)
 
         # A gang that does not fit whole: refused for every member, one reason.
         t = time.monotonic()
@@ -243,8 +219,8 @@ def chapter_placement(say, build, number):
                 (len(names), n // BIG_PODS, why))
         say("  no GPU held for it (gang slots held: %d); it waits in Gantry's queue "
             "(gantry_scheduler_gangs_waiting %d) until a whole spine's worth of nodes is free" %
-            (metric(s, "gantry_scheduler_gang_slots_held"),
-             metric(s, "gantry_scheduler_gangs_waiting")))
+            (s.metric("gantry_scheduler_gang_slots_held"),
+             s.metric("gantry_scheduler_gangs_waiting")))
     finally:
         if s:
             s.stop()

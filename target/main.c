@@ -17,12 +17,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attr_file.h"
 #include "log.h"
 #include "target_internal.h"
 
 #ifndef GANTRY_VERSION
 #define GANTRY_VERSION "dev"
 #endif
+
+#define SMALL_FILE_MAX 65536 /* a token, certificate or key */
 
 static void usage(FILE *f)
 {
@@ -40,27 +43,18 @@ static void usage(FILE *f)
                 "  --version, --help\n");
 }
 
-/* Reads a small file (token, PEM) whole; trailing newlines dropped for tokens. */
-static int read_small_file(const char *path, bool trim, char **ret)
+/* Reads a token or PEM file (at most SMALL_FILE_MAX bytes) without its trailing newline. */
+static int read_small_file(const char *path, char **ret)
 {
-        FILE *f = fopen(path, "re");
-        char *buf;
-        size_t n;
+        char *buf = malloc(SMALL_FILE_MAX + 1);
+        ssize_t n;
 
-        if (!f)
-                return -errno;
-        buf = calloc(1, 65537);
-        if (!buf) {
-                fclose(f);
+        if (!buf)
                 return -ENOMEM;
-        }
-        n = fread(buf, 1, 65536, f);
-        fclose(f);
-        while (trim && n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-                buf[--n] = '\0';
-        if (n == 0) {
+        n = gantry_attr_read(path, buf, SMALL_FILE_MAX + 1);
+        if (n <= 0) {
                 free(buf);
-                return -EINVAL;
+                return n < 0 ? (int)n : -EINVAL;
         }
         *ret = buf;
         return 0;
@@ -180,9 +174,9 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return 2;
         }
-        if ((token_file && (r = read_small_file(token_file, true, &token)) < 0) ||
-            (cert_file && (r = read_small_file(cert_file, false, &cert)) < 0) ||
-            (key_file && (r = read_small_file(key_file, false, &key)) < 0)) {
+        if ((token_file && (r = read_small_file(token_file, &token)) < 0) ||
+            (cert_file && (r = read_small_file(cert_file, &cert)) < 0) ||
+            (key_file && (r = read_small_file(key_file, &key)) < 0)) {
                 fprintf(stderr, "gantry-target: reading --token-file/--tls-cert/--tls-key: %s\n",
                         strerror(-r));
                 goto out;

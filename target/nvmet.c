@@ -470,25 +470,24 @@ int tgt_nvmet_remove(struct tgt_context *ctx, const char *nqn, struct gantry_err
         return 0;
 }
 
+/* tgt_nvmet_revalidate(): one namespace; @path is the backing file that changed size */
+static int revalidate_namespace(const struct tgt_context *ctx, const char *nqn, json_t *ns,
+                                const char *bdev, void *path)
+{
+        json_t *bd = bdev ? tgt_state_find_bdev(ctx, bdev, NULL) : NULL;
+        const char *f = bd ? json_string_value(json_object_get(bd, "filename")) : NULL;
+        char dir[PATH_MAX];
+
+        if (!f || strcmp(f, path) != 0)
+                return 0;
+        pathf(dir, sizeof(dir), "%s/subsystems/%s/namespaces/%lld", ctx->configfs, nqn,
+              (long long)json_integer_value(json_object_get(ns, "nsid")));
+        if (ctx->configfs_real)
+                write_attr(ctx, dir, "revalidate_size", "1");
+        return 0;
+}
+
 void tgt_nvmet_revalidate(struct tgt_context *ctx, const char *path)
 {
-        json_t *subs = tgt_state_subsystems(ctx), *s, *ns;
-        const char *nqn;
-        size_t i;
-
-        json_object_foreach(subs, nqn, s) {
-                json_array_foreach(json_object_get(s, "namespaces"), i, ns) {
-                        const char *b = json_string_value(json_object_get(ns, "bdev_name"));
-                        json_t *bd = b ? tgt_state_find_bdev(ctx, b, NULL) : NULL;
-                        const char *f = bd ? json_string_value(json_object_get(bd, "filename")) : NULL;
-                        char dir[PATH_MAX];
-
-                        if (!f || strcmp(f, path) != 0)
-                                continue;
-                        pathf(dir, sizeof(dir), "%s/subsystems/%s/namespaces/%lld", ctx->configfs,
-                                 nqn, (long long)json_integer_value(json_object_get(ns, "nsid")));
-                        if (ctx->configfs_real)
-                                write_attr(ctx, dir, "revalidate_size", "1");
-                }
-        }
+        tgt_state_foreach_namespace(ctx, revalidate_namespace, (void *)path);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http_body.h"
 #include "log.h"
 #include "netaddr.h"
 #include "target_internal.h"
@@ -21,12 +22,6 @@ struct tgt_server {
         struct MHD_Daemon *daemon;
         struct tgt_context *ctx;
         char *token;
-};
-
-struct request {
-        char *body;
-        size_t len;
-        bool too_large;
 };
 
 static bool token_ok(const struct tgt_server *s, struct MHD_Connection *conn)
@@ -47,20 +42,9 @@ static bool token_ok(const struct tgt_server *s, struct MHD_Connection *conn)
         return diff == 0 && n == want;
 }
 
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status, char *text)
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status, const char *json)
 {
-        struct MHD_Response *resp;
-        enum MHD_Result ret;
-
-        resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-        if (!resp) {
-                free(text);
-                return MHD_NO;
-        }
-        MHD_add_response_header(resp, "Content-Type", "application/json");
-        ret = MHD_queue_response(conn, status, resp);
-        MHD_destroy_response(resp);
-        return ret;
+        return gantry_http_reply(conn, status, "application/json", json);
 }
 
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
@@ -68,60 +52,32 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
                               size_t *data_size, void **con_cls)
 {
         struct tgt_server *s = cls;
-        struct request *req = *con_cls;
+        const struct gantry_http_body *body;
         char *text;
+        int r;
 
         (void)url;
         (void)version;
-        if (!req) {
+        if (!*con_cls) {
                 if (strcmp(method, "POST") != 0)
                         return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
-                                     strdup("{\"error\":\"POST a JSON-RPC request\"}"));
+                                     "{\"error\":\"POST a JSON-RPC request\"}");
                 if (!token_ok(s, conn)) {
                         log_warn("target.unauthorized", "reason=bad_or_missing_bearer_token");
-                        return reply(conn, MHD_HTTP_UNAUTHORIZED, strdup("{\"error\":\"unauthorized\"}"));
+                        return reply(conn, MHD_HTTP_UNAUTHORIZED, "{\"error\":\"unauthorized\"}");
                 }
-                req = calloc(1, sizeof(*req));
-                if (!req)
-                        return MHD_NO;
-                *con_cls = req;
-                return MHD_YES;
         }
-        if (*data_size) {
-                if (req->len + *data_size > MAX_BODY) {
-                        req->too_large = true;
-                } else if (!req->too_large) {
-                        char *b = realloc(req->body, req->len + *data_size + 1);
-                        if (!b)
-                                return MHD_NO;
-                        memcpy(b + req->len, data, *data_size);
-                        req->body = b;
-                        req->len += *data_size;
-                }
-                *data_size = 0;
+        r = gantry_http_body_feed(conn, con_cls, MAX_BODY, data, data_size, &body);
+        if (r == -EFBIG)
+                return reply(conn, MHD_HTTP_CONTENT_TOO_LARGE, "{\"error\":\"body too large\"}");
+        if (r < 0)
+                return MHD_NO;
+        if (r == GANTRY_HTTP_BODY_READING)
                 return MHD_YES;
-        }
-        if (req->too_large)
-                return reply(conn, MHD_HTTP_CONTENT_TOO_LARGE, strdup("{\"error\":\"body too large\"}"));
-        text = tgt_rpc_handle(s->ctx, req->body ? req->body : "", req->len);
+        text = tgt_rpc_handle(s->ctx, body->data, body->len);
         if (!text)
-                text = strdup("");
-        return text ? reply(conn, MHD_HTTP_OK, text) : MHD_NO;
-}
-
-static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                      enum MHD_RequestTerminationCode toe)
-{
-        struct request *req = *con_cls;
-
-        (void)cls;
-        (void)conn;
-        (void)toe;
-        if (req) {
-                free(req->body);
-                free(req);
-                *con_cls = NULL;
-        }
+                return reply(conn, MHD_HTTP_OK, "");
+        return gantry_http_reply_owned(conn, MHD_HTTP_OK, "application/json", text);
 }
 
 int tgt_server_start(struct tgt_context *ctx, const struct tgt_server_options *opts,
@@ -147,14 +103,15 @@ int tgt_server_start(struct tgt_context *ctx, const struct tgt_server_options *o
         if (opts->tls_cert)
                 s->daemon = MHD_start_daemon(
                         flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                        MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_CONNECTION_TIMEOUT,
-                        (unsigned int)30, MHD_OPTION_HTTPS_MEM_CERT, opts->tls_cert,
-                        MHD_OPTION_HTTPS_MEM_KEY, opts->tls_key, MHD_OPTION_END);
+                        MHD_OPTION_NOTIFY_COMPLETED, gantry_http_body_completed, s,
+                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30, MHD_OPTION_HTTPS_MEM_CERT,
+                        opts->tls_cert, MHD_OPTION_HTTPS_MEM_KEY, opts->tls_key, MHD_OPTION_END);
         else
                 s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR,
                                              (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
-                                             completed, s, MHD_OPTION_CONNECTION_TIMEOUT,
-                                             (unsigned int)30, MHD_OPTION_END);
+                                             gantry_http_body_completed, s,
+                                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+                                             MHD_OPTION_END);
         if (!s->daemon) {
                 free(s->token);
                 free(s);

@@ -138,18 +138,33 @@ json_t *tgt_state_find_bdev(const struct tgt_context *ctx, const char *name, con
         return NULL;
 }
 
-bool tgt_state_bdev_in_use(const struct tgt_context *ctx, const char *key)
+int tgt_state_foreach_namespace(const struct tgt_context *ctx, tgt_state_namespace_fn fn, void *data)
 {
         json_t *subs = tgt_state_subsystems(ctx), *s, *ns;
         const char *nqn;
         size_t i;
+        int r;
 
         json_object_foreach(subs, nqn, s) {
                 json_array_foreach(json_object_get(s, "namespaces"), i, ns) {
-                        const char *b = json_string_value(json_object_get(ns, "bdev_name"));
-                        if (b && strcmp(b, key) == 0)
-                                return true;
+                        r = fn(ctx, nqn, ns, json_string_value(json_object_get(ns, "bdev_name")), data);
+                        if (r)
+                                return r;
                 }
         }
-        return false;
+        return 0;
+}
+
+static int uses_bdev(const struct tgt_context *ctx, const char *nqn, json_t *ns, const char *bdev,
+                     void *key)
+{
+        (void)ctx;
+        (void)nqn;
+        (void)ns;
+        return bdev && strcmp(bdev, key) == 0;
+}
+
+bool tgt_state_bdev_in_use(const struct tgt_context *ctx, const char *key)
+{
+        return tgt_state_foreach_namespace(ctx, uses_bdev, (void *)key) != 0;
 }

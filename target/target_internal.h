@@ -60,6 +60,15 @@ json_t *tgt_state_subsystems(const struct tgt_context *ctx);
 json_t *tgt_state_find_bdev(const struct tgt_context *ctx, const char *name, const char **ret_key);
 /* Whether a namespace of any subsystem uses bdev @key. */
 bool tgt_state_bdev_in_use(const struct tgt_context *ctx, const char *key);
+/*
+ * Calls @fn(@ctx, nqn, namespace, bdev_name, @data) for each namespace of
+ * each subsystem (objects borrowed; bdev_name may be NULL in a hand-edited
+ * state). Stops at the first call that returns nonzero and returns that
+ * value; 0 when every namespace was visited.
+ */
+typedef int (*tgt_state_namespace_fn)(const struct tgt_context *ctx, const char *nqn, json_t *ns,
+                                      const char *bdev_name, void *data);
+int tgt_state_foreach_namespace(const struct tgt_context *ctx, tgt_state_namespace_fn fn, void *data);
 
 /* ---- bdev.c: backing files and block devices ---- */
 

@@ -7,7 +7,6 @@ volume handles and volume attributes)."""
 import json
 import os
 import re
-import subprocess
 import sys
 import unittest
 import urllib.error
@@ -15,10 +14,11 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "manifests"))
+sys.path.insert(0, os.path.join(HERE, "..", "scheduler"))
 import kubernetes.client as k8s  # noqa: E402
 from test_manifests import check  # noqa: E402  (the one model checker)
+from sched_harness import FakeAPI  # noqa: E402  (the one starter of the fake)
 
-FAKE = os.path.join(HERE, "fake_kube_apiserver.py")
 TOKEN = "shapes-test-token"
 LISTS = {
     "/api/v1/nodes": "V1NodeList",
@@ -35,26 +35,12 @@ KINDS = {"Node": "V1Node", "Pod": "V1Pod", "PersistentVolumeClaim": "V1Persisten
 class FakeShapes(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.proc = subprocess.Popen([sys.executable, FAKE, "--port", "0", "--token", TOKEN, "--nodes", "16",
-                                     "--leaves", "4", "--pods", "4", "--max-seconds", "300"],
-                                    stdout=subprocess.PIPE, text=True)
-        line = cls.proc.stdout.readline()  # bounded by --max-seconds and the CTest timeout
-        m = re.search(r"ready port=(\d+)", line)
-        if not m:
-            cls.proc.kill()
-            cls.proc.wait()
-            raise RuntimeError("fake did not start: %r" % line)
-        cls.base = "http://127.0.0.1:%s" % m.group(1)
+        cls.fake = FakeAPI(TOKEN, "--nodes", "16", "--leaves", "4", "--pods", "4", max_seconds=300)
+        cls.base = cls.fake.base
 
     @classmethod
     def tearDownClass(cls):
-        cls.proc.terminate()
-        try:
-            cls.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            cls.proc.kill()
-            cls.proc.wait()
-        cls.proc.stdout.close()
+        cls.fake.stop()
 
     def get(self, path, token=TOKEN):
         req = urllib.request.Request(self.base + path)

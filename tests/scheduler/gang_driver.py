@@ -33,7 +33,8 @@ import tempfile
 import time
 import uuid
 
-from sched_harness import FakeAPIProcess, Scheduler
+import sched_harness
+from sched_harness import Scheduler
 
 FAKE = os.environ.get("GANTRY_FAKEAPI")
 NS = "default"
@@ -111,11 +112,11 @@ def gang_pod(job, name, size, gbps, gpus=1, size_from="annotation"):
             "status": {"phase": "Pending"}}
 
 
-class FakeAPI(FakeAPIProcess):
+class FakeAPI(sched_harness.FakeAPI):
     """The fake API server, with one kept-alive connection for the driver."""
 
     def __init__(self, seed_path, token):
-        super().__init__(FAKE, seed_path, token, max_seconds=1200)
+        super().__init__(token, seed=seed_path, max_seconds=1200)
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
 
     def call(self, method, path, obj=None):

@@ -1,9 +1,11 @@
-"""Starts and stops a real gantry-scheduler for the HTTP tests.
+"""Starts and stops a real gantry-scheduler, and the FAKE Kubernetes API
+server it follows, for the scheduler tests and the demo (scripts/demo.sh).
 
 The server listens on 127.0.0.1 with port 0 and writes the port it got to a
 ready file; start() waits (bounded) for that file, stop() sends SIGTERM and
 waits for a clean exit. Temp dirs are named after the branch and the PID so
-concurrent runs never collide, and are always removed.
+concurrent runs never collide, and are always removed. FakeAPI is the one
+starter of tests/fakeapi/fake_kube_apiserver.py.
 """
 import json
 import os
@@ -14,9 +16,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import http.client
 import ssl
+import urllib.request
 
 BINARY = os.environ.get("GANTRY_SCHEDULER", "gantry-scheduler")
 # The bound on waiting for a server to be ready: generous, since CI runs on a
@@ -26,6 +28,8 @@ READY_SECONDS = 60
 RESERVATION_TTL_SECONDS = 3600  # the longest gantry-scheduler accepts
 FIXTURES = os.environ.get("GANTRY_SCHED_FIXTURES",
                           os.path.join(os.path.dirname(__file__), "fixtures"))
+FAKEAPI = os.environ.get("GANTRY_FAKEAPI") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "fakeapi", "fake_kube_apiserver.py")
 
 
 def fixture(name):
@@ -81,16 +85,8 @@ class Scheduler:
             return f.read().decode(errors="replace")
 
     def stop(self):
-        rc = None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                rc = self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        else:
-            rc = self.proc.returncode
+        _stop(self.proc)
+        rc = self.proc.returncode
         self.log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
         return rc
@@ -118,15 +114,52 @@ class Scheduler:
                                     {"Content-Type": "application/json"})
         return status, json.loads(data)
 
+    def metric(self, name):
+        """The value of the unlabelled series @name on /metrics; None when absent."""
+        _, text = self.request("GET", "/metrics")
+        for line in text.decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        return None
 
-class FakeAPIProcess:
-    """tests/fakeapi/fake_kube_apiserver.py at @fake_path, started with a seed
-    file and a bearer token; waits (bounded) for its "ready port=" line."""
 
-    def __init__(self, fake_path, seed_path, token, max_seconds=600):
-        self.proc = subprocess.Popen([sys.executable, fake_path, "--token", token,
-                                      "--seed", seed_path, "--max-seconds", str(max_seconds)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+def wait_for(pred, what="condition", timeout=READY_SECONDS):
+    """Polls @pred until it returns a true value, which it returns; fails
+    naming @what after @timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def _stop(proc, timeout=20):
+    """SIGTERM, then SIGKILL when @proc has not exited in @timeout seconds."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class FakeAPI:
+    """tests/fakeapi/fake_kube_apiserver.py on a free loopback port, serving
+    the objects of the JSON file @seed (or what @args ask it to generate)
+    to clients with bearer @token. Construction waits (bounded) for its ready
+    line; it exits by itself after @max_seconds should nobody stop() it."""
+
+    def __init__(self, token, *args, seed=None, max_seconds=600):
+        cmd = [sys.executable, FAKEAPI, "--port", "0", "--token", token,
+               "--max-seconds", str(max_seconds)]
+        if seed:
+            cmd += ["--seed", seed]
+        self.token = token
+        self.proc = subprocess.Popen(cmd + list(args), stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
         line = b""
         deadline = time.monotonic() + READY_SECONDS
         try:
@@ -142,17 +175,26 @@ class FakeAPIProcess:
         self.port = int(line.split(b"port=")[1])
         self.base = "http://127.0.0.1:%d" % self.port
 
+    def write_kubeconfig(self, path):
+        """A kubeconfig (mode 0600) that reaches this server with its token."""
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+                    "clusters:\n- name: fake\n  cluster:\n    server: %s\n"
+                    "users:\n- name: sched\n  user:\n    token: %s\n"
+                    "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: sched\n"
+                    % (self.base, self.token))
+        return path
+
     def get(self, path):
-        """GET @path (a /fake/... control path); the decoded JSON answer."""
         with urllib.request.urlopen(self.base + path, timeout=10) as r:
             return json.loads(r.read())
 
+    def post(self, path, obj):
+        req = urllib.request.Request(self.base + path, data=json.dumps(obj).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        _stop(self.proc)
         self.proc.stdout.close()

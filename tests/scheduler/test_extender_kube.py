@@ -10,37 +10,14 @@ import copy
 import json
 import os
 import tempfile
-import time
 import shutil
 import unittest
-import urllib.request
 
-from sched_harness import FakeAPIProcess, Scheduler, fixture_json, FIXTURES, READY_SECONDS
+from sched_harness import FakeAPI, Scheduler, fixture_json, wait_for, FIXTURES
 
 FAKE = os.environ.get("GANTRY_FAKEAPI")
 TOKEN = "sched-test-token-%d" % os.getpid()
 NC_TRUE_FILTER = "nodecache-true-001-filter.json"
-
-
-def wait_for(pred, timeout=READY_SECONDS, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
-
-
-class FakeAPI(FakeAPIProcess):
-    def __init__(self, seed_path):
-        super().__init__(FAKE, seed_path, TOKEN)
-
-    def post(self, path, obj):
-        req = urllib.request.Request(self.base + path, data=json.dumps(obj).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return r.status
 
 
 @unittest.skipUnless(FAKE, "GANTRY_FAKEAPI not set")
@@ -60,15 +37,9 @@ class ExtenderKubeTest(unittest.TestCase):
                 "persistentvolumeclaims": state["persistentVolumeClaims"], "pods": [pod]}
         seed_path = os.path.join(self.tmp, "seed.json")
         json.dump(seed, open(seed_path, "w"))
-        self.fake = FakeAPI(seed_path)
+        self.fake = FakeAPI(TOKEN, seed=seed_path)
         self.addCleanup(self.fake.stop)
-        kubeconfig = os.path.join(self.tmp, "kubeconfig")
-        with open(kubeconfig, "w") as f:
-            f.write("apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
-                    "clusters:\n- name: fake\n  cluster:\n    server: %s\n"
-                    "users:\n- name: sched\n  user:\n    token: %s\n"
-                    "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: sched\n"
-                    % (self.fake.base, TOKEN))
+        kubeconfig = self.fake.write_kubeconfig(os.path.join(self.tmp, "kubeconfig"))
         self.s = Scheduler("--kubeconfig", kubeconfig, "--bind-timeout", "1", state=None).start()
         self.addCleanup(self.stop_scheduler)
 
@@ -76,11 +47,7 @@ class ExtenderKubeTest(unittest.TestCase):
         self.assertEqual(self.s.stop(), 0)
 
     def metric(self, name):
-        _, text = self.s.request("GET", "/metrics")
-        for line in text.decode().splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-        return None
+        return self.s.metric(name)
 
     def test_filter_from_informers_and_bind_through_api(self):
         args = copy.deepcopy(self.pod_args)

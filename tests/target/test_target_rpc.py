@@ -1,11 +1,13 @@
 """gantry-target's JSON-RPC methods over HTTP against a stand-in configfs
 directory: parameters, idempotency, errors, persistence and re-apply,
 bearer token and TLS. The real kernel target is tested by the vm label."""
+import http.client
 import json
 import os
 import shutil
 import unittest
 import urllib.error
+import urllib.parse
 
 from targetproc import RpcError, Target
 
@@ -148,6 +150,28 @@ class TargetRpcTest(unittest.TestCase):
                 with self.assertRaises(urllib.error.HTTPError) as e:
                     self.t.raw(body, token=tok or "")
                 self.assertEqual(e.exception.code, 401)
+        self.assertEqual(self.t.raw(body)[0], 200)
+
+    def test_body_limit(self):
+        # 1 MiB is the largest request. One byte more is refused: on the
+        # Content-Length header before any byte is read, and while reading
+        # when the upload is chunked; the server answers on as usual after.
+        body = '{"jsonrpc":"2.0","id":1,"method":"nvmf_get_subsystems"}'
+        self.assertEqual(self.t.raw(body.ljust(1 << 20))[0], 200)
+        url = urllib.parse.urlsplit(self.t.url)
+        auth = {"Authorization": "Bearer " + self.t.token}
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=20)
+        conn.putrequest("POST", "/")
+        conn.putheader("Authorization", auth["Authorization"])
+        conn.putheader("Content-Length", str((1 << 20) + 1))
+        conn.endheaders()  # and no body: the answer must not wait for it
+        self.assertEqual(conn.getresponse().status, 413)
+        conn.close()
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=20)
+        chunks = (body.encode().ljust(1 << 16) for _ in range(17))
+        conn.request("POST", "/", body=chunks, headers=auth, encode_chunked=True)
+        self.assertEqual(conn.getresponse().status, 413)
+        conn.close()
         self.assertEqual(self.t.raw(body)[0], 200)
 
 

@@ -1,0 +1,135 @@
+/*
+ * Unit tests of gantry_attr_read() (common/attr_file.c) on real files in a
+ * temporary directory: the bare value without "\n", "\r\n" or padding, an
+ * exact fit, a value too long for the buffer (-EFBIG, never cut short), an
+ * empty file and a missing one.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "attr_file.h"
+
+struct dir {
+        char path[64];
+        char file[96];
+};
+
+static int dir_make(void **state)
+{
+        struct dir *d = calloc(1, sizeof(*d));
+
+        snprintf(d->path, sizeof(d->path), "/tmp/gantry-attr-test-XXXXXX");
+        if (!mkdtemp(d->path)) {
+                free(d);
+                return -1;
+        }
+        snprintf(d->file, sizeof(d->file), "%s/value", d->path);
+        *state = d;
+        return 0;
+}
+
+static int dir_remove(void **state)
+{
+        struct dir *d = *state;
+
+        unlink(d->file);
+        rmdir(d->path);
+        free(d);
+        return 0;
+}
+
+/* writes @len bytes of @text to the test file and reads it into a @size buffer */
+static ssize_t write_read(struct dir *d, const char *text, size_t len, char *buf, size_t size)
+{
+        FILE *f = fopen(d->file, "we");
+
+        assert_non_null(f);
+        assert_int_equal(fwrite(text, 1, len, f), len);
+        assert_int_equal(fclose(f), 0);
+        memset(buf, 'X', size);
+        return gantry_attr_read(d->file, buf, size);
+}
+
+static void test_trailing_newlines_go(void **state)
+{
+        const struct {
+                const char *in, *out;
+        } cases[] = {
+                { "live\n", "live" },
+                { "live", "live" },
+                { "AQBx==\r\n", "AQBx==" },       /* a key saved on Windows */
+                { "token\r\n\r\n", "token" },
+                { "64 \n", "64" },                /* sysfs padding */
+                { "a b\r\nc\r\n", "a b\r\nc" },   /* only the end is trimmed */
+                { "\r\n", "" },
+        };
+        char buf[64];
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                ssize_t n = write_read(*state, cases[i].in, strlen(cases[i].in), buf, sizeof(buf));
+
+                assert_int_equal(n, (ssize_t)strlen(cases[i].out));
+                assert_string_equal(buf, cases[i].out);
+        }
+}
+
+static void test_exact_fit_and_too_long(void **state)
+{
+        char buf[8];
+
+        /* 7 bytes fill an 8-byte buffer exactly */
+        assert_int_equal(write_read(*state, "1234567", 7, buf, sizeof(buf)), 7);
+        assert_string_equal(buf, "1234567");
+        /* 8 would be cut short: refused, and the buffer holds no half value */
+        assert_int_equal(write_read(*state, "12345678", 8, buf, sizeof(buf)), -EFBIG);
+        assert_string_equal(buf, "");
+        /* the newline counts against the buffer too */
+        assert_int_equal(write_read(*state, "1234567\n", 8, buf, sizeof(buf)), -EFBIG);
+}
+
+static void test_big_file_read_whole(void **state)
+{
+        size_t len = 200000;
+        char *text = malloc(len + 2), *buf = malloc(len + 3);
+
+        for (size_t i = 0; i < len; i++)
+                text[i] = (char)('a' + i % 26);
+        memcpy(text + len, "\r\n", 2);
+        assert_int_equal(write_read(*state, text, len + 2, buf, len + 3), (ssize_t)len);
+        assert_memory_equal(buf, text, len);
+        assert_int_equal(buf[len], '\0');
+        free(text);
+        free(buf);
+}
+
+static void test_empty_and_missing(void **state)
+{
+        struct dir *d = *state;
+        char buf[16], path[128];
+
+        assert_int_equal(write_read(d, "", 0, buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "");
+        snprintf(path, sizeof(path), "%s/absent", d->path);
+        memset(buf, 'X', sizeof(buf));
+        assert_int_equal(gantry_attr_read(path, buf, sizeof(buf)), -ENOENT);
+        assert_string_equal(buf, "");
+        assert_int_equal(gantry_attr_read(d->path, buf, sizeof(buf)), -EISDIR);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_trailing_newlines_go, dir_make, dir_remove),
+                cmocka_unit_test_setup_teardown(test_exact_fit_and_too_long, dir_make, dir_remove),
+                cmocka_unit_test_setup_teardown(test_big_file_read_whole, dir_make, dir_remove),
+                cmocka_unit_test_setup_teardown(test_empty_and_missing, dir_make, dir_remove),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
