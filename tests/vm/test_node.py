@@ -262,6 +262,11 @@ class NodeTest(unittest.TestCase):
         s = self.stats("blk", tgt)
         self.assertEqual(s.usage[0].total, 64 << 20)
         self.assertFalse(s.volume_condition.abnormal)
+        # nothing to grow on the node for raw block: OK, with and without the access type
+        for cap in (blk, None):
+            grown = self.call("NodeExpandVolume", volume_id=volume_id("blk"), volume_path=tgt,
+                              staging_target_path=staging("blk"), volume_capability=cap)
+            self.assertEqual(grown.capacity_bytes, 64 << 20)
         # a file-system stage of a volume staged as block is refused
         self.assert_code(CODE.ALREADY_EXISTS, "NodeStageVolume", volume_id=volume_id("blk"),
                          staging_target_path=staging("blk"), volume_capability=capability(),
