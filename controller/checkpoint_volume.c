@@ -447,7 +447,14 @@ int gantry_checkpoint_delete_volume(struct gantry_csi_call *call, const Csi__V1_
         char bdev[256] = "";
         int r;
 
-        if ((r = ckpt_id_decode(call->config, req->volume_id, "volume_id", &ref, err)) < 0)
+        r = ckpt_id_decode(call->config, req->volume_id, "volume_id", &ref, err);
+        if (r == -ENOENT) {
+                /* its target left the config: from the driver's view the volume is gone */
+                log_warn("controller.checkpoint_delete_unknown_target", "volume_id=%s reason=\"%s\"",
+                         req->volume_id, err->msg);
+                return 0;
+        }
+        if (r < 0)
                 return r;
         if ((r = ckpt_lock_try(ref.uuid, err)) < 0)
                 return r;

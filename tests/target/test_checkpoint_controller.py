@@ -184,6 +184,27 @@ class CheckpointControllerTest(unittest.TestCase):
         self.assertLessEqual(resp.available_capacity, st.f_blocks * st.f_frsize)
         self.assertEqual(resp.maximum_volume_size.value, resp.available_capacity)
 
+    def test_delete_on_a_target_gone_from_the_config_succeeds(self):
+        """A volume whose target left the config cannot exist any more from
+        the driver's view: DeleteVolume succeeds (a warning says why), twice."""
+        vid = "0002-0008-tgt-gone-0000000000000000-11111111-2222-4333-8444-555555555555"
+        for _ in range(2):
+            self.delete(vid)
+        self.assertIn("event=controller.checkpoint_delete_unknown_target", self.plugin.read_log())
+        self.assertIn(vid, self.plugin.read_log())
+        code, msg = self.code_of("DeleteVolume", csi_pb2.DeleteVolumeRequest(
+            volume_id="0002-0008-tgt-gone-0000000000000000-zz"))
+        self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT, msg)
+
+    def test_snapshot_of_a_checkpoint_volume_is_invalid_argument(self):
+        v = self.call("CreateVolume", create_req("pvc-snap", leaf="leaf-1")).volume
+        self.addCleanup(self.delete, v.volume_id)
+        code, msg = self.code_of("CreateSnapshot", csi_pb2.CreateSnapshotRequest(
+            name="snap-of-ckpt", source_volume_id=v.volume_id))
+        self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT, msg)
+        self.assertIn("source_volume_id", msg)
+        self.assertIn("checkpoint", msg)
+
     def test_errors_name_the_field(self):
         req = create_req("pvc-bad")
         req.parameters["colour"] = "blue"
