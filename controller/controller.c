@@ -59,12 +59,6 @@ static bool is_checkpoint_id(const char *id)
         return gantry_checkpoint_is_volume_id(id);
 }
 
-static int checkpoint_unserved(const char *field, struct gantry_error *err)
-{
-        return gantry_error_set(err, ENOENT, "%s: checkpoint volumes are not served by this build",
-                                field);
-}
-
 static int create_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
                          ProtobufCMessage *response, struct gantry_error *err)
 {
@@ -212,8 +206,11 @@ static int create_snapshot(struct gantry_csi_call *call, const ProtobufCMessage 
 {
         const Csi__V1__CreateSnapshotRequest *req = (const void *)request;
 
+        /* the volume exists: not NOT_FOUND, but a request this tier cannot serve (yet) */
         if (is_checkpoint_id(req->source_volume_id))
-                return checkpoint_unserved("source_volume_id", err);
+                return gantry_error_set(err, EINVAL,
+                                        "source_volume_id: tier checkpoint volumes have no "
+                                        "snapshots (snapshots are served for tier dataset only)");
         return gantry_dataset_create_snapshot(call, req, (void *)response, err);
 }
 
