@@ -51,5 +51,5 @@ int ckpt_get_subsystem(const struct gantry_csi_call *call, const struct ckpt_ref
                        json_t **ret_subsys, struct gantry_error *err);
 
 /* Per-volume try-lock: -EBUSY (ABORTED) when another call holds @key. */
-int ckpt_lock_try(const char *key, struct gantry_error *err);
-void ckpt_lock_release(const char *key);
+int ckpt_lock_try(const char *uuid, struct gantry_error *err);
+void ckpt_lock_release(const char *uuid);

@@ -63,7 +63,7 @@ static int create_volume(struct gantry_csi_call *call, const ProtobufCMessage *r
                          ProtobufCMessage *response, struct gantry_error *err)
 {
         const Csi__V1__CreateVolumeRequest *req = (const void *)request;
-        const char *tier = gantry_map_get((void *const *)req->parameters, req->n_parameters, "tier");
+        const char *tier = gantry_csi_map_get((void *const *)req->parameters, req->n_parameters, "tier");
 
         if (!tier || strcmp(tier, "dataset") == 0)
                 return gantry_dataset_create_volume(call, req, (void *)response, err);
@@ -237,14 +237,14 @@ static int get_capacity(struct gantry_csi_call *call, const ProtobufCMessage *re
                         ProtobufCMessage *response, struct gantry_error *err)
 {
         const Csi__V1__GetCapacityRequest *req = (const void *)request;
-        const char *tier = gantry_map_get((void *const *)req->parameters, req->n_parameters, "tier");
+        const char *tier = gantry_csi_map_get((void *const *)req->parameters, req->n_parameters, "tier");
 
         if (tier && strcmp(tier, "checkpoint") == 0)
                 return gantry_checkpoint_get_capacity(call, req, (void *)response, err);
         return gantry_dataset_get_capacity(call, req, (void *)response, err);
 }
 
-/* Datasets need no attach step (krbd maps on the node): publish is a no-op for them. */
+/* Datasets need no attach step (krbd maps on the node): publish only checks them. */
 static int publish_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
                           ProtobufCMessage *response, struct gantry_error *err)
 {
@@ -252,7 +252,7 @@ static int publish_volume(struct gantry_csi_call *call, const ProtobufCMessage *
 
         if (is_checkpoint_id(req->volume_id))
                 return gantry_checkpoint_publish_volume(call, req, (void *)response, err);
-        return 0;
+        return gantry_dataset_publish_volume(call, req, err);
 }
 
 static int unpublish_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
@@ -266,7 +266,8 @@ static int unpublish_volume(struct gantry_csi_call *call, const ProtobufCMessage
         return 0;
 }
 
-int gantry_controller_init(const struct gantry_config *config, struct gantry_error *err)
+int gantry_controller_init(const struct gantry_config *config, const char *kubeconfig,
+                           struct gantry_error *err)
 {
         static const struct {
                 const char *name;
@@ -291,7 +292,7 @@ int gantry_controller_init(const struct gantry_config *config, struct gantry_err
         for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
                 if (gantry_csi_register(handlers[i].name, handlers[i].fn) < 0)
                         return gantry_error_set(err, ENOENT, "cannot register %s", handlers[i].name);
-        return 0;
+        return gantry_node_registry_init(kubeconfig, err);
 }
 
 int gantry_controller_probe(const struct gantry_config *config, int64_t deadline_ms,
@@ -317,6 +318,7 @@ int gantry_controller_probe(const struct gantry_config *config, int64_t deadline
                                 gantry_ceph_invalidate(c, creds.user_id);
                                 gantry_ceph_error(err, r, "probe cluster", c->cluster_id);
                         }
+                        gantry_ceph_put(rados); /* after invalidate: the last user shuts it down */
                 }
                 explicit_bzero(keybuf, sizeof(keybuf));
                 if (r < 0)
@@ -328,4 +330,5 @@ int gantry_controller_probe(const struct gantry_config *config, int64_t deadline
 void gantry_controller_shutdown(void)
 {
         gantry_ceph_close_all();
+        gantry_node_registry_shutdown();
 }

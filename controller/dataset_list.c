@@ -135,8 +135,8 @@ static int walk_all(struct walk *w, const char *token, char **ret_next)
                 memset(&t, 0, sizeof(t));
                 t.cluster = c;
                 r = gantry_ceph_credentials(c, NULL, 0, t.keybuf, sizeof(t.keybuf), &t.creds, w->err);
-                if (r == 0)
-                        r = gantry_ceph_cluster(c, &t.creds, &rados, w->err);
+                if (r == 0 && (r = gantry_ceph_cluster(c, &t.creds, &rados, w->err)) == 0)
+                        t.rados = rados; /* dropped by gantry_dataset_target_close() */
                 if (r == 0 && (r = pool_ids(rados, ids, MAX_POOLS, &n_ids)) < 0)
                         gantry_ceph_error(w->err, r, "list pools of", c->cluster_id);
                 if (r < 0) {
@@ -168,7 +168,7 @@ static int walk_all(struct walk *w, const char *token, char **ret_next)
                                 if (r < 0)
                                         break;
                         }
-                        rados_ioctx_destroy(t.io);
+                        rados_ioctx_destroy(t.io); /* made from t.rados: holds no reference */
                         t.io = NULL;
                         if (r < 0) {
                                 if (!w->err->err)
@@ -409,8 +409,8 @@ int gantry_dataset_get_capacity(struct gantry_csi_call *call, const Csi__V1__Get
                                         "parameters.clusterID: cluster \"%s\" is not in the driver config",
                                         p.cluster_id);
         r = gantry_ceph_credentials(t.cluster, NULL, 0, t.keybuf, sizeof(t.keybuf), &t.creds, err);
-        if (r == 0)
-                r = gantry_ceph_cluster(t.cluster, &t.creds, &rados, err);
+        if (r == 0 && (r = gantry_ceph_cluster(t.cluster, &t.creds, &rados, err)) == 0)
+                t.rados = rados; /* dropped by gantry_dataset_target_close() */
         data = p.data_pool ? p.data_pool : p.pool;
         if (r == 0)
                 r = pool_max_avail(rados, data, &avail, err);

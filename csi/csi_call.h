@@ -52,3 +52,10 @@ char *gantry_csi_call_printf(struct gantry_csi_call *call, const char *fmt, ...)
 
 /* Milliseconds left before the call's deadline (0 when past; INT64_MAX when none). */
 int64_t gantry_csi_call_remaining_ms(const struct gantry_csi_call *call);
+
+/*
+ * The value of @key in a CSI map<string,string> field (@entries, @n of them:
+ * e.g. req->parameters, req->n_parameters); NULL when absent, "" for a NULL
+ * value. Borrowed from the message.
+ */
+const char *gantry_csi_map_get(void *const *entries, size_t n, const char *key);

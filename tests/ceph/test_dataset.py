@@ -300,6 +300,25 @@ class DatasetTest(unittest.TestCase):
                 self.name("v"), source_volume=vid)), "volume_content_source")
             r = self.call("ListSnapshots", csi_pb2.ListSnapshotsRequest(snapshot_id=vid))
             self.assertEqual(len(r.entries), 0)
+            self.assertCode(Code.NOT_FOUND, lambda: self.call(
+                "ControllerPublishVolume", csi_pb2.ControllerPublishVolumeRequest(
+                    volume_id=vid, node_id="gpu-1", volume_capability=env.cap(),
+                    secrets=env.secrets())), "volume_id")
+
+    def test_publish_checks_the_volume_exists(self):
+        vol = self.create(self.name("pub"))
+        req = csi_pb2.ControllerPublishVolumeRequest(
+            volume_id=vol.volume_id, node_id="gpu-1", volume_capability=env.cap(),
+            secrets=env.secrets())
+        self.call("ControllerPublishVolume", req)  # nothing to attach: OK
+        self.call("ControllerUnpublishVolume", csi_pb2.ControllerUnpublishVolumeRequest(
+            volume_id=vol.volume_id, node_id="gpu-1"))
+        self.call("DeleteVolume", env.delete_req(vol.volume_id))
+        self.assertCode(Code.NOT_FOUND, lambda: self.call("ControllerPublishVolume", req),
+                        "volume_id")
+        req.ClearField("volume_capability")
+        self.assertCode(Code.INVALID_ARGUMENT, lambda: self.call("ControllerPublishVolume", req),
+                        "volume_capability")
 
     def test_delete_refused_while_watched(self):
         vol = self.create(self.name("v"))

@@ -5,7 +5,7 @@ A real kube-apiserver needs etcd and a cluster; this stands in for the small
 part gantry-scheduler talks to, with the same wire shapes:
 
   GET  /api/v1/nodes, /api/v1/pods, /api/v1/persistentvolumeclaims,
-       /api/v1/persistentvolumes, /apis/storage.k8s.io/v1/storageclasses
+       /api/v1/persistentvolumes, /apis/storage.k8s.io/v1/{storageclasses,csinodes}
        (and /api/v1/namespaces/NS/{pods,persistentvolumeclaims})
        -> a NodeList etc. with metadata.resourceVersion, paged by
           limit/continue, filtered by simple label and field selectors
@@ -67,6 +67,8 @@ RESOURCES = {
     "persistentvolumeclaims": ("PersistentVolumeClaim", "v1", True, "/api/v1"),
     "persistentvolumes": ("PersistentVolume", "v1", False, "/api/v1"),
     "storageclasses": ("StorageClass", "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1"),
+    # what kubelet writes when it registers a node plugin (read by gantry-csi's controller)
+    "csinodes": ("CSINode", "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1"),
 }
 GROUPS = {"/api/v1": "", "/apis/storage.k8s.io/v1": "storage.k8s.io"}
 

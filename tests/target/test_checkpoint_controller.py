@@ -2,10 +2,15 @@
 (python3-grpcio) against real gantry-target processes on HTTP. The targets
 write to a stand-in configfs directory (the host has no configfs); the VM
 test (tests/vm/) does the same against the kernel's nvmet."""
+import json
 import os
+import select
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import grpc
@@ -248,6 +253,110 @@ class CheckpointControllerTest(unittest.TestCase):
             volume_id=v.volume_id, node_id="gpu-1"))
         self.assertEqual(self.a.call("nvmf_get_subsystems", nqn=v.volume_context["nqn"])[0]["hosts"], [])
         self.assertEqual(self.b.call("nvmf_get_subsystems"), [])
+
+
+class FakeAPI:
+    """The FAKE Kubernetes API server of tests/fakeapi, seeded with @seed."""
+
+    def __init__(self, workdir, seed, token="tok-registry"):
+        path = os.path.join(workdir, "seed.json")
+        with open(path, "w") as f:
+            json.dump(seed, f)
+        self.token = token
+        self.proc = subprocess.Popen([sys.executable, os.environ["GANTRY_FAKEAPI"], "--token", token,
+                                      "--seed", path, "--max-seconds", "600"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        line, deadline = b"", time.monotonic() + 20
+        while b"ready port=" not in line:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.stop()
+                raise RuntimeError("fake API server did not start: %r" % line)
+            if select.select([self.proc.stdout], [], [], 0.5)[0]:
+                line = self.proc.stdout.readline()
+        self.base = "http://127.0.0.1:%d" % int(line.split(b"port=")[1])
+
+    def kubeconfig(self, path):
+        with open(path, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+                    "clusters:\n- name: fake\n  cluster:\n    server: %s\n"
+                    "users:\n- name: ctl\n  user:\n    token: %s\n"
+                    "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: ctl\n"
+                    % (self.base, self.token))
+        return path
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+
+
+def csinode(name, node_id, driver="csi.gantry.io"):
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name},
+            "spec": {"drivers": [{"name": "other.csi.io", "nodeID": "x-" + node_id},
+                                 {"name": driver, "nodeID": node_id}]}}
+
+
+@unittest.skipUnless(os.environ.get("GANTRY_FAKEAPI"), "GANTRY_FAKEAPI not set")
+class NodeRegistryTest(unittest.TestCase):
+    """ControllerPublishVolume answers NOT_FOUND for a node ID no node plugin
+    of ours reported: the controller reads the CSINode objects kubelet writes
+    from NodeGetInfo, here from the FAKE API server through a kubeconfig."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="gantry-node-registry-%d-" % os.getpid())
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.api = FakeAPI(self.dir, {"csinodes": [csinode("gpu-1", "gpu-1"),
+                                                   csinode("gpu-2", "gpu-2", driver="other.csi.io")]})
+        self.addCleanup(self.api.stop)
+        self.t = Target(workdir=os.path.join(self.dir, "t")).start()
+        self.addCleanup(self.t.cleanup)
+        tok = os.path.join(self.t.dir, "token.client")
+        with open(tok, "w") as f:
+            f.write(self.t.token + "\n")
+        cfg = write_config(os.path.join(self.dir, "gantry.json"),
+                           [("tgt-a", self.t.url, tok, [("127.0.0.1", "4420")], "leaf-1")])
+        self.plugin = Plugin(mode="controller", node_id=None, config=cfg,
+                             extra=["--kubeconfig", self.api.kubeconfig(os.path.join(self.dir, "kc"))])
+        self.addCleanup(self.plugin.cleanup)
+        self.addCleanup(self.stop_plugin)
+        self.plugin.start()
+
+    def stop_plugin(self):
+        rc = self.plugin.stop()
+        self.assertEqual(rc, 0, self.plugin.read_log()[-4000:])
+
+    def code_of(self, req):
+        with self.assertRaises(grpc.RpcError) as e:
+            self.plugin.call("ControllerPublishVolume", req, timeout=30)
+        return e.exception.code(), e.exception.details()
+
+    def test_unknown_node_is_not_found(self):
+        v = self.plugin.call("CreateVolume", create_req("pvc-reg", leaf="leaf-1"), timeout=30).volume
+        self.addCleanup(self.plugin.call, "DeleteVolume",
+                        csi_pb2.DeleteVolumeRequest(volume_id=v.volume_id), 30)
+        self.plugin.call("ControllerPublishVolume", publish_req(v.volume_id, "gpu-1"), timeout=30)
+        self.plugin.call("ControllerUnpublishVolume", csi_pb2.ControllerUnpublishVolumeRequest(
+            volume_id=v.volume_id, node_id="gpu-1"), timeout=30)
+        for node in ("gpu-404", "gpu-2"):  # gpu-2 runs another driver only
+            code, msg = self.code_of(publish_req(v.volume_id, node))
+            self.assertEqual(code, grpc.StatusCode.NOT_FOUND, msg)
+            self.assertIn("node_id", msg)
+            self.assertIn(node, msg)
+        # a volume that does not exist is NOT_FOUND naming the volume
+        code, msg = self.code_of(publish_req(
+            "0002-0005-tgt-a-0000000000000000-11111111-2222-4333-8444-555555555555", "gpu-1"))
+        self.assertEqual(code, grpc.StatusCode.NOT_FOUND, msg)
+        self.assertIn("volume_id", msg)
+        # the API gone: not "no such node" but UNAVAILABLE
+        self.api.stop()
+        code, msg = self.code_of(publish_req(v.volume_id, "gpu-1"))
+        self.assertEqual(code, grpc.StatusCode.UNAVAILABLE, msg)
+        self.assertIn("CSINode", msg)
 
 
 if __name__ == "__main__":
