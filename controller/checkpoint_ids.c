@@ -83,40 +83,7 @@ int ckpt_id_decode(const struct gantry_config *config, const char *id, const cha
 int gantry_checkpoint_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
                                        struct gantry_error *err)
 {
-        if (!cap || !cap->access_mode)
-                return gantry_error_set(err, EINVAL, "%s.access_mode: required", field);
-        switch (cap->access_mode->mode) {
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER:
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY:
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER:
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER:
-                break;
-        default:
-                return gantry_error_set(err, EINVAL,
-                                        "%s.access_mode: checkpoint volumes attach to one node at "
-                                        "a time (SINGLE_NODE_* modes only)",
-                                        field);
-        }
-        if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT) {
-                const char *fs = cap->mount ? cap->mount->fs_type : NULL;
-                if (fs && *fs && strcmp(fs, "ext4") != 0 && strcmp(fs, "xfs") != 0)
-                        return gantry_error_set(err, EINVAL, "%s.mount.fs_type: must be ext4 or xfs",
-                                                field);
-        } else if (cap->access_type_case != CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK) {
-                return gantry_error_set(err, EINVAL, "%s: access_type (mount or block) required",
-                                        field);
-        }
-        return 0;
-}
-
-const char *ckpt_map_get(void *const *entries, size_t n, const char *key)
-{
-        for (size_t i = 0; i < n; i++) {
-                const struct ckpt_map_entry *e = entries[i];
-                if (e->key && strcmp(e->key, key) == 0)
-                        return e->value;
-        }
-        return NULL;
+        return gantry_csi_check_capability(cap, field, "checkpoint", false, err);
 }
 
 int64_t ckpt_timeout_ms(const struct gantry_csi_call *call)

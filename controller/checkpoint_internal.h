@@ -40,9 +40,6 @@ struct ckpt_map_entry {
         char *value;
 };
 
-/* The value of @key in a protobuf-c string map, or NULL. */
-const char *ckpt_map_get(void *const *entries, size_t n, const char *key);
-
 /* Milliseconds a target call may take within the CSI call's deadline. */
 int64_t ckpt_timeout_ms(const struct gantry_csi_call *call);
 

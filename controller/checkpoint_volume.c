@@ -110,7 +110,7 @@ static int target_free(const struct gantry_csi_call *call, const struct gantry_t
 static const char *topology_leaf(Csi__V1__Topology *const *tops, size_t n)
 {
         for (size_t i = 0; i < n; i++) {
-                const char *leaf = ckpt_map_get((void *const *)tops[i]->segments, tops[i]->n_segments,
+                const char *leaf = gantry_csi_map_get((void *const *)tops[i]->segments, tops[i]->n_segments,
                                                 GANTRY_CHECKPOINT_LEAF_KEY);
                 if (leaf)
                         return leaf;

@@ -21,37 +21,7 @@
 int gantry_dataset_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
                                     struct gantry_error *err)
 {
-        bool block;
-
-        if (!cap->access_mode)
-                return gantry_error_set(err, EINVAL, "%s.access_mode: required", field);
-        if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE__NOT_SET)
-                return gantry_error_set(err, EINVAL, "%s.access_type: required (block or mount)", field);
-        block = cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
-        if (!block && cap->mount && cap->mount->fs_type && *cap->mount->fs_type &&
-            strcmp(cap->mount->fs_type, "ext4") && strcmp(cap->mount->fs_type, "xfs"))
-                return gantry_error_set(err, EINVAL, "%s.mount.fs_type: %s is not supported (ext4 or xfs)",
-                                        field, cap->mount->fs_type);
-        switch (cap->access_mode->mode) {
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER:
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY:
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER:
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER:
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY:
-                return 0;
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_SINGLE_WRITER:
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER:
-                if (block)
-                        return 0;
-                return gantry_error_set(err, EINVAL,
-                                        "%s.access_mode: multi-node writers are refused for "
-                                        "filesystem volumes (a local filesystem on many writers "
-                                        "corrupts); use MULTI_NODE_READER_ONLY or raw block",
-                                        field);
-        default:
-                return gantry_error_set(err, EINVAL, "%s.access_mode.mode: unknown mode %d", field,
-                                        (int)cap->access_mode->mode);
-        }
+        return gantry_csi_check_capability(cap, field, "dataset", true, err);
 }
 
 static bool is_checkpoint_id(const char *id)

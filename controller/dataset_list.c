@@ -188,11 +188,22 @@ static int walk_all(struct walk *w, const char *token, char **ret_next)
         return 0;
 }
 
-static int max_entries(int32_t max, size_t *ret, struct gantry_error *err)
+/*
+ * What ListVolumes and ListSnapshots share before the walk: the page size
+ * from max_entries (0: LIST_MAX), and the array of a page's entries (each
+ * list's Entry pointers) from the call's arena.
+ */
+static int list_begin(struct walk *w, int32_t max, void **ret_entries)
 {
+        void *entries;
+
         if (max < 0)
-                return gantry_error_set(err, EINVAL, "max_entries: must not be negative");
-        *ret = max == 0 || max > LIST_MAX ? LIST_MAX : (size_t)max;
+                return gantry_error_set(w->err, EINVAL, "max_entries: must not be negative");
+        w->max = max == 0 || max > LIST_MAX ? LIST_MAX : (size_t)max;
+        entries = gantry_csi_call_alloc(w->call, w->max * sizeof(void *));
+        if (!entries)
+                return -ENOMEM;
+        *ret_entries = entries;
         return 0;
 }
 
@@ -241,13 +252,12 @@ int gantry_dataset_list_volumes(struct gantry_csi_call *call, const Csi__V1__Lis
         struct walk w = { .call = call, .kind = GANTRY_JOURNAL_VOLUME, .visit = visit_volume,
                           .ctx = &l, .err = err };
         char *next = NULL;
+        void *entries;
         int r;
 
-        if ((r = max_entries(req->max_entries, &w.max, err)) < 0)
+        if ((r = list_begin(&w, req->max_entries, &entries)) < 0)
                 return r;
-        l.entries = gantry_csi_call_alloc(call, w.max * sizeof(*l.entries));
-        if (!l.entries)
-                return -ENOMEM;
+        l.entries = entries;
         r = walk_all(&w, req->starting_token, &next);
         if (r < 0)
                 return r;
@@ -309,13 +319,12 @@ int gantry_dataset_list_snapshots(struct gantry_csi_call *call,
         struct walk w = { .call = call, .kind = GANTRY_JOURNAL_SNAPSHOT, .visit = visit_snapshot,
                           .ctx = &l, .err = err };
         char *next = NULL;
+        void *entries;
         int r;
 
-        if ((r = max_entries(req->max_entries, &w.max, err)) < 0)
+        if ((r = list_begin(&w, req->max_entries, &entries)) < 0)
                 return r;
-        l.entries = gantry_csi_call_alloc(call, w.max * sizeof(*l.entries));
-        if (!l.entries)
-                return -ENOMEM;
+        l.entries = entries;
         if (req->snapshot_id && *req->snapshot_id) {
                 /* one snapshot by ID: an unknown ID is an empty list, not an error */
                 struct gantry_dataset_target t;

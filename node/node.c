@@ -115,16 +115,12 @@ int gantry_node_parse_capability(const Csi__V1__VolumeCapability *cap, const cha
 {
         struct node_capability c = { 0 };
         const char *fstype = NULL;
-        int mode;
+        int mode, r;
 
-        if (!cap)
-                return gantry_error_set(err, EINVAL, "volume_capability: required");
-        if (!cap->access_mode || cap->access_mode->mode == 0)
-                return gantry_error_set(err, EINVAL, "volume_capability.access_mode: required");
+        /* the node serves every mode a tier may hand out (the controller narrowed it) */
+        if ((r = gantry_csi_check_capability(cap, "volume_capability", "dataset", true, err)) < 0)
+                return r;
         mode = cap->access_mode->mode;
-        if (mode > CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER)
-                return gantry_error_set(err, EINVAL, "volume_capability.access_mode: unknown mode %d",
-                                        mode);
         c.readonly_mode = mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY ||
                           mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY;
         switch (cap->access_type_case) {
@@ -132,11 +128,6 @@ int gantry_node_parse_capability(const Csi__V1__VolumeCapability *cap, const cha
                 c.block = true;
                 break;
         case CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT:
-                if (mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER ||
-                    mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_SINGLE_WRITER)
-                        return gantry_error_set(err, EINVAL,
-                                                "volume_capability.access_mode: a file system "
-                                                "cannot be written from several nodes");
                 if (cap->mount && cap->mount->fs_type && *cap->mount->fs_type)
                         fstype = cap->mount->fs_type;
                 else if (ctx_fstype && *ctx_fstype)

@@ -100,11 +100,12 @@ int tgt_state_save(const struct tgt_context *ctx, struct gantry_error *err)
                 r = -errno;
         if (r == 0) {
                 snprintf(dir, sizeof(dir), "%s", ctx->state_path);
+                /* the rename is durable only once the directory is */
                 fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (fd >= 0) {
-                        fsync(fd);
+                if (fd < 0 || fsync(fd) < 0)
+                        r = -errno;
+                if (fd >= 0)
                         close(fd);
-                }
         } else {
                 unlink(tmp);
         }
