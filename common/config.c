@@ -219,7 +219,8 @@ static int parse_target(json_t *o, const char *where, struct gantry_target_confi
 static int parse_node(json_t *o, struct gantry_node_config *n, struct gantry_error *err)
 {
         static const char *const keys[] = { "topology", "maxVolumesPerNode", "maxParallelMaps",
-                                            "crushLocation", "readFromReplica", "hostNQN", NULL };
+                                            "crushLocation", "readFromReplica", "hostNQN",
+                                            "kernelModules", NULL };
         double maxvol = 0, maxmaps = 8;
         json_t *topo, *v;
         const char *key;
@@ -233,8 +234,17 @@ static int parse_node(json_t *o, struct gantry_node_config *n, struct gantry_err
             (r = get_number(o, "maxParallelMaps", "node", 1, 1024, &maxmaps, err)) < 0 ||
             (r = get_string(o, "crushLocation", "node", 0, &n->crush_location, err)) < 0 ||
             (r = get_string(o, "readFromReplica", "node", 0, &n->read_from_replica, err)) < 0 ||
-            (r = get_string(o, "hostNQN", "node", 0, &n->host_nqn, err)) < 0)
+            (r = get_string(o, "hostNQN", "node", 0, &n->host_nqn, err)) < 0 ||
+            (r = get_string_list(o, "kernelModules", "node", 0, &n->kernel_modules,
+                                 &n->n_kernel_modules, err)) < 0)
                 return r;
+        n->kernel_modules_set = json_object_get(o, "kernelModules") != NULL;
+        for (size_t i = 0; i < n->n_kernel_modules; i++)
+                if (strspn(n->kernel_modules[i], "abcdefghijklmnopqrstuvwxyz0123456789_-") !=
+                            strlen(n->kernel_modules[i]) ||
+                    strlen(n->kernel_modules[i]) > 55)
+                        return gantry_error_set(err, EINVAL,
+                                                "node.kernelModules[%zu]: not a module name", i);
         n->max_volumes_per_node = (int64_t)maxvol;
         n->max_parallel_maps = (int)maxmaps;
         if (n->read_from_replica && strcmp(n->read_from_replica, "balance") != 0 &&
@@ -441,6 +451,7 @@ void gantry_config_free(struct gantry_config *c)
         free(c->node.crush_location);
         free(c->node.read_from_replica);
         free(c->node.host_nqn);
+        free_list(c->node.kernel_modules, c->node.n_kernel_modules);
         free(c->path);
         free(c);
 }

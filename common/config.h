@@ -28,6 +28,8 @@
  */
 #pragma once
 
+#include <stdbool.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -82,6 +84,9 @@ struct gantry_node_config {
         char *crush_location;         /* may be NULL */
         char *read_from_replica;      /* may be NULL: "balance" or "localize" */
         char *host_nqn;               /* may be NULL: read from /etc/nvme/hostnqn */
+        bool kernel_modules_set;      /* false: the node's built-in list */
+        char **kernel_modules;        /* modules loaded at start ("rbd", "nvme-tcp", ...) */
+        size_t n_kernel_modules;
 };
 
 struct gantry_config {

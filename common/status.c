@@ -49,6 +49,7 @@ static const struct errno_row rows[] = {
         { EROFS, GANTRY_GRPC_FAILED_PRECONDITION, 409 },
         { ENOTEMPTY, GANTRY_GRPC_FAILED_PRECONDITION, 409 },
         { ESTALE, GANTRY_GRPC_FAILED_PRECONDITION, 409 },
+        { ENOPKG, GANTRY_GRPC_FAILED_PRECONDITION, 409 }, /* a kernel module the node needs */
         { ERANGE, GANTRY_GRPC_OUT_OF_RANGE, 400 },
         { EOVERFLOW, GANTRY_GRPC_OUT_OF_RANGE, 400 },
         { EUCLEAN, GANTRY_GRPC_DATA_LOSS, 500 },

@@ -29,7 +29,9 @@ struct conn {
         char user_id[128];
         char key_hash[17]; /* FNV-1a of the key: detects a rotated key without keeping it */
         rados_t rados;
-        int in_use;
+        int in_use;  /* the slot holds a handle (cached, or still referenced) */
+        bool cached; /* handed out to new calls; false once invalidated or replaced */
+        int refs;    /* calls (and io contexts) using the handle now */
 };
 
 static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -103,8 +105,8 @@ int gantry_ceph_credentials(const struct gantry_cluster_config *cluster, void *c
                             size_t n_secrets, char *keybuf, size_t keybuf_size,
                             struct gantry_ceph_credentials *ret, struct gantry_error *err)
 {
-        const char *user = gantry_map_get(secrets, n_secrets, "userID");
-        const char *key = gantry_map_get(secrets, n_secrets, "userKey");
+        const char *user = gantry_csi_map_get(secrets, n_secrets, "userID");
+        const char *key = gantry_csi_map_get(secrets, n_secrets, "userKey");
         ssize_t n;
 
         if (user || key) {
@@ -195,21 +197,58 @@ static int connect_new(const struct gantry_cluster_config *cluster,
         return 0;
 }
 
+/*
+ * Drops one reference to slot @c (conns_lock held). A handle that is no
+ * longer cached (invalidated, or replaced by a rotated key) is shut down
+ * by whoever drops the last reference: it is returned in *ret_shutdown, for
+ * the caller to shut down outside the lock.
+ */
+static void unref_locked(struct conn *c, rados_t *ret_shutdown)
+{
+        if (c->refs > 0)
+                c->refs--;
+        if (c->refs == 0 && !c->cached) {
+                *ret_shutdown = c->rados;
+                c->in_use = 0;
+        }
+}
+
+/* Stops caching slot @c; shuts it down now when nobody holds it (conns_lock held). */
+static void uncache_locked(struct conn *c, rados_t *ret_shutdown)
+{
+        c->cached = false;
+        if (c->refs == 0) {
+                *ret_shutdown = c->rados;
+                c->in_use = 0;
+        }
+}
+
+static void shutdown_conn(rados_t handle, const char *cluster_id, const char *user_id,
+                          const char *why)
+{
+        if (!handle)
+                return;
+        rados_shutdown(handle);
+        log_info("ceph.disconnected", "cluster=%s user=%s reason=%s", cluster_id, user_id, why);
+}
+
 int gantry_ceph_cluster(const struct gantry_cluster_config *cluster,
                         const struct gantry_ceph_credentials *creds, rados_t *ret_cluster,
                         struct gantry_error *err)
 {
         char hash[17];
         int slot = -1, r;
-        rados_t handle;
+        rados_t handle = NULL, old[MAX_CONNS] = { 0 };
+        size_t n_old = 0;
 
         hash_key(creds->key, hash);
         pthread_mutex_lock(&conns_lock);
         for (int i = 0; i < MAX_CONNS; i++) {
                 struct conn *c = &conns[i];
-                if (!c->in_use || strcmp(c->cluster_id, cluster->cluster_id) ||
+                if (!c->in_use || !c->cached || strcmp(c->cluster_id, cluster->cluster_id) ||
                     strcmp(c->user_id, creds->user_id) || strcmp(c->key_hash, hash))
                         continue;
+                c->refs++;
                 *ret_cluster = c->rados;
                 pthread_mutex_unlock(&conns_lock);
                 return 0;
@@ -227,9 +266,10 @@ int gantry_ceph_cluster(const struct gantry_cluster_config *cluster,
         pthread_mutex_lock(&conns_lock);
         for (int i = 0; i < MAX_CONNS; i++) {
                 struct conn *c = &conns[i];
-                if (c->in_use && strcmp(c->cluster_id, cluster->cluster_id) == 0 &&
+                if (c->in_use && c->cached && strcmp(c->cluster_id, cluster->cluster_id) == 0 &&
                     strcmp(c->user_id, creds->user_id) == 0 && strcmp(c->key_hash, hash) == 0) {
                         /* a concurrent miss connected first: keep its handle, drop ours */
+                        c->refs++;
                         *ret_cluster = c->rados;
                         pthread_mutex_unlock(&conns_lock);
                         rados_shutdown(handle);
@@ -238,14 +278,13 @@ int gantry_ceph_cluster(const struct gantry_cluster_config *cluster,
         }
         for (int i = 0; i < MAX_CONNS; i++) {
                 struct conn *c = &conns[i];
-                if (c->in_use && strcmp(c->cluster_id, cluster->cluster_id) == 0 &&
+                if (c->in_use && c->cached && strcmp(c->cluster_id, cluster->cluster_id) == 0 &&
                     strcmp(c->user_id, creds->user_id) == 0) {
-                        /*
-                         * Another thread's handle for this user: it may be in
-                         * use, so it is not shut down, only forgotten (bounded
-                         * by how often keys rotate or clusters break).
-                         */
-                        c->in_use = 0;
+                        /* the old key's handle: its last user shuts it down */
+                        rados_t gone = NULL;
+                        uncache_locked(c, &gone);
+                        if (gone)
+                                old[n_old++] = gone;
                 }
                 if (!c->in_use && slot < 0)
                         slot = i;
@@ -253,6 +292,8 @@ int gantry_ceph_cluster(const struct gantry_cluster_config *cluster,
         if (slot < 0) {
                 pthread_mutex_unlock(&conns_lock);
                 rados_shutdown(handle);
+                for (size_t i = 0; i < n_old; i++)
+                        shutdown_conn(old[i], cluster->cluster_id, creds->user_id, "key-rotated");
                 return gantry_error_set(err, EAGAIN, "too many Ceph connections");
         }
         struct conn *c = &conns[slot];
@@ -261,10 +302,37 @@ int gantry_ceph_cluster(const struct gantry_cluster_config *cluster,
         memcpy(c->key_hash, hash, sizeof(hash));
         c->rados = handle;
         c->in_use = 1;
+        c->cached = true;
+        c->refs = 1;
         pthread_mutex_unlock(&conns_lock);
+        for (size_t i = 0; i < n_old; i++)
+                shutdown_conn(old[i], cluster->cluster_id, creds->user_id, "key-rotated");
         log_info("ceph.connected", "cluster=%s user=%s", cluster->cluster_id, creds->user_id);
         *ret_cluster = handle;
         return 0;
+}
+
+void gantry_ceph_put(rados_t handle)
+{
+        char cluster_id[GANTRY_CONFIG_ID_MAX + 1] = "", user_id[128] = "";
+        rados_t gone = NULL;
+
+        if (!handle)
+                return;
+        pthread_mutex_lock(&conns_lock);
+        for (int i = 0; i < MAX_CONNS; i++) {
+                struct conn *c = &conns[i];
+                if (!c->in_use || c->rados != handle)
+                        continue;
+                unref_locked(c, &gone);
+                if (gone) {
+                        memcpy(cluster_id, c->cluster_id, sizeof(cluster_id));
+                        memcpy(user_id, c->user_id, sizeof(user_id));
+                }
+                break;
+        }
+        pthread_mutex_unlock(&conns_lock);
+        shutdown_conn(gone, cluster_id, user_id, "invalidated");
 }
 
 int gantry_ceph_ioctx(const struct gantry_cluster_config *cluster,
@@ -277,14 +345,16 @@ int gantry_ceph_ioctx(const struct gantry_cluster_config *cluster,
         if (r < 0)
                 return r;
         r = rados_ioctx_create(handle, pool, ret_ioctx);
-        if (r == -ENOENT)
+        if (r == 0)
+                return 0; /* the ioctx holds the reference until gantry_ceph_ioctx_destroy() */
+        if (r == -ENOENT) {
+                gantry_ceph_put(handle);
                 return gantry_error_set(err, EINVAL, "parameters.pool: pool %s does not exist in "
                                         "cluster %s", pool, cluster->cluster_id);
-        if (r < 0) {
-                gantry_ceph_invalidate(cluster, creds->user_id);
-                return gantry_ceph_error(err, r, "open pool", pool);
         }
-        return 0;
+        gantry_ceph_invalidate(cluster, creds->user_id);
+        gantry_ceph_put(handle);
+        return gantry_ceph_error(err, r, "open pool", pool);
 }
 
 int gantry_ceph_ioctx_by_id(const struct gantry_cluster_config *cluster,
@@ -297,27 +367,49 @@ int gantry_ceph_ioctx_by_id(const struct gantry_cluster_config *cluster,
         if (r < 0)
                 return r;
         r = rados_ioctx_create2(handle, pool_id, ret_ioctx);
+        if (r == 0)
+                return 0; /* the ioctx holds the reference until gantry_ceph_ioctx_destroy() */
+        gantry_ceph_put(handle);
         if (r == -ENOENT)
                 return gantry_error_set(err, ENOENT, "pool %lld does not exist in cluster %s",
                                         (long long)pool_id, cluster->cluster_id);
-        if (r < 0)
-                return gantry_ceph_error(err, r, "open pool in", cluster->cluster_id);
-        return 0;
+        return gantry_ceph_error(err, r, "open pool in", cluster->cluster_id);
+}
+
+void gantry_ceph_ioctx_destroy(rados_ioctx_t io)
+{
+        rados_t handle;
+
+        if (!io)
+                return;
+        handle = rados_ioctx_get_cluster(io);
+        rados_ioctx_destroy(io);
+        gantry_ceph_put(handle);
 }
 
 void gantry_ceph_invalidate(const struct gantry_cluster_config *cluster, const char *user_id)
 {
         /*
-         * Forget the handle so the next call reconnects. The handle itself is
-         * not shut down here: another thread may be using it. It is leaked
-         * until process exit, which is bounded by how often a cluster breaks.
+         * Forget the handle so the next call reconnects. Calls still using it
+         * hold references: the last of them shuts it down (gantry_ceph_put).
          */
+        rados_t gone[MAX_CONNS] = { 0 };
+        size_t n = 0;
+
         pthread_mutex_lock(&conns_lock);
-        for (int i = 0; i < MAX_CONNS; i++)
-                if (conns[i].in_use && strcmp(conns[i].cluster_id, cluster->cluster_id) == 0 &&
-                    strcmp(conns[i].user_id, user_id) == 0)
-                        conns[i].in_use = 0;
+        for (int i = 0; i < MAX_CONNS; i++) {
+                struct conn *c = &conns[i];
+                rados_t g = NULL;
+                if (c->in_use && c->cached && strcmp(c->cluster_id, cluster->cluster_id) == 0 &&
+                    strcmp(c->user_id, user_id) == 0) {
+                        uncache_locked(c, &g);
+                        if (g)
+                                gone[n++] = g;
+                }
+        }
         pthread_mutex_unlock(&conns_lock);
+        for (size_t i = 0; i < n; i++)
+                shutdown_conn(gone[i], cluster->cluster_id, user_id, "invalidated");
 }
 
 void gantry_ceph_close_all(void)
@@ -327,6 +419,8 @@ void gantry_ceph_close_all(void)
                 if (conns[i].in_use)
                         rados_shutdown(conns[i].rados);
                 conns[i].in_use = 0;
+                conns[i].cached = false;
+                conns[i].refs = 0;
         }
         pthread_mutex_unlock(&conns_lock);
 }

@@ -11,13 +11,13 @@
  * so the controller keeps no state of its own: the target is the record.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "checkpoint_internal.h"
+#include "try_lock.h"
 
 #define ZERO_POOL "0000000000000000"
 
@@ -83,40 +83,7 @@ int ckpt_id_decode(const struct gantry_config *config, const char *id, const cha
 int gantry_checkpoint_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
                                        struct gantry_error *err)
 {
-        if (!cap || !cap->access_mode)
-                return gantry_error_set(err, EINVAL, "%s.access_mode: required", field);
-        switch (cap->access_mode->mode) {
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER:
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY:
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER:
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER:
-                break;
-        default:
-                return gantry_error_set(err, EINVAL,
-                                        "%s.access_mode: checkpoint volumes attach to one node at "
-                                        "a time (SINGLE_NODE_* modes only)",
-                                        field);
-        }
-        if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT) {
-                const char *fs = cap->mount ? cap->mount->fs_type : NULL;
-                if (fs && *fs && strcmp(fs, "ext4") != 0 && strcmp(fs, "xfs") != 0)
-                        return gantry_error_set(err, EINVAL, "%s.mount.fs_type: must be ext4 or xfs",
-                                                field);
-        } else if (cap->access_type_case != CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK) {
-                return gantry_error_set(err, EINVAL, "%s: access_type (mount or block) required",
-                                        field);
-        }
-        return 0;
-}
-
-const char *ckpt_map_get(void *const *entries, size_t n, const char *key)
-{
-        for (size_t i = 0; i < n; i++) {
-                const struct ckpt_map_entry *e = entries[i];
-                if (e->key && strcmp(e->key, key) == 0)
-                        return e->value;
-        }
-        return NULL;
+        return gantry_csi_check_capability(cap, field, "checkpoint", false, err);
 }
 
 int64_t ckpt_timeout_ms(const struct gantry_csi_call *call)
@@ -126,42 +93,22 @@ int64_t ckpt_timeout_ms(const struct gantry_csi_call *call)
         return left < CKPT_CALL_TIMEOUT_MS ? left : CKPT_CALL_TIMEOUT_MS;
 }
 
-/* ---- per-volume try-locks ---- */
+/* ---- per-volume try-locks (the process's one table, common/try_lock.c) ---- */
 
-#define MAX_LOCKS 1024
-
-static pthread_mutex_t locks_mutex = PTHREAD_MUTEX_INITIALIZER;
-static char *held[MAX_LOCKS];
-
-int ckpt_lock_try(const char *key, struct gantry_error *err)
+int ckpt_lock_try(const char *uuid, struct gantry_error *err)
 {
-        int r = -EBUSY, free_slot = -1;
+        char key[64];
 
-        pthread_mutex_lock(&locks_mutex);
-        for (int i = 0; i < MAX_LOCKS; i++) {
-                if (held[i] && strcmp(held[i], key) == 0)
-                        goto out;
-                if (!held[i] && free_slot < 0)
-                        free_slot = i;
-        }
-        if (free_slot >= 0 && (held[free_slot] = strdup(key)))
-                r = 0;
-out:
-        pthread_mutex_unlock(&locks_mutex);
-        if (r < 0)
-                return gantry_error_set(err, EBUSY, "an operation on volume %s is in progress", key);
+        snprintf(key, sizeof(key), "ckpt:%s", uuid);
+        if (gantry_lock_try(key) < 0)
+                return gantry_error_set(err, EBUSY, "an operation on volume %s is in progress", uuid);
         return 0;
 }
 
-void ckpt_lock_release(const char *key)
+void ckpt_lock_release(const char *uuid)
 {
-        pthread_mutex_lock(&locks_mutex);
-        for (int i = 0; i < MAX_LOCKS; i++) {
-                if (held[i] && strcmp(held[i], key) == 0) {
-                        free(held[i]);
-                        held[i] = NULL;
-                        break;
-                }
-        }
-        pthread_mutex_unlock(&locks_mutex);
+        char key[64];
+
+        snprintf(key, sizeof(key), "ckpt:%s", uuid);
+        gantry_lock_release(key);
 }

@@ -40,9 +40,6 @@ struct ckpt_map_entry {
         char *value;
 };
 
-/* The value of @key in a protobuf-c string map, or NULL. */
-const char *ckpt_map_get(void *const *entries, size_t n, const char *key);
-
 /* Milliseconds a target call may take within the CSI call's deadline. */
 int64_t ckpt_timeout_ms(const struct gantry_csi_call *call);
 
@@ -51,5 +48,5 @@ int ckpt_get_subsystem(const struct gantry_csi_call *call, const struct ckpt_ref
                        json_t **ret_subsys, struct gantry_error *err);
 
 /* Per-volume try-lock: -EBUSY (ABORTED) when another call holds @key. */
-int ckpt_lock_try(const char *key, struct gantry_error *err);
-void ckpt_lock_release(const char *key);
+int ckpt_lock_try(const char *uuid, struct gantry_error *err);
+void ckpt_lock_release(const char *uuid);

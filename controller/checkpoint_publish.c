@@ -13,6 +13,7 @@
 
 #include "checkpoint_internal.h"
 #include "log.h"
+#include "node_registry.h"
 #include "target_client.h"
 
 int gantry_checkpoint_publish_volume(struct gantry_csi_call *call,
@@ -39,7 +40,7 @@ int gantry_checkpoint_publish_volume(struct gantry_csi_call *call,
         if (r == -ENODEV)
                 r = gantry_error_set(err, ENOENT, "volume_id: volume does not exist on target %s",
                                      ref.target->id);
-        if (r < 0)
+        if (r < 0 || (r = gantry_node_registry_check(req->node_id, err)) < 0)
                 goto out;
         json_array_foreach(json_object_get(subsys, "hosts"), i, h) {
                 const char *other = json_string_value(json_object_get(h, "nqn"));

@@ -110,7 +110,7 @@ static int target_free(const struct gantry_csi_call *call, const struct gantry_t
 static const char *topology_leaf(Csi__V1__Topology *const *tops, size_t n)
 {
         for (size_t i = 0; i < n; i++) {
-                const char *leaf = ckpt_map_get((void *const *)tops[i]->segments, tops[i]->n_segments,
+                const char *leaf = gantry_csi_map_get((void *const *)tops[i]->segments, tops[i]->n_segments,
                                                 GANTRY_CHECKPOINT_LEAF_KEY);
                 if (leaf)
                         return leaf;
@@ -447,7 +447,14 @@ int gantry_checkpoint_delete_volume(struct gantry_csi_call *call, const Csi__V1_
         char bdev[256] = "";
         int r;
 
-        if ((r = ckpt_id_decode(call->config, req->volume_id, "volume_id", &ref, err)) < 0)
+        r = ckpt_id_decode(call->config, req->volume_id, "volume_id", &ref, err);
+        if (r == -ENOENT) {
+                /* its target left the config: from the driver's view the volume is gone */
+                log_warn("controller.checkpoint_delete_unknown_target", "volume_id=%s reason=\"%s\"",
+                         req->volume_id, err->msg);
+                return 0;
+        }
+        if (r < 0)
                 return r;
         if ((r = ckpt_lock_try(ref.uuid, err)) < 0)
                 return r;

@@ -21,37 +21,7 @@
 int gantry_dataset_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
                                     struct gantry_error *err)
 {
-        bool block;
-
-        if (!cap->access_mode)
-                return gantry_error_set(err, EINVAL, "%s.access_mode: required", field);
-        if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE__NOT_SET)
-                return gantry_error_set(err, EINVAL, "%s.access_type: required (block or mount)", field);
-        block = cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
-        if (!block && cap->mount && cap->mount->fs_type && *cap->mount->fs_type &&
-            strcmp(cap->mount->fs_type, "ext4") && strcmp(cap->mount->fs_type, "xfs"))
-                return gantry_error_set(err, EINVAL, "%s.mount.fs_type: %s is not supported (ext4 or xfs)",
-                                        field, cap->mount->fs_type);
-        switch (cap->access_mode->mode) {
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER:
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY:
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER:
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER:
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY:
-                return 0;
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_SINGLE_WRITER:
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER:
-                if (block)
-                        return 0;
-                return gantry_error_set(err, EINVAL,
-                                        "%s.access_mode: multi-node writers are refused for "
-                                        "filesystem volumes (a local filesystem on many writers "
-                                        "corrupts); use MULTI_NODE_READER_ONLY or raw block",
-                                        field);
-        default:
-                return gantry_error_set(err, EINVAL, "%s.access_mode.mode: unknown mode %d", field,
-                                        (int)cap->access_mode->mode);
-        }
+        return gantry_csi_check_capability(cap, field, "dataset", true, err);
 }
 
 static bool is_checkpoint_id(const char *id)
@@ -59,17 +29,11 @@ static bool is_checkpoint_id(const char *id)
         return gantry_checkpoint_is_volume_id(id);
 }
 
-static int checkpoint_unserved(const char *field, struct gantry_error *err)
-{
-        return gantry_error_set(err, ENOENT, "%s: checkpoint volumes are not served by this build",
-                                field);
-}
-
 static int create_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
                          ProtobufCMessage *response, struct gantry_error *err)
 {
         const Csi__V1__CreateVolumeRequest *req = (const void *)request;
-        const char *tier = gantry_map_get((void *const *)req->parameters, req->n_parameters, "tier");
+        const char *tier = gantry_csi_map_get((void *const *)req->parameters, req->n_parameters, "tier");
 
         if (!tier || strcmp(tier, "dataset") == 0)
                 return gantry_dataset_create_volume(call, req, (void *)response, err);
@@ -212,8 +176,11 @@ static int create_snapshot(struct gantry_csi_call *call, const ProtobufCMessage 
 {
         const Csi__V1__CreateSnapshotRequest *req = (const void *)request;
 
+        /* the volume exists: not NOT_FOUND, but a request this tier cannot serve (yet) */
         if (is_checkpoint_id(req->source_volume_id))
-                return checkpoint_unserved("source_volume_id", err);
+                return gantry_error_set(err, EINVAL,
+                                        "source_volume_id: tier checkpoint volumes have no "
+                                        "snapshots (snapshots are served for tier dataset only)");
         return gantry_dataset_create_snapshot(call, req, (void *)response, err);
 }
 
@@ -240,14 +207,14 @@ static int get_capacity(struct gantry_csi_call *call, const ProtobufCMessage *re
                         ProtobufCMessage *response, struct gantry_error *err)
 {
         const Csi__V1__GetCapacityRequest *req = (const void *)request;
-        const char *tier = gantry_map_get((void *const *)req->parameters, req->n_parameters, "tier");
+        const char *tier = gantry_csi_map_get((void *const *)req->parameters, req->n_parameters, "tier");
 
         if (tier && strcmp(tier, "checkpoint") == 0)
                 return gantry_checkpoint_get_capacity(call, req, (void *)response, err);
         return gantry_dataset_get_capacity(call, req, (void *)response, err);
 }
 
-/* Datasets need no attach step (krbd maps on the node): publish is a no-op for them. */
+/* Datasets need no attach step (krbd maps on the node): publish only checks them. */
 static int publish_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
                           ProtobufCMessage *response, struct gantry_error *err)
 {
@@ -255,7 +222,7 @@ static int publish_volume(struct gantry_csi_call *call, const ProtobufCMessage *
 
         if (is_checkpoint_id(req->volume_id))
                 return gantry_checkpoint_publish_volume(call, req, (void *)response, err);
-        return 0;
+        return gantry_dataset_publish_volume(call, req, err);
 }
 
 static int unpublish_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
@@ -269,7 +236,8 @@ static int unpublish_volume(struct gantry_csi_call *call, const ProtobufCMessage
         return 0;
 }
 
-int gantry_controller_init(const struct gantry_config *config, struct gantry_error *err)
+int gantry_controller_init(const struct gantry_config *config, const char *kubeconfig,
+                           struct gantry_error *err)
 {
         static const struct {
                 const char *name;
@@ -294,7 +262,7 @@ int gantry_controller_init(const struct gantry_config *config, struct gantry_err
         for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
                 if (gantry_csi_register(handlers[i].name, handlers[i].fn) < 0)
                         return gantry_error_set(err, ENOENT, "cannot register %s", handlers[i].name);
-        return 0;
+        return gantry_node_registry_init(kubeconfig, err);
 }
 
 int gantry_controller_probe(const struct gantry_config *config, int64_t deadline_ms,
@@ -320,6 +288,7 @@ int gantry_controller_probe(const struct gantry_config *config, int64_t deadline
                                 gantry_ceph_invalidate(c, creds.user_id);
                                 gantry_ceph_error(err, r, "probe cluster", c->cluster_id);
                         }
+                        gantry_ceph_put(rados); /* after invalidate: the last user shuts it down */
                 }
                 explicit_bzero(keybuf, sizeof(keybuf));
                 if (r < 0)
@@ -331,4 +300,5 @@ int gantry_controller_probe(const struct gantry_config *config, int64_t deadline
 void gantry_controller_shutdown(void)
 {
         gantry_ceph_close_all();
+        gantry_node_registry_shutdown();
 }

@@ -15,7 +15,8 @@
  * Registers the Controller handlers with the CSI server (csi/csi_call.h).
  * Call before the server starts. Returns 0 or -errno with @err filled.
  */
-int gantry_controller_init(const struct gantry_config *config, struct gantry_error *err);
+int gantry_controller_init(const struct gantry_config *config, const char *kubeconfig,
+                           struct gantry_error *err);
 
 /*
  * Identity.Probe's check: every configured Ceph cluster that has

@@ -12,6 +12,7 @@
 #include "csi.pb-c.h"
 #include "csi_call.h"
 #include "error.h"
+#include "node_registry.h"
 
 /* ---- IDs (ids.c) ---- */
 
@@ -57,8 +58,6 @@ int gantry_params_parse_dataset(void *const *entries, size_t n, struct gantry_da
                                 struct gantry_error *err);
 /* A stable text of the parameters that define an image, to detect a name reused differently. */
 int gantry_params_fingerprint(const struct gantry_dataset_params *p, char *buf, size_t size);
-/* Looks up @key in a protobuf-c string map; NULL when absent. */
-const char *gantry_map_get(void *const *entries, size_t n, const char *key);
 
 /* ---- Ceph connections (ceph_conn.c) ---- */
 
@@ -80,7 +79,8 @@ int gantry_ceph_credentials(const struct gantry_cluster_config *cluster, void *c
  * An io context on @pool of @cluster for @creds, from a cached connection
  * (one per cluster and user, reconnected when the key changes or after a
  * failure). Every librados call on it is bounded by the cluster's timeout.
- * The caller destroys the ioctx; the connection stays cached.
+ * The ioctx holds a reference on the connection: release both with
+ * gantry_ceph_ioctx_destroy() (never rados_ioctx_destroy()).
  */
 int gantry_ceph_ioctx(const struct gantry_cluster_config *cluster,
                       const struct gantry_ceph_credentials *creds, const char *pool,
@@ -89,11 +89,22 @@ int gantry_ceph_ioctx(const struct gantry_cluster_config *cluster,
 int gantry_ceph_ioctx_by_id(const struct gantry_cluster_config *cluster,
                             const struct gantry_ceph_credentials *creds, int64_t pool_id,
                             rados_ioctx_t *ret_ioctx, struct gantry_error *err);
-/* The raw cluster handle for mon commands (borrowed; valid until shutdown). */
+/*
+ * The raw cluster handle for mon commands and pool listing, with a
+ * reference the caller drops with gantry_ceph_put(). A handle invalidated
+ * meanwhile stays usable until then; the last reference shuts it down.
+ */
 int gantry_ceph_cluster(const struct gantry_cluster_config *cluster,
                         const struct gantry_ceph_credentials *creds, rados_t *ret_cluster,
                         struct gantry_error *err);
-/* Drops the cached connection (after an error that suggests it is broken). */
+/* Drops a reference taken by gantry_ceph_cluster(); NULL is a no-op. */
+void gantry_ceph_put(rados_t handle);
+/* Destroys an ioctx of gantry_ceph_ioctx*() and drops its reference; NULL is a no-op. */
+void gantry_ceph_ioctx_destroy(rados_ioctx_t io);
+/*
+ * Stops handing out the cached connection (after an error that suggests it
+ * is broken); it is shut down once its last user drops it.
+ */
 void gantry_ceph_invalidate(const struct gantry_cluster_config *cluster, const char *user_id);
 void gantry_ceph_close_all(void);
 /* Maps a librados/librbd error to an errno and a message for the user. */
@@ -139,9 +150,8 @@ int gantry_journal_list(rados_ioctx_t io, enum gantry_journal_kind kind, const c
 
 /* ---- Try-locks (locks.c) ---- */
 
-/* Takes the lock on @key, or returns -EBUSY at once when it is held. */
-int gantry_lock_try(const char *key);
-void gantry_lock_release(const char *key);
+/* common/try_lock.h: keys "volume:<uuid>", "volume-name:<name>", "snapshot:<uuid>", ... */
+#include "try_lock.h"
 
 /* ---- Dataset helpers (dataset_common.c) ---- */
 
@@ -150,7 +160,8 @@ struct gantry_dataset_target {
         const struct gantry_cluster_config *cluster;
         struct gantry_ceph_credentials creds;
         char keybuf[512]; /* creds.key may point here: never copy this struct */
-        rados_ioctx_t io;
+        rados_ioctx_t io;      /* from gantry_ceph_ioctx*(): holds its own reference */
+        rados_t rados;         /* a gantry_ceph_cluster() reference, or NULL */
         struct gantry_volume_ref ref;
 };
 
@@ -214,6 +225,14 @@ int gantry_dataset_expand_volume(struct gantry_csi_call *call,
                                  Csi__V1__ControllerExpandVolumeResponse *resp,
                                  struct gantry_error *err);
 /* The volume @volume_id (NOT_FOUND when absent); @secrets may be NULL (the config's user). */
+/*
+ * ControllerPublishVolume of a dataset volume: krbd maps on the node, so
+ * there is nothing to attach; the volume must exist (NOT_FOUND otherwise)
+ * and the request be well formed.
+ */
+int gantry_dataset_publish_volume(struct gantry_csi_call *call,
+                                  const Csi__V1__ControllerPublishVolumeRequest *req,
+                                  struct gantry_error *err);
 int gantry_dataset_get_volume(struct gantry_csi_call *call, const char *volume_id,
                               void *const *secrets, size_t n_secrets, Csi__V1__Volume **ret_volume,
                               struct gantry_error *err);

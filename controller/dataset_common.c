@@ -93,9 +93,10 @@ int gantry_dataset_open_record(const struct gantry_config *config, const char *i
 
 void gantry_dataset_target_close(struct gantry_dataset_target *t)
 {
-        if (t->io)
-                rados_ioctx_destroy(t->io);
+        gantry_ceph_ioctx_destroy(t->io);
         t->io = NULL;
+        gantry_ceph_put(t->rados);
+        t->rados = NULL;
         /* the key may sit in keybuf: do not leave it in freed stack memory */
         explicit_bzero(t->keybuf, sizeof(t->keybuf));
 }

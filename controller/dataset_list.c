@@ -135,8 +135,8 @@ static int walk_all(struct walk *w, const char *token, char **ret_next)
                 memset(&t, 0, sizeof(t));
                 t.cluster = c;
                 r = gantry_ceph_credentials(c, NULL, 0, t.keybuf, sizeof(t.keybuf), &t.creds, w->err);
-                if (r == 0)
-                        r = gantry_ceph_cluster(c, &t.creds, &rados, w->err);
+                if (r == 0 && (r = gantry_ceph_cluster(c, &t.creds, &rados, w->err)) == 0)
+                        t.rados = rados; /* dropped by gantry_dataset_target_close() */
                 if (r == 0 && (r = pool_ids(rados, ids, MAX_POOLS, &n_ids)) < 0)
                         gantry_ceph_error(w->err, r, "list pools of", c->cluster_id);
                 if (r < 0) {
@@ -168,7 +168,7 @@ static int walk_all(struct walk *w, const char *token, char **ret_next)
                                 if (r < 0)
                                         break;
                         }
-                        rados_ioctx_destroy(t.io);
+                        rados_ioctx_destroy(t.io); /* made from t.rados: holds no reference */
                         t.io = NULL;
                         if (r < 0) {
                                 if (!w->err->err)
@@ -188,11 +188,22 @@ static int walk_all(struct walk *w, const char *token, char **ret_next)
         return 0;
 }
 
-static int max_entries(int32_t max, size_t *ret, struct gantry_error *err)
+/*
+ * What ListVolumes and ListSnapshots share before the walk: the page size
+ * from max_entries (0: LIST_MAX), and the array of a page's entries (each
+ * list's Entry pointers) from the call's arena.
+ */
+static int list_begin(struct walk *w, int32_t max, void **ret_entries)
 {
+        void *entries;
+
         if (max < 0)
-                return gantry_error_set(err, EINVAL, "max_entries: must not be negative");
-        *ret = max == 0 || max > LIST_MAX ? LIST_MAX : (size_t)max;
+                return gantry_error_set(w->err, EINVAL, "max_entries: must not be negative");
+        w->max = max == 0 || max > LIST_MAX ? LIST_MAX : (size_t)max;
+        entries = gantry_csi_call_alloc(w->call, w->max * sizeof(void *));
+        if (!entries)
+                return -ENOMEM;
+        *ret_entries = entries;
         return 0;
 }
 
@@ -241,13 +252,12 @@ int gantry_dataset_list_volumes(struct gantry_csi_call *call, const Csi__V1__Lis
         struct walk w = { .call = call, .kind = GANTRY_JOURNAL_VOLUME, .visit = visit_volume,
                           .ctx = &l, .err = err };
         char *next = NULL;
+        void *entries;
         int r;
 
-        if ((r = max_entries(req->max_entries, &w.max, err)) < 0)
+        if ((r = list_begin(&w, req->max_entries, &entries)) < 0)
                 return r;
-        l.entries = gantry_csi_call_alloc(call, w.max * sizeof(*l.entries));
-        if (!l.entries)
-                return -ENOMEM;
+        l.entries = entries;
         r = walk_all(&w, req->starting_token, &next);
         if (r < 0)
                 return r;
@@ -309,13 +319,12 @@ int gantry_dataset_list_snapshots(struct gantry_csi_call *call,
         struct walk w = { .call = call, .kind = GANTRY_JOURNAL_SNAPSHOT, .visit = visit_snapshot,
                           .ctx = &l, .err = err };
         char *next = NULL;
+        void *entries;
         int r;
 
-        if ((r = max_entries(req->max_entries, &w.max, err)) < 0)
+        if ((r = list_begin(&w, req->max_entries, &entries)) < 0)
                 return r;
-        l.entries = gantry_csi_call_alloc(call, w.max * sizeof(*l.entries));
-        if (!l.entries)
-                return -ENOMEM;
+        l.entries = entries;
         if (req->snapshot_id && *req->snapshot_id) {
                 /* one snapshot by ID: an unknown ID is an empty list, not an error */
                 struct gantry_dataset_target t;
@@ -409,8 +418,8 @@ int gantry_dataset_get_capacity(struct gantry_csi_call *call, const Csi__V1__Get
                                         "parameters.clusterID: cluster \"%s\" is not in the driver config",
                                         p.cluster_id);
         r = gantry_ceph_credentials(t.cluster, NULL, 0, t.keybuf, sizeof(t.keybuf), &t.creds, err);
-        if (r == 0)
-                r = gantry_ceph_cluster(t.cluster, &t.creds, &rados, err);
+        if (r == 0 && (r = gantry_ceph_cluster(t.cluster, &t.creds, &rados, err)) == 0)
+                t.rados = rados; /* dropped by gantry_dataset_target_close() */
         data = p.data_pool ? p.data_pool : p.pool;
         if (r == 0)
                 r = pool_max_avail(rados, data, &avail, err);

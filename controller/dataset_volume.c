@@ -303,6 +303,49 @@ static int reserve(rados_ioctx_t io, const char *name, const char *fp,
         return gantry_error_set(err, EBUSY, "name: volume %s is being created elsewhere", name);
 }
 
+/*
+ * reserve(), then the lock DeleteVolume takes, "volume:<uuid>" in @uuid_lock.
+ * Under the lock the name must still map to the uuid: a delete that finished
+ * between the two sends us round again for a fresh reservation, instead of
+ * making an image under a record that is gone. On success (1: fresh, 0:
+ * found) the caller holds and releases @uuid_lock.
+ */
+static int reserve_locked(rados_ioctx_t io, const char *name, const char *fp,
+                          const struct gantry_dataset_params *p, uint64_t size,
+                          struct gantry_journal_entry *e, char *uuid_lock, size_t uuid_lock_size,
+                          struct gantry_error *err)
+{
+        char again[GANTRY_UUID_LEN + 1];
+        int r, fresh;
+
+        for (int attempt = 0; attempt < 3; attempt++) {
+                if ((fresh = reserve(io, name, fp, p, size, e, err)) < 0)
+                        return fresh;
+                snprintf(uuid_lock, uuid_lock_size, "volume:%s", e->uuid);
+                if (gantry_lock_try(uuid_lock) < 0)
+                        return gantry_error_set(err, EBUSY, "name: volume %s is busy (being "
+                                                "deleted?)", name);
+                r = gantry_journal_lookup_name(io, GANTRY_JOURNAL_VOLUME, name, again);
+                if (r == 0 && strcmp(again, e->uuid) == 0)
+                        r = gantry_journal_read(io, GANTRY_JOURNAL_VOLUME, e->uuid, e);
+                else if (r == 0 || r == -ENOENT) {
+                        gantry_lock_release(uuid_lock);
+                        continue; /* deleted since we looked: reserve afresh */
+                }
+                if (r == -ENOENT) {
+                        gantry_lock_release(uuid_lock);
+                        continue; /* the record went with a delete: reserve afresh */
+                }
+                if (r < 0) {
+                        gantry_lock_release(uuid_lock);
+                        return gantry_ceph_error(err, r, "read journal of", name);
+                }
+                return fresh;
+        }
+        return gantry_error_set(err, EBUSY, "name: volume %s is being created and deleted "
+                                "elsewhere", name);
+}
+
 static int check_capabilities(Csi__V1__VolumeCapability *const *caps, size_t n,
                               struct gantry_error *err)
 {
@@ -366,14 +409,10 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
                                      "cluster %s", p.data_pool, p.cluster_id);
                 goto out;
         }
-        if ((r = reserve(t.io, req->name, fp, &p, size, &e, err)) < 0)
+        if ((r = reserve_locked(t.io, req->name, fp, &p, size, &e, uuid_lock, sizeof(uuid_lock),
+                                err)) < 0)
                 goto out;
         fresh = r == 1;
-        snprintf(uuid_lock, sizeof(uuid_lock), "volume:%s", e.uuid);
-        if ((r = gantry_lock_try(uuid_lock)) < 0) {
-                r = gantry_error_set(err, EBUSY, "name: volume %s is busy (being deleted?)", req->name);
-                goto out;
-        }
         uuid_locked = true;
 
         r = e.ready ? image_size(t.io, e.image, NULL, &have) : -ENOENT;
@@ -530,6 +569,29 @@ out:
         gantry_dataset_target_close(&t);
         gantry_lock_release(lock);
         return r;
+}
+
+int gantry_dataset_publish_volume(struct gantry_csi_call *call,
+                                  const Csi__V1__ControllerPublishVolumeRequest *req,
+                                  struct gantry_error *err)
+{
+        struct gantry_dataset_target t = { 0 };
+        struct gantry_journal_entry e;
+        int r;
+
+        if (!req->volume_id || !*req->volume_id)
+                return gantry_error_set(err, EINVAL, "volume_id: required");
+        if (!req->node_id || !*req->node_id)
+                return gantry_error_set(err, EINVAL, "node_id: required");
+        if (!req->volume_capability)
+                return gantry_error_set(err, EINVAL, "volume_capability: required");
+        if ((r = gantry_dataset_check_capability(req->volume_capability, "volume_capability",
+                                                 err)) < 0)
+                return r;
+        r = open_existing(call, req->volume_id, (void *const *)req->secrets, req->n_secrets, &t, &e,
+                          err);
+        gantry_dataset_target_close(&t);
+        return r < 0 ? r : gantry_node_registry_check(req->node_id, err);
 }
 
 int gantry_dataset_get_volume(struct gantry_csi_call *call, const char *volume_id,

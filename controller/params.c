@@ -14,17 +14,6 @@
 
 #include "controller_internal.h"
 
-const char *gantry_map_get(void *const *entries, size_t n, const char *key)
-{
-        /* every CSI map<string,string> entry is {base, key, value} */
-        for (size_t i = 0; i < n; i++) {
-                const Csi__V1__CreateVolumeRequest__ParametersEntry *e = entries[i];
-                if (e->key && strcmp(e->key, key) == 0)
-                        return e->value ? e->value : "";
-        }
-        return NULL;
-}
-
 static const struct {
         const char *name;
         uint64_t bit;
@@ -113,30 +102,30 @@ int gantry_params_parse_dataset(void *const *entries, size_t n, struct gantry_da
                 if (!ok)
                         return gantry_error_set(err, EINVAL, "parameters.%s: unknown parameter", key);
         }
-        p.cluster_id = gantry_map_get(e, n, "clusterID");
+        p.cluster_id = gantry_csi_map_get(e, n, "clusterID");
         if (!p.cluster_id || !*p.cluster_id)
                 return gantry_error_set(err, EINVAL, "parameters.clusterID: required");
-        p.pool = gantry_map_get(e, n, "pool");
+        p.pool = gantry_csi_map_get(e, n, "pool");
         if (!p.pool || !valid_name(p.pool))
                 return gantry_error_set(err, EINVAL,
                                         "parameters.pool: required, a pool name of [A-Za-z0-9._-]");
-        p.data_pool = gantry_map_get(e, n, "dataPool");
+        p.data_pool = gantry_csi_map_get(e, n, "dataPool");
         if (p.data_pool && !*p.data_pool)
                 p.data_pool = NULL; /* "" in a StorageClass: data with the metadata */
         if (p.data_pool && !valid_name(p.data_pool))
                 return gantry_error_set(err, EINVAL, "parameters.dataPool: not a pool name");
-        p.features_text = gantry_map_get(e, n, "imageFeatures");
+        p.features_text = gantry_csi_map_get(e, n, "imageFeatures");
         if (!p.features_text)
                 p.features_text = "layering";
         if ((r = parse_features(p.features_text, &p.features, err)) < 0)
                 return r;
-        if ((v = gantry_map_get(e, n, "objectSize")) &&
+        if ((v = gantry_csi_map_get(e, n, "objectSize")) &&
             (r = parse_size("objectSize", v, 4096, &p.object_size, err)) < 0)
                 return r;
-        if ((v = gantry_map_get(e, n, "stripeUnit")) &&
+        if ((v = gantry_csi_map_get(e, n, "stripeUnit")) &&
             (r = parse_size("stripeUnit", v, 4096, &p.stripe_unit, err)) < 0)
                 return r;
-        if ((v = gantry_map_get(e, n, "stripeCount"))) {
+        if ((v = gantry_csi_map_get(e, n, "stripeCount"))) {
                 char *end;
                 unsigned long long c = strtoull(v, &end, 10);
                 if (!*v || *end || c < 1 || c > 256)
@@ -151,11 +140,11 @@ int gantry_params_parse_dataset(void *const *entries, size_t n, struct gantry_da
         if (p.stripe_unit && p.object_size && p.stripe_unit > p.object_size)
                 return gantry_error_set(err, EINVAL,
                                         "parameters.stripeUnit: must not exceed objectSize");
-        p.fs_type = gantry_map_get(e, n, "fsType");
+        p.fs_type = gantry_csi_map_get(e, n, "fsType");
         if (p.fs_type && strcmp(p.fs_type, "ext4") && strcmp(p.fs_type, "xfs"))
                 return gantry_error_set(err, EINVAL, "parameters.fsType: must be ext4 or xfs");
-        p.mkfs_options = gantry_map_get(e, n, "mkfsOptions");
-        p.map_options = gantry_map_get(e, n, "mapOptions");
+        p.mkfs_options = gantry_csi_map_get(e, n, "mkfsOptions");
+        p.map_options = gantry_csi_map_get(e, n, "mapOptions");
         if (p.map_options && (strchr(p.map_options, ' ') || strstr(p.map_options, "secret") ||
                               strstr(p.map_options, "name=")))
                 return gantry_error_set(err, EINVAL,

@@ -16,9 +16,11 @@
 #pragma once
 
 #include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "csi.pb-c.h"
 #include "error.h"
 
 struct gantry_config;
@@ -52,3 +54,19 @@ char *gantry_csi_call_printf(struct gantry_csi_call *call, const char *fmt, ...)
 
 /* Milliseconds left before the call's deadline (0 when past; INT64_MAX when none). */
 int64_t gantry_csi_call_remaining_ms(const struct gantry_csi_call *call);
+
+/*
+ * The value of @key in a CSI map<string,string> field (@entries, @n of them:
+ * e.g. req->parameters, req->n_parameters); NULL when absent, "" for a NULL
+ * value. Borrowed from the message.
+ */
+const char *gantry_csi_map_get(void *const *entries, size_t n, const char *key);
+
+/*
+ * Checks a VolumeCapability (csi/capability.c): access mode and type given,
+ * fs_type ext4 or xfs, and a mode @tier serves -- single-node modes only
+ * unless @multi_node (then MULTI_NODE_READER_ONLY, and multi-node writers
+ * for raw block). 0, or -EINVAL naming @field.
+ */
+int gantry_csi_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
+                                const char *tier, bool multi_node, struct gantry_error *err);

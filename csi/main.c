@@ -39,6 +39,7 @@ struct args {
         int workers;
         int drain_timeout;
         int max_call_seconds;
+        const char *kubeconfig;
 };
 
 static void usage(FILE *f)
@@ -58,6 +59,8 @@ static void usage(FILE *f)
                 "  --workers N             gRPC worker threads (default 4)\n"
                 "  --drain-timeout S       seconds SIGTERM waits for calls in flight (default 30)\n"
                 "  --max-call-seconds S    deadline of a call that brings none (default 600)\n"
+                "  --kubeconfig FILE       controller: read node IDs (CSINode) with this\n"
+                "                          kubeconfig (default: in-cluster when in a pod)\n"
                 "  --version               print the version and exit\n"
                 "  --help                  print this help and exit\n",
                 GANTRY_CSI_DRIVER_NAME);
@@ -92,6 +95,7 @@ static int parse_args(int argc, char **argv, struct args *a)
                 { "workers", required_argument, NULL, 'w' },
                 { "drain-timeout", required_argument, NULL, 'd' },
                 { "max-call-seconds", required_argument, NULL, 'D' },
+                { "kubeconfig", required_argument, NULL, 'k' },
                 { "version", no_argument, NULL, 'V' },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -104,6 +108,7 @@ static int parse_args(int argc, char **argv, struct args *a)
                 case 'e': a->endpoint = optarg; break;
                 case 'n': a->node_id = optarg; break;
                 case 'c': a->config_path = optarg; break;
+                case 'k': a->kubeconfig = optarg; break;
                 case 'M': a->metrics_addr = optarg; break;
                 case 'l': a->log_level = optarg; break;
                 case 'w':
@@ -197,7 +202,7 @@ int main(int argc, char **argv)
         if (!metrics)
                 goto out;
         idopts.controller_service = controller;
-        r = gantry_services_init(config, a.node_id, controller, node, &idopts, &err);
+        r = gantry_services_init(config, a.node_id, a.kubeconfig, controller, node, &idopts, &err);
         if (r < 0) {
                 fprintf(stderr, "gantry-csi: %s\n", err.msg[0] ? err.msg : strerror(-r));
                 goto out;

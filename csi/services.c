@@ -9,14 +9,14 @@
 #include "controller.h"
 #include "node.h"
 
-int gantry_services_init(const struct gantry_config *config, const char *node_id, bool controller,
-                         bool node, struct gantry_identity_options *idopts,
-                         struct gantry_error *err)
+int gantry_services_init(const struct gantry_config *config, const char *node_id,
+                         const char *kubeconfig, bool controller, bool node,
+                         struct gantry_identity_options *idopts, struct gantry_error *err)
 {
         int r;
 
         if (controller) {
-                r = gantry_controller_init(config, err);
+                r = gantry_controller_init(config, kubeconfig, err);
                 if (r < 0)
                         return r;
                 idopts->probes[idopts->n_probes] = gantry_controller_probe;

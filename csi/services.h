@@ -13,12 +13,13 @@
 
 /*
  * Registers the Controller handlers when @controller, the Node handlers when
- * @node, and adds their backend probes to @idopts for Identity.Probe.
+ * @node (@kubeconfig: the controller's API access, may be NULL), and adds
+ * their backend probes to @idopts for Identity.Probe.
  * Returns 0 or -errno with @err filled.
  */
-int gantry_services_init(const struct gantry_config *config, const char *node_id, bool controller,
-                         bool node, struct gantry_identity_options *idopts,
-                         struct gantry_error *err);
+int gantry_services_init(const struct gantry_config *config, const char *node_id,
+                         const char *kubeconfig, bool controller, bool node,
+                         struct gantry_identity_options *idopts, struct gantry_error *err);
 
 /* Releases what the services hold (connections, caches). */
 void gantry_services_shutdown(void);

@@ -17,6 +17,7 @@
 
 #include "csi_call.h"
 #include "node_internal.h"
+#include "try_lock.h"
 
 int gantry_node_stage(struct gantry_csi_call *call, const ProtobufCMessage *request,
                       ProtobufCMessage *response, struct gantry_error *err);
@@ -44,14 +45,34 @@ const struct gantry_node_config *gantry_node_config(void)
         return &node_cfg->node;
 }
 
-const char *gantry_node_map_get(void *const *entries, size_t n, const char *key)
+/*
+ * Per-volume try-locks: two calls on one volume (kubelet retries while the
+ * first still maps) must not interleave; the second is ABORTED at once.
+ * Keys "node:<volume id>" in the process's one table (common/try_lock.c).
+ */
+int gantry_node_lock_try(const char *volume_id, struct gantry_error *err)
 {
-        for (size_t i = 0; i < n; i++) {
-                const struct node_map_entry *e = entries[i];
-                if (e->key && strcmp(e->key, key) == 0)
-                        return e->value;
-        }
-        return NULL;
+        char key[NODE_VOLUME_ID_MAX + 8];
+        int r;
+
+        snprintf(key, sizeof(key), "node:%s", volume_id);
+        r = gantry_lock_try(key);
+        if (r == -EBUSY)
+                return gantry_error_set(err, r,
+                                        "volume_id: %s: another operation on it is in progress",
+                                        volume_id);
+        if (r < 0)
+                return gantry_error_set(err, r, "volume_id: %s: cannot take its lock: %s",
+                                        volume_id, strerror(-r));
+        return 0;
+}
+
+void gantry_node_lock_release(const char *volume_id)
+{
+        char key[NODE_VOLUME_ID_MAX + 8];
+
+        snprintf(key, sizeof(key), "node:%s", volume_id);
+        gantry_lock_release(key);
 }
 
 int gantry_node_check_volume_id(const char *id, struct gantry_error *err)
@@ -94,16 +115,12 @@ int gantry_node_parse_capability(const Csi__V1__VolumeCapability *cap, const cha
 {
         struct node_capability c = { 0 };
         const char *fstype = NULL;
-        int mode;
+        int mode, r;
 
-        if (!cap)
-                return gantry_error_set(err, EINVAL, "volume_capability: required");
-        if (!cap->access_mode || cap->access_mode->mode == 0)
-                return gantry_error_set(err, EINVAL, "volume_capability.access_mode: required");
+        /* the node serves every mode a tier may hand out (the controller narrowed it) */
+        if ((r = gantry_csi_check_capability(cap, "volume_capability", "dataset", true, err)) < 0)
+                return r;
         mode = cap->access_mode->mode;
-        if (mode > CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER)
-                return gantry_error_set(err, EINVAL, "volume_capability.access_mode: unknown mode %d",
-                                        mode);
         c.readonly_mode = mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY ||
                           mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY;
         switch (cap->access_type_case) {
@@ -111,11 +128,6 @@ int gantry_node_parse_capability(const Csi__V1__VolumeCapability *cap, const cha
                 c.block = true;
                 break;
         case CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT:
-                if (mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER ||
-                    mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_SINGLE_WRITER)
-                        return gantry_error_set(err, EINVAL,
-                                                "volume_capability.access_mode: a file system "
-                                                "cannot be written from several nodes");
                 if (cap->mount && cap->mount->fs_type && *cap->mount->fs_type)
                         fstype = cap->mount->fs_type;
                 else if (ctx_fstype && *ctx_fstype)
@@ -213,11 +225,8 @@ int gantry_node_probe(const struct gantry_config *config, int64_t deadline_ms,
 {
         (void)config;
         (void)deadline_ms;
-        if (!gantry_node_rbd_available())
-                return gantry_error_set(err, ENODEV,
-                                        "/sys/bus/rbd/add_single_major is missing: load the rbd "
-                                        "kernel module on the node");
-        return 0;
+        /* not ready only when a module the node needs cannot be loaded (tried again here) */
+        return gantry_node_modules_check(err);
 }
 
 int gantry_node_init(const struct gantry_config *config, const char *node_id,
@@ -242,6 +251,7 @@ int gantry_node_init(const struct gantry_config *config, const char *node_id,
         node_cfg = config;
         node_name = node_id;
         gantry_node_rbd_set_parallel(config->node.max_parallel_maps);
+        gantry_node_modules_load(&config->node); /* failures: logged, and Probe says not ready */
         for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
                 if (gantry_csi_register(handlers[i].name, handlers[i].handler) < 0)
                         return gantry_error_set(err, ENOENT, "cannot register %s", handlers[i].name);

@@ -20,7 +20,7 @@
 /* Where a block volume's device node is bind-mounted inside the staging dir. */
 #define NODE_BLOCK_STAGE_NAME "device"
 
-/* ---- node_locks.c: per-volume try-locks ---- */
+/* ---- node.c: per-volume try-locks (common/try_lock.c) ---- */
 
 /*
  * Takes the lock of @volume_id; -EBUSY (ABORTED) with @err filled when
@@ -197,6 +197,19 @@ int gantry_node_rbd_marker_read(const char *staging, struct rbd_spec *ret);
 /* Removes it (none: 0). */
 int gantry_node_rbd_marker_remove(const char *staging);
 
+/* ---- kernel_modules.c: rbd, nvme-tcp, nvme-rdma ---- */
+
+/*
+ * Loads node.kernelModules (default rbd, nvme-tcp, nvme-rdma) with modprobe,
+ * skipping those already in /sys/module. Returns 0, or -ENOPKG when one
+ * failed (each failure is logged and kept for gantry_node_modules_check).
+ */
+int gantry_node_modules_load(const struct gantry_node_config *node);
+/* For Probe: retries the modules that failed; -ENOPKG naming one still missing. */
+int gantry_node_modules_check(struct gantry_error *err);
+/* Makes sure @name is loaded (loads it if not); -ENOPKG naming it otherwise. */
+int gantry_node_module_require(const char *name, struct gantry_error *err);
+
 /* Whether /sys/bus/rbd/add_single_major exists. */
 bool gantry_node_rbd_available(void);
 
@@ -209,16 +222,6 @@ struct node_capability {
         char *const *flags;  /* mount_flags, borrowed from the request */
         size_t n_flags;
 };
-
-/* A protobuf-c map<string,string> entry: every generated *Entry has this layout. */
-struct node_map_entry {
-        ProtobufCMessage base;
-        char *key;
-        char *value;
-};
-
-/* The value of @key in a protobuf-c map, or NULL. */
-const char *gantry_node_map_get(void *const *entries, size_t n, const char *key);
 
 /* volume_id: 1-128 bytes of [A-Za-z0-9._-]. */
 int gantry_node_check_volume_id(const char *id, struct gantry_error *err);

@@ -80,7 +80,7 @@ int gantry_node_publish(struct gantry_csi_call *call, const ProtobufCMessage *re
             (r = gantry_node_check_path("target_path", req->target_path, err)) < 0 ||
             (r = gantry_node_check_path("staging_target_path", req->staging_target_path, err)) < 0 ||
             (r = gantry_node_parse_capability(req->volume_capability,
-                                              gantry_node_map_get(ctx, req->n_volume_context,
+                                              gantry_csi_map_get(ctx, req->n_volume_context,
                                                                   "fsType"),
                                               &cap, err)) < 0)
                 return r;

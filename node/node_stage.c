@@ -54,7 +54,7 @@ static int check_stage(struct gantry_csi_call *call, const Csi__V1__NodeStageVol
         s->volume_id = req->volume_id;
         s->staging = req->staging_target_path;
         snprintf(s->block_path, sizeof(s->block_path), "%s/%s", s->staging, NODE_BLOCK_STAGE_NAME);
-        tier = gantry_node_map_get(ctx, n, "tier");
+        tier = gantry_csi_map_get(ctx, n, "tier");
         s->nvmf = tier && strcmp(tier, "checkpoint") == 0;
         if (tier && !s->nvmf && strcmp(tier, "dataset") != 0) {
                 return gantry_error_set(err, EINVAL,
@@ -62,12 +62,12 @@ static int check_stage(struct gantry_csi_call *call, const Csi__V1__NodeStageVol
                                         tier);
         }
         if ((r = gantry_node_parse_capability(req->volume_capability,
-                                              gantry_node_map_get(ctx, n, "fsType"), &s->cap,
+                                              gantry_csi_map_get(ctx, n, "fsType"), &s->cap,
                                               err)) < 0)
                 return r;
         if (!s->cap.block && (r = gantry_node_fs_check_flags(s->cap.flags, s->cap.n_flags, err)) < 0)
                 return r;
-        s->mkfs_options = gantry_node_map_get(ctx, n, "mkfsOptions");
+        s->mkfs_options = gantry_csi_map_get(ctx, n, "mkfsOptions");
         if (s->mkfs_options &&
             (strlen(s->mkfs_options) > 512 ||
              strspn(s->mkfs_options, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -86,13 +86,13 @@ static int check_stage(struct gantry_csi_call *call, const Csi__V1__NodeStageVol
                 s->spec.readonly = s->cap.readonly_mode; /* what mount_fs and bind read */
                 return gantry_nvmf_volume_parse(
                         keys, values, n,
-                        gantry_node_map_get((void *const *)req->publish_context,
+                        gantry_csi_map_get((void *const *)req->publish_context,
                                             req->n_publish_context, "hostNQN"),
                         gantry_node_id(), &s->vol, err);
         }
         return gantry_node_rbd_spec_parse(keys, values, n,
-                                          gantry_node_map_get(sec, req->n_secrets, "userID"),
-                                          gantry_node_map_get(sec, req->n_secrets, "userKey"),
+                                          gantry_csi_map_get(sec, req->n_secrets, "userID"),
+                                          gantry_csi_map_get(sec, req->n_secrets, "userKey"),
                                           s->cap.readonly_mode, &s->spec, err);
 }
 
@@ -174,6 +174,12 @@ static int stage_nvmf(struct gantry_csi_call *call, const struct stage_req *s,
         char device[64];
         int r;
 
+        for (size_t i = 0; i < s->vol.n_paths; i++)
+                if ((r = gantry_node_module_require(strcmp(s->vol.paths[i].transport, "rdma") == 0
+                                                            ? "nvme-rdma"
+                                                            : "nvme-tcp",
+                                                    err)) < 0)
+                        return r;
         if ((r = gantry_node_mkdir_p(s->staging)) < 0)
                 return gantry_error_set(err, r, "staging_target_path: %s", strerror(-r));
         if ((r = gantry_nvmf_attach(&s->vol, call->deadline_ms, device, sizeof(device), err)) < 0)

@@ -20,6 +20,23 @@
 
 #define EXPAND_SIZE_WAIT_MS 30000
 
+/*
+ * A path field of stats and expand: INVALID_ARGUMENT only when empty; any
+ * other path that cannot hold a volume (relative, "..", too long) is where
+ * no volume is found, which the spec answers with NOT_FOUND.
+ */
+static int check_volume_path(const char *field, const char *path, struct gantry_error *err)
+{
+        struct gantry_error ignored = { 0 };
+
+        if (!path || !*path)
+                return gantry_error_set(err, EINVAL, "%s: required", field);
+        if (gantry_node_check_path(field, path, &ignored) < 0)
+                return gantry_error_set(err, ENOENT, "%s: %.128s: no volume is mounted there", field,
+                                        path);
+        return 0;
+}
+
 static Csi__V1__VolumeUsage *usage(struct gantry_csi_call *call, Csi__V1__VolumeUsage__Unit unit,
                                    uint64_t total, uint64_t available, uint64_t used)
 {
@@ -48,7 +65,7 @@ static int stats(struct gantry_csi_call *call, const char *path,
         if (!cond || !u)
                 return -ENOMEM;
         if (stat(path, &st) < 0)
-                return gantry_error_set(err, errno == ENOENT ? ENOENT : errno,
+                return gantry_error_set(err, errno == ENOENT || errno == ENOTDIR ? ENOENT : errno,
                                         "volume_path: %s: %s", path, strerror(errno));
         r = gantry_node_mount_device(path, &dev, NULL);
         if (r < 0)
@@ -101,7 +118,7 @@ int gantry_node_volume_stats(struct gantry_csi_call *call, const ProtobufCMessag
         int r;
 
         if ((r = gantry_node_check_volume_id(req->volume_id, err)) < 0 ||
-            (r = gantry_node_check_path("volume_path", req->volume_path, err)) < 0)
+            (r = check_volume_path("volume_path", req->volume_path, err)) < 0)
                 return r;
         return stats(call, req->volume_path, (Csi__V1__NodeGetVolumeStatsResponse *)response, err);
 }
@@ -126,6 +143,40 @@ static int wait_size(const char *device, uint64_t want, int64_t deadline_ms, uin
         return size >= want ? 0 : -EAGAIN;
 }
 
+/*
+ * A raw block volume has nothing to grow on the node: the device already has
+ * the image's size. Answers OK with that size once the volume is found at
+ * volume_path (the published device) or in the staging directory.
+ */
+static int expand_block(const Csi__V1__NodeExpandVolumeRequest *req,
+                        Csi__V1__NodeExpandVolumeResponse *resp, struct gantry_error *err)
+{
+        char staged[NODE_PATH_MAX];
+        const char *path = req->volume_path;
+        uint64_t size = 0;
+        dev_t dev;
+        int r;
+
+        r = gantry_node_mount_device(path, &dev, NULL);
+        if (r <= 0 && req->staging_target_path && *req->staging_target_path) {
+                snprintf(staged, sizeof(staged), "%s/%s", req->staging_target_path,
+                         NODE_BLOCK_STAGE_NAME);
+                path = staged;
+                r = gantry_node_mount_device(path, &dev, NULL);
+        }
+        if (r == 0 || r == -ENOENT || r == -ENOTDIR)
+                return gantry_error_set(err, ENOENT, "volume_path: %s: no volume is published there",
+                                        req->volume_path);
+        if (r < 0)
+                return gantry_error_set(err, r, "volume_path: %s", strerror(-r));
+        if (gantry_node_blockdev_size(path, &size) < 0)
+                size = 0; /* the device is gone: nothing to report, still nothing to grow */
+        resp->capacity_bytes = (int64_t)size;
+        log_info("node.expand_block", "volume_id=%s bytes=%llu (raw block: nothing to grow)",
+                 req->volume_id, (unsigned long long)size);
+        return 0;
+}
+
 static int expand_locked(struct gantry_csi_call *call, const Csi__V1__NodeExpandVolumeRequest *req,
                          Csi__V1__NodeExpandVolumeResponse *resp, struct gantry_error *err)
 {
@@ -143,7 +194,7 @@ static int expand_locked(struct gantry_csi_call *call, const Csi__V1__NodeExpand
         int r;
 
         r = gantry_node_mount_device(path, &dev, &m);
-        if (r == 0 || r == -ENOENT)
+        if (r == 0 || r == -ENOENT || r == -ENOTDIR)
                 return gantry_error_set(err, ENOENT, "volume_path: %s: no volume is mounted there",
                                         path);
         if (r < 0)
@@ -173,13 +224,14 @@ int gantry_node_expand(struct gantry_csi_call *call, const ProtobufCMessage *req
 {
         const Csi__V1__NodeExpandVolumeRequest *req =
                 (const Csi__V1__NodeExpandVolumeRequest *)request;
-        struct node_capability cap;
+        struct node_capability cap = { 0 };
+        struct stat st;
         int r;
 
         if ((r = gantry_node_check_volume_id(req->volume_id, err)) < 0 ||
-            (r = gantry_node_check_path("volume_path", req->volume_path, err)) < 0 ||
+            (r = check_volume_path("volume_path", req->volume_path, err)) < 0 ||
             (req->staging_target_path && *req->staging_target_path &&
-             (r = gantry_node_check_path("staging_target_path", req->staging_target_path, err)) < 0) ||
+             (r = check_volume_path("staging_target_path", req->staging_target_path, err)) < 0) ||
             (req->volume_capability &&
              (r = gantry_node_parse_capability(req->volume_capability, NULL, &cap, err)) < 0))
                 return r;
@@ -188,7 +240,12 @@ int gantry_node_expand(struct gantry_csi_call *call, const ProtobufCMessage *req
                 return gantry_error_set(err, EINVAL, "capacity_range: must not be negative");
         if ((r = gantry_node_lock_try(req->volume_id, err)) < 0)
                 return r;
-        r = expand_locked(call, req, (Csi__V1__NodeExpandVolumeResponse *)response, err);
+        /* kubelet names the access type; without it, a device file at volume_path says block */
+        if (cap.block || (!req->volume_capability && stat(req->volume_path, &st) == 0 &&
+                          S_ISBLK(st.st_mode)))
+                r = expand_block(req, (Csi__V1__NodeExpandVolumeResponse *)response, err);
+        else
+                r = expand_locked(call, req, (Csi__V1__NodeExpandVolumeResponse *)response, err);
         gantry_node_lock_release(req->volume_id);
         return r;
 }

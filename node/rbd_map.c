@@ -38,6 +38,7 @@
 #define MAX_IDS 1024
 #define DEVICE_WAIT_MS 10000
 #define UNMAP_BUSY_WAIT_MS 3000
+#define MAP_ANSWER_MARGIN_MS 2000
 
 static const char name_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
 
@@ -502,8 +503,24 @@ static int wait_device_node(int id)
         return 0;
 }
 
+/*
+ * krbd's mount_timeout for a map that must end by @deadline_ms: the seconds
+ * left, less a margin for answering, at least 1, at most the kernel's 60.
+ * Without it a map against an unreachable cluster holds this worker (and a
+ * map slot) for 60 s after the CO has given up. osd_request_timeout is not
+ * set: it would also fail the mapped device's I/O on a slow OSD later.
+ */
+static long map_timeout_seconds(int64_t deadline_ms)
+{
+        int64_t left = deadline_ms - gantry_node_now_ms() - MAP_ANSWER_MARGIN_MS;
+
+        if (left < 1000)
+                return 1;
+        return left / 1000 < 60 ? (long)(left / 1000) : 60;
+}
+
 static int map_locked(const struct rbd_spec *spec, const struct gantry_node_config *node,
-                      struct gantry_error *err)
+                      int64_t deadline_ms, struct gantry_error *err)
 {
         static atomic_uint counter;
         int before[MAX_IDS], after[MAX_IDS], n_before, n_after, r, id = -1;
@@ -519,6 +536,12 @@ static int map_locked(const struct rbd_spec *spec, const struct gantry_node_conf
         if (key == -EINVAL)
                 return gantry_error_set(err, EINVAL, "secrets.userKey: not a base64 cephx key");
         r = gantry_node_rbd_options(spec, node, key >= 0 ? desc : NULL, opts, sizeof(opts));
+        if (r >= 0 && !has_option(spec->map_options, "mount_timeout")) {
+                size_t n = strlen(opts);
+                if ((size_t)snprintf(opts + n, sizeof(opts) - n, ",mount_timeout=%ld",
+                                     map_timeout_seconds(deadline_ms)) >= sizeof(opts) - n)
+                        r = -ENAMETOOLONG;
+        }
         if (r >= 0 && (size_t)snprintf(line, sizeof(line), "%s %s %s %s -", spec->monitors, opts,
                                        spec->pool, spec->image) >= sizeof(line))
                 r = -ENAMETOOLONG;
@@ -533,6 +556,10 @@ static int map_locked(const struct rbd_spec *spec, const struct gantry_node_conf
                         return gantry_error_set(err, r,
                                                 "volume_context.imageName: %s/%s: no such image",
                                                 spec->pool, spec->image);
+                if (r == -ETIMEDOUT)
+                        return gantry_error_set(err, r, "rbd map %s/%s: the cluster did not answer "
+                                                "before the call's deadline (mount_timeout)",
+                                                spec->pool, spec->image);
                 return gantry_error_set(err, r, "rbd map %s/%s: %s (see the kernel log)",
                                         spec->pool, spec->image, strerror(-r));
         }
@@ -543,9 +570,15 @@ static int map_locked(const struct rbd_spec *spec, const struct gantry_node_conf
         if (id < 0)
                 return gantry_error_set(err, EIO, "rbd map %s/%s: no new device in sysfs",
                                         spec->pool, spec->image);
-        if (wait_device_node(id) < 0)
-                return gantry_error_set(err, ENODEV, "rbd map %s/%s: /dev/rbd%d did not appear",
-                                        spec->pool, spec->image, id);
+        if (wait_device_node(id) < 0) {
+                /* mapped but unusable: unmap, or the mapping is orphaned (no stage marker) */
+                struct gantry_error ignored = { 0 };
+                if (gantry_node_rbd_unmap(id, &ignored) < 0)
+                        log_warn("node.rbd_unmap_failed", "device=/dev/rbd%d error=\"%s\"", id,
+                                 ignored.msg);
+                return gantry_error_set(err, EIO, "rbd map %s/%s: /dev/rbd%d did not appear "
+                                        "(unmapped again)", spec->pool, spec->image, id);
+        }
         log_info("node.rbd_mapped", "pool=%s image=%s device=/dev/rbd%d ro=%d keyring=%d",
                  spec->pool, spec->image, id, spec->readonly, key >= 0);
         return id;
@@ -556,15 +589,18 @@ int gantry_node_rbd_map(const struct rbd_spec *spec, const struct gantry_node_co
 {
         int r;
 
+        if ((r = gantry_node_module_require("rbd", err)) < 0)
+                return r;
         if (!gantry_node_rbd_available())
-                return gantry_error_set(err, ENODEV,
-                                        "rbd: %s/add_single_major missing (modprobe rbd)", RBD_BUS);
+                return gantry_error_set(err, ENOPKG,
+                                        "kernel module rbd: loaded but %s/add_single_major is "
+                                        "missing", RBD_BUS);
         if (slot_take(deadline_ms) < 0)
                 return gantry_error_set(err, ETIMEDOUT,
                                         "rbd map %s/%s: waited for a free map slot "
                                         "(node.maxParallelMaps) until the deadline",
                                         spec->pool, spec->image);
-        r = map_locked(spec, node, err);
+        r = map_locked(spec, node, deadline_ms, err);
         slot_give();
         return r;
 }

@@ -219,3 +219,34 @@ int gantry_kube_bind_pod(struct gantry_kube_client *client, const char *namespac
         kube_response_clear(&resp);
         return r;
 }
+
+int gantry_kube_get(struct gantry_kube_client *client, const char *path, const char *verb,
+                    const char *resource, json_t **ret_obj, struct gantry_error *err)
+{
+        struct kube_request req = {
+                .method = "GET", .path = path, .verb = verb, .resource = resource,
+                .max_body = 16 * 1024 * 1024,
+        };
+        struct kube_response resp = { 0 };
+        json_error_t jerr;
+        json_t *obj;
+        int r;
+
+        if (!client)
+                return gantry_error_set(err, EINVAL, "get: client is NULL");
+        r = kube_http_do(&client->http, &req, &resp, err);
+        if (r == 0 && resp.status / 100 != 2)
+                r = kube_http_status_error(&resp, path, err);
+        if (r < 0) {
+                kube_response_clear(&resp);
+                return r;
+        }
+        obj = json_loadb(resp.body ? resp.body : "", resp.len, 0, &jerr);
+        kube_response_clear(&resp);
+        if (!json_is_object(obj)) {
+                json_decref(obj);
+                return gantry_error_set(err, EBADMSG, "%s: not a JSON object", path);
+        }
+        *ret_obj = obj;
+        return 0;
+}

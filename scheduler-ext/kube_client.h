@@ -135,6 +135,18 @@ int gantry_kube_bind_pod(struct gantry_kube_client *client, const char *namespac
                          const char *name, const char *uid, const char *node,
                          struct gantry_error *err);
 
+/* --------------------------------------------------------------------- get */
+
+/*
+ * GETs @path ("/apis/storage.k8s.io/v1/csinodes?limit=500", already escaped)
+ * and parses the answer; @verb and @resource name it in metrics ("list",
+ * "csinodes"). Blocks for at most the request timeout; callable from any
+ * thread. Returns 0 and the object in *ret_obj (caller decrefs), or -errno
+ * with @err as for gantry_kube_bind_pod (-ENOENT: 404).
+ */
+int gantry_kube_get(struct gantry_kube_client *client, const char *path, const char *verb,
+                    const char *resource, json_t **ret_obj, struct gantry_error *err);
+
 /* --------------------------------------------------------------- informers */
 
 /*

@@ -195,7 +195,8 @@ int main(int argc, char **argv)
         if (!ctx.configfs_real)
                 log_warn("target.configfs_standin", "root=%s note=not_configfs_no_kernel_target",
                          ctx.configfs);
-        if ((r = tgt_state_load(&ctx, &err)) < 0 || (r = tgt_rpc_reapply(&ctx, &err)) < 0) {
+        if ((r = tgt_state_load(&ctx, &err)) < 0 || (r = tgt_state_drop_unfinished(&ctx, &err)) < 0 ||
+            (r = tgt_rpc_reapply(&ctx, &err)) < 0) {
                 fprintf(stderr, "gantry-target: %s\n", err.msg);
                 goto out;
         }

@@ -81,20 +81,27 @@ static int write_attr(const struct tgt_context *ctx, const char *dir, const char
         return (size_t)n == len ? 0 : -EIO;
 }
 
-/* Reads an attribute without its trailing newline; "" when absent. */
-static void read_attr(const char *dir, const char *attr, char *buf, size_t size)
+/*
+ * Reads an attribute without its trailing newline: 0 with "" when it does
+ * not exist (yet), -errno when it exists but cannot be read.
+ */
+static int read_attr(const char *dir, const char *attr, char *buf, size_t size)
 {
         char path[PATH_MAX];
+        ssize_t n;
 
         pathf(path, sizeof(path), "%s/%s", dir, attr);
-        (void)gantry_attr_read(path, buf, size);
+        n = gantry_attr_read(path, buf, size);
+        return n < 0 && n != -ENOENT ? (int)n : 0;
 }
 
 static int set_attr(const struct tgt_context *ctx, const char *dir, const char *attr, const char *value)
 {
         char cur[512];
+        int r;
 
-        read_attr(dir, attr, cur, sizeof(cur));
+        if ((r = read_attr(dir, attr, cur, sizeof(cur))) < 0)
+                return r;
         if (strcmp(cur, value) == 0)
                 return 0;
         return write_attr(ctx, dir, attr, value);
@@ -182,8 +189,9 @@ static int apply_namespace(struct tgt_context *ctx, const char *sub, json_t *ns,
         pathf(dir, sizeof(dir), "%s/namespaces/%lld", sub, (long long)nsid);
         if ((r = mkdir_ok(dir)) < 0)
                 return gantry_error_set(err, r, "mkdir %s: %s", dir, strerror(-r));
-        read_attr(dir, "enable", cur_enable, sizeof(cur_enable));
-        read_attr(dir, "device_path", cur_path, sizeof(cur_path));
+        if ((r = read_attr(dir, "enable", cur_enable, sizeof(cur_enable))) < 0 ||
+            (r = read_attr(dir, "device_path", cur_path, sizeof(cur_path))) < 0)
+                return gantry_error_set(err, r, "reading %s: %s", dir, strerror(-r));
         if (strcmp(cur_enable, "1") == 0 && strcmp(cur_path, file) == 0)
                 return 0;
         if (strcmp(cur_enable, "1") == 0 && (r = write_attr(ctx, dir, "enable", "0")) < 0)
@@ -313,8 +321,9 @@ static bool port_matches(const char *port, json_t *addr)
 
         for (size_t i = 0; i < 4; i++) {
                 pathf(attr, sizeof(attr), "addr_%s", keys[i]);
-                read_attr(port, attr, cur, sizeof(cur));
-                if (strcmp(cur, json_string_value(json_object_get(addr, keys[i]))) != 0)
+                /* a port whose address cannot be read is not the one asked for */
+                if (read_attr(port, attr, cur, sizeof(cur)) < 0 ||
+                    strcmp(cur, json_string_value(json_object_get(addr, keys[i]))) != 0)
                         return false;
         }
         return true;

@@ -264,13 +264,24 @@ static int m_bdev_lvol_create(struct tgt_context *ctx, json_t *p, json_t **ret, 
                         return gantry_error_set(err, ENOSPC, "size_in_mib: lvstore %s has %llu MiB free",
                                                 lvs->name, (unsigned long long)(avail >> 20));
         }
-        if ((r = tgt_bdev_file_create(path, size, thin, err)) < 0)
-                return r;
+        /*
+         * The entry is saved (marked "creating") before the file is made: a
+         * crash in between leaves a file the state knows, removed at restart.
+         */
         random_uuid(uuid);
-        b = json_pack("{s:s, s:s, s:s, s:I, s:b, s:i, s:s}", "kind", "lvol", "alias", alias, "filename",
-                      path, "size", (json_int_t)size, "thin", thin, "block_size", 512, "lvs", lvs->name);
+        b = json_pack("{s:s, s:s, s:s, s:I, s:b, s:i, s:s, s:b}", "kind", "lvol", "alias", alias,
+                      "filename", path, "size", (json_int_t)size, "thin", thin, "block_size", 512,
+                      "lvs", lvs->name, "creating", 1);
         if (!b || json_object_set_new(tgt_state_bdevs(ctx), uuid, b) < 0)
                 return gantry_error_set(err, ENOMEM, "out of memory");
+        if ((r = tgt_state_save(ctx, err)) < 0 ||
+            (r = tgt_bdev_file_create(path, size, thin, err)) < 0) {
+                struct gantry_error ignored = { 0 };
+                json_object_del(tgt_state_bdevs(ctx), uuid);
+                tgt_state_save(ctx, &ignored);
+                return r;
+        }
+        json_object_del(b, "creating");
         if ((r = tgt_state_save(ctx, err)) < 0)
                 return r;
         log_info("target.bdev_created", "bdev=%s alias=%s size=%llu thin=%d", uuid, alias,

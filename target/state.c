@@ -15,7 +15,10 @@
  *                                                  "nguid": "<32 hex>", "uuid": "<uuid>" } ] } } }
  *
  * The file is the truth after a reboot; it is replaced with rename(2) so a
- * crash leaves either the old or the new document, never half of one.
+ * crash leaves either the old or the new document, never half of one. A new
+ * lvol is saved with "creating": true before its file is made and without it
+ * once the file is complete, so a file a crash left between the two is
+ * known here and removed at the next start (tgt_state_drop_unfinished).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "target_internal.h"
 
 static json_t *empty_state(void)
@@ -96,11 +100,12 @@ int tgt_state_save(const struct tgt_context *ctx, struct gantry_error *err)
                 r = -errno;
         if (r == 0) {
                 snprintf(dir, sizeof(dir), "%s", ctx->state_path);
+                /* the rename is durable only once the directory is */
                 fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (fd >= 0) {
-                        fsync(fd);
+                if (fd < 0 || fsync(fd) < 0)
+                        r = -errno;
+                if (fd >= 0)
                         close(fd);
-                }
         } else {
                 unlink(tmp);
         }
@@ -110,6 +115,28 @@ out:
                 return gantry_error_set(err, r, "saving state to %s: %s", ctx->state_path,
                                         strerror(-r));
         return 0;
+}
+
+int tgt_state_drop_unfinished(struct tgt_context *ctx, struct gantry_error *err)
+{
+        json_t *bdevs = json_object_get(ctx->state, "bdevs"), *b;
+        const char *key;
+        void *tmp;
+        int n = 0;
+
+        json_object_foreach_safe(bdevs, tmp, key, b) {
+                const char *file = json_string_value(json_object_get(b, "filename"));
+                if (!json_is_true(json_object_get(b, "creating")))
+                        continue;
+                if (file && unlink(file) < 0 && errno != ENOENT)
+                        return gantry_error_set(err, errno, "removing half-made lvol %s (%s): %s",
+                                                key, file, strerror(errno));
+                log_warn("target.unfinished_lvol_removed", "bdev=%s filename=%s", key,
+                         file ? file : "-");
+                json_object_del(bdevs, key);
+                n++;
+        }
+        return n > 0 ? tgt_state_save(ctx, err) : 0;
 }
 
 json_t *tgt_state_bdevs(const struct tgt_context *ctx)

@@ -53,6 +53,12 @@ struct tgt_context {
 int tgt_state_load(struct tgt_context *ctx, struct gantry_error *err);
 /* Writes the state atomically (temp file, fsync, rename, fsync dir). */
 int tgt_state_save(const struct tgt_context *ctx, struct gantry_error *err);
+/*
+ * At start: removes the lvols a crash left half made -- entries still marked
+ * "creating" (saved before their file was made) and their files. Saves the
+ * state when it removed any. Returns 0 or -errno (@err says why).
+ */
+int tgt_state_drop_unfinished(struct tgt_context *ctx, struct gantry_error *err);
 /* The "bdevs" / "subsystems" objects of the state (borrowed). */
 json_t *tgt_state_bdevs(const struct tgt_context *ctx);
 json_t *tgt_state_subsystems(const struct tgt_context *ctx);

@@ -4,7 +4,11 @@ conflicting retries, bad parameters, snapshots, clones, expansion, lists
 with pagination, capacity, malformed IDs, a watcher blocking a delete, and
 a copy from the capacity cluster to the performance cluster."""
 import json
+import os
+import shutil
 import subprocess
+import sys
+import tempfile
 import time
 import unittest
 
@@ -12,6 +16,9 @@ import grpc
 
 import ceph_env as env
 from ceph_env import Plugin, csi_pb2
+
+sys.path.insert(0, os.path.join(env.HERE, "..", "fakeapi"))
+from fake_api_proc import start_fake, csinode  # noqa: E402
 
 Code = grpc.StatusCode
 BAD_KEY = "AQBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB=="  # not a cephx key
@@ -300,6 +307,48 @@ class DatasetTest(unittest.TestCase):
                 self.name("v"), source_volume=vid)), "volume_content_source")
             r = self.call("ListSnapshots", csi_pb2.ListSnapshotsRequest(snapshot_id=vid))
             self.assertEqual(len(r.entries), 0)
+            self.assertCode(Code.NOT_FOUND, lambda: self.call(
+                "ControllerPublishVolume", csi_pb2.ControllerPublishVolumeRequest(
+                    volume_id=vid, node_id="gpu-1", volume_capability=env.cap(),
+                    secrets=env.secrets())), "volume_id")
+
+    def test_publish_checks_the_volume_exists(self):
+        vol = self.create(self.name("pub"))
+        req = csi_pb2.ControllerPublishVolumeRequest(
+            volume_id=vol.volume_id, node_id="gpu-1", volume_capability=env.cap(),
+            secrets=env.secrets())
+        self.call("ControllerPublishVolume", req)  # nothing to attach: OK
+        self.call("ControllerUnpublishVolume", csi_pb2.ControllerUnpublishVolumeRequest(
+            volume_id=vol.volume_id, node_id="gpu-1"))
+        self.call("DeleteVolume", env.delete_req(vol.volume_id))
+        self.assertCode(Code.NOT_FOUND, lambda: self.call("ControllerPublishVolume", req),
+                        "volume_id")
+        req.ClearField("volume_capability")
+        self.assertCode(Code.INVALID_ARGUMENT, lambda: self.call("ControllerPublishVolume", req),
+                        "volume_capability")
+
+    @unittest.skipUnless(os.environ.get("GANTRY_FAKEAPI"), "GANTRY_FAKEAPI not set")
+    def test_publish_to_a_node_no_plugin_reported_is_not_found(self):
+        """With API access the controller knows the node IDs (CSINode objects,
+        here from the FAKE API server): an unknown one is NOT_FOUND for a
+        dataset volume too."""
+        vol = self.create(self.name("pubnode"))
+        tmp = tempfile.mkdtemp(prefix="gantry-ceph-registry-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        api = start_fake(tmp, {"csinodes": [csinode("gpu-1", "gpu-1")]})
+        self.addCleanup(api.stop)
+        p = Plugin(mode="controller", node_id=None, config=env.CONFIG,
+                   extra=["--kubeconfig", api.write_kubeconfig(os.path.join(tmp, "kc"))])
+        self.addCleanup(p.cleanup)
+        self.addCleanup(p.stop)
+        p.start()
+        req = csi_pb2.ControllerPublishVolumeRequest(
+            volume_id=vol.volume_id, node_id="gpu-1", volume_capability=env.cap(),
+            secrets=env.secrets())
+        p.call("ControllerPublishVolume", req, timeout=60)
+        req.node_id = "gpu-404"
+        self.assertCode(Code.NOT_FOUND, lambda: p.call("ControllerPublishVolume", req, timeout=60),
+                        "node_id", "gpu-404")
 
     def test_delete_refused_while_watched(self):
         vol = self.create(self.name("v"))

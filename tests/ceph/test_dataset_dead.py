@@ -70,6 +70,14 @@ class DeadClusterTest(unittest.TestCase):
         while not warm.call("Probe", timeout=CLIENT_TIMEOUT).ready.value:
             self.assertLess(time.monotonic(), deadline, "Probe never turned ready again")
             time.sleep(1)
+        # the connection Probe found broken is shut down once its last user let it
+        # go, not leaked (a rados handle and its threads per failed probe)
+        log = warm.read_log()
+        self.assertRegex(log, r"event=ceph\.disconnected cluster=capa user=\S+ reason=invalidated",
+                         "the invalidated rados connection was never shut down")
+        self.assertEqual(log.count("event=ceph.disconnected cluster=capa"),
+                         log.count("event=ceph.connected cluster=capa") - 1,
+                         "every connection but the live one is shut down")
         back = env.retry(lambda: warm.call("CreateVolume", env.create_req(
             "back-%s" % env.UNIQUE, "capa"), timeout=CLIENT_TIMEOUT)).volume
         for vid in (back.volume_id, vol.volume_id):

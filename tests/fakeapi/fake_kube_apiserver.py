@@ -5,7 +5,7 @@ A real kube-apiserver needs etcd and a cluster; this stands in for the small
 part gantry-scheduler talks to, with the same wire shapes:
 
   GET  /api/v1/nodes, /api/v1/pods, /api/v1/persistentvolumeclaims,
-       /api/v1/persistentvolumes, /apis/storage.k8s.io/v1/storageclasses,
+       /api/v1/persistentvolumes, /apis/storage.k8s.io/v1/{storageclasses,csinodes},
        /apis/batch/v1/jobs, /apis/scheduling.x-k8s.io/v1alpha1/podgroups
        (and /api/v1/namespaces/NS/{pods,persistentvolumeclaims}, and
        /apis/.../namespaces/NS/{jobs,podgroups})
@@ -75,6 +75,8 @@ RESOURCES = {
     "jobs": ("Job", "batch/v1", True, "/apis/batch/v1"),
     "podgroups": ("PodGroup", "scheduling.x-k8s.io/v1alpha1", True,
                   "/apis/scheduling.x-k8s.io/v1alpha1"),
+    # what kubelet writes when it registers a node plugin (read by gantry-csi's controller)
+    "csinodes": ("CSINode", "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1"),
 }
 GROUPS = {"/api/v1": "", "/apis/storage.k8s.io/v1": "storage.k8s.io", "/apis/batch/v1": "batch",
           "/apis/scheduling.x-k8s.io/v1alpha1": "scheduling.x-k8s.io"}

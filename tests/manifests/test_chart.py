@@ -262,6 +262,19 @@ class ChartTest(unittest.TestCase):
                     seen += 1
             self.assertEqual(seen, 2, source)  # controller and node
 
+    def test_node_plugin_sees_the_host_modules_read_only(self):
+        """The node plugin loads rbd, nvme-tcp and nvme-rdma at start with the
+        host's modprobe: it needs the host's /lib/modules, read-only."""
+        for source, docs in (("chart", docs_of(render())), ("manifests", manifest_docs(False))):
+            with self.subTest(source=source):
+                ds = by_key(docs)[("DaemonSet", NS, "gantry-node")]["spec"]["template"]["spec"]
+                host = {v["name"]: v["hostPath"]["path"] for v in ds["volumes"] if "hostPath" in v}
+                plugin = [c for c in ds["containers"] if c["name"] == "gantry-csi"][0]
+                mounts = [m for m in plugin["volumeMounts"] if m["mountPath"] == "/lib/modules"]
+                self.assertEqual(len(mounts), 1, plugin["volumeMounts"])
+                self.assertEqual(host.get(mounts[0]["name"]), "/lib/modules")
+                self.assertTrue(mounts[0].get("readOnly"))
+
     # ---- the default render is manifests/
 
     def test_default_render_is_the_manifests(self):

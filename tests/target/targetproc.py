@@ -59,7 +59,8 @@ class Target:
             args += ["--tls-cert", self.cert, "--tls-key", key]
         self.logf = open(self.log, "a")
         offset = self.logf.tell()
-        self.proc = subprocess.Popen(args, stderr=self.logf)
+        self.proc = subprocess.Popen(args, stderr=self.logf,
+                                     preexec_fn=getattr(self, "preexec", None))
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             with open(self.log) as f:

@@ -15,6 +15,9 @@ from ckpt_helpers import create_req, publish_req, write_config  # noqa: E402
 from csi_client import Plugin, csi_pb2  # noqa: E402
 from targetproc import Target  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fakeapi"))
+from fake_api_proc import start_fake, csinode  # noqa: E402
+
 
 class CheckpointControllerTest(unittest.TestCase):
     @classmethod
@@ -184,6 +187,27 @@ class CheckpointControllerTest(unittest.TestCase):
         self.assertLessEqual(resp.available_capacity, st.f_blocks * st.f_frsize)
         self.assertEqual(resp.maximum_volume_size.value, resp.available_capacity)
 
+    def test_delete_on_a_target_gone_from_the_config_succeeds(self):
+        """A volume whose target left the config cannot exist any more from
+        the driver's view: DeleteVolume succeeds (a warning says why), twice."""
+        vid = "0002-0008-tgt-gone-0000000000000000-11111111-2222-4333-8444-555555555555"
+        for _ in range(2):
+            self.delete(vid)
+        self.assertIn("event=controller.checkpoint_delete_unknown_target", self.plugin.read_log())
+        self.assertIn(vid, self.plugin.read_log())
+        code, msg = self.code_of("DeleteVolume", csi_pb2.DeleteVolumeRequest(
+            volume_id="0002-0008-tgt-gone-0000000000000000-zz"))
+        self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT, msg)
+
+    def test_snapshot_of_a_checkpoint_volume_is_invalid_argument(self):
+        v = self.call("CreateVolume", create_req("pvc-snap", leaf="leaf-1")).volume
+        self.addCleanup(self.delete, v.volume_id)
+        code, msg = self.code_of("CreateSnapshot", csi_pb2.CreateSnapshotRequest(
+            name="snap-of-ckpt", source_volume_id=v.volume_id))
+        self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT, msg)
+        self.assertIn("source_volume_id", msg)
+        self.assertIn("checkpoint", msg)
+
     def test_errors_name_the_field(self):
         req = create_req("pvc-bad")
         req.parameters["colour"] = "blue"
@@ -227,6 +251,64 @@ class CheckpointControllerTest(unittest.TestCase):
             volume_id=v.volume_id, node_id="gpu-1"))
         self.assertEqual(self.a.call("nvmf_get_subsystems", nqn=v.volume_context["nqn"])[0]["hosts"], [])
         self.assertEqual(self.b.call("nvmf_get_subsystems"), [])
+
+
+@unittest.skipUnless(os.environ.get("GANTRY_FAKEAPI"), "GANTRY_FAKEAPI not set")
+class NodeRegistryTest(unittest.TestCase):
+    """ControllerPublishVolume answers NOT_FOUND for a node ID no node plugin
+    of ours reported: the controller reads the CSINode objects kubelet writes
+    from NodeGetInfo, here from the FAKE API server through a kubeconfig."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="gantry-node-registry-%d-" % os.getpid())
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.api = start_fake(self.dir, {"csinodes": [csinode("gpu-1", "gpu-1"),
+                                                   csinode("gpu-2", "gpu-2", driver="other.csi.io")]})
+        self.addCleanup(self.api.stop)
+        self.t = Target(workdir=os.path.join(self.dir, "t")).start()
+        self.addCleanup(self.t.cleanup)
+        tok = os.path.join(self.t.dir, "token.client")
+        with open(tok, "w") as f:
+            f.write(self.t.token + "\n")
+        cfg = write_config(os.path.join(self.dir, "gantry.json"),
+                           [("tgt-a", self.t.url, tok, [("127.0.0.1", "4420")], "leaf-1")])
+        self.plugin = Plugin(mode="controller", node_id=None, config=cfg,
+                             extra=["--kubeconfig", self.api.write_kubeconfig(os.path.join(self.dir, "kc"))])
+        self.addCleanup(self.plugin.cleanup)
+        self.addCleanup(self.stop_plugin)
+        self.plugin.start()
+
+    def stop_plugin(self):
+        rc = self.plugin.stop()
+        self.assertEqual(rc, 0, self.plugin.read_log()[-4000:])
+
+    def code_of(self, req):
+        with self.assertRaises(grpc.RpcError) as e:
+            self.plugin.call("ControllerPublishVolume", req, timeout=30)
+        return e.exception.code(), e.exception.details()
+
+    def test_unknown_node_is_not_found(self):
+        v = self.plugin.call("CreateVolume", create_req("pvc-reg", leaf="leaf-1"), timeout=30).volume
+        self.addCleanup(self.plugin.call, "DeleteVolume",
+                        csi_pb2.DeleteVolumeRequest(volume_id=v.volume_id), 30)
+        self.plugin.call("ControllerPublishVolume", publish_req(v.volume_id, "gpu-1"), timeout=30)
+        self.plugin.call("ControllerUnpublishVolume", csi_pb2.ControllerUnpublishVolumeRequest(
+            volume_id=v.volume_id, node_id="gpu-1"), timeout=30)
+        for node in ("gpu-404", "gpu-2"):  # gpu-2 runs another driver only
+            code, msg = self.code_of(publish_req(v.volume_id, node))
+            self.assertEqual(code, grpc.StatusCode.NOT_FOUND, msg)
+            self.assertIn("node_id", msg)
+            self.assertIn(node, msg)
+        # a volume that does not exist is NOT_FOUND naming the volume
+        code, msg = self.code_of(publish_req(
+            "0002-0005-tgt-a-0000000000000000-11111111-2222-4333-8444-555555555555", "gpu-1"))
+        self.assertEqual(code, grpc.StatusCode.NOT_FOUND, msg)
+        self.assertIn("volume_id", msg)
+        # the API gone: not "no such node" but UNAVAILABLE
+        self.api.stop()
+        code, msg = self.code_of(publish_req(v.volume_id, "gpu-1"))
+        self.assertEqual(code, grpc.StatusCode.UNAVAILABLE, msg)
+        self.assertIn("CSINode", msg)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ bearer token and TLS. The real kernel target is tested by the vm label."""
 import http.client
 import json
 import os
+import resource
 import shutil
+import signal
 import unittest
 import urllib.error
 import urllib.parse
@@ -142,6 +144,28 @@ class TargetRpcTest(unittest.TestCase):
         self.assertEqual(self.t.call("nvmf_get_subsystems")[0]["namespaces"][0]["bdev_name"], bdev)
         with open(os.path.join(self.t.log)) as f:
             self.assertNotIn(self.t.token, f.read(), "the token is never logged")
+
+    def test_crash_while_making_an_lvol_leaves_no_file_after_restart(self):
+        """gantry-target dies after creating an lvol's file and before its
+        state says so: here for real, by SIGXFSZ, as the file is sized past
+        RLIMIT_FSIZE. The restart removes the half-made file (the state knew
+        of it first) instead of leaking it."""
+        self.t.stop()
+        self.t.preexec = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+        self.t.start()
+        with self.assertRaises(Exception):
+            self.t.call("bdev_lvol_create", lvol_name="vol1", size_in_mib=8, lvs_name="gantry")
+        self.assertEqual(self.t.proc.wait(20), -signal.SIGXFSZ)
+        self.t.logf.close()
+        self.t.proc = None
+        self.assertEqual(os.listdir(self.t.lvs), ["vol1"], "the crash came after the file was made")
+        self.t.preexec = None
+        self.t.start()
+        self.assertEqual(os.listdir(self.t.lvs), [], "the half-made lvol file leaked")
+        self.assertEqual(self.t.call("bdev_get_bdevs"), [])
+        # and the name is free for the CO's retry
+        bdev = self.t.call("bdev_lvol_create", lvol_name="vol1", size_in_mib=8, lvs_name="gantry")
+        self.assertEqual([b["name"] for b in self.t.call("bdev_get_bdevs")], [bdev])
 
     def test_bearer_token_required(self):
         body = '{"jsonrpc":"2.0","id":1,"method":"nvmf_get_subsystems"}'

@@ -20,7 +20,7 @@ modroot=$kdir/root
 # What the tests need from the kernel. libceph's ms_mode=secure needs gcm,
 # ghash and ctr; crc32c for ext4/xfs/libceph; virtio and 9p for the VM itself.
 MODULES="rbd libceph
-         nvme-tcp nvme-fabrics nvmet nvmet-tcp configfs null_blk loop
+         nvme-tcp nvme-rdma nvme-fabrics nvmet nvmet-tcp configfs null_blk loop
          ext4 xfs overlay crc32c_generic crc32c-intel
          9p 9pnet_virtio virtio_pci virtio_net virtio_rng
          gcm ghash_generic ctr"

@@ -16,7 +16,7 @@ dir=$VM_WORK/ceph
 
 # name:size_MB:data_pool ("-": none). The c* images are the concurrency test's.
 IMAGES="data:256:ecdata blk:64:- rst:320:ecdata blank:64:- grow-ext4:128:ecdata
-        grow-xfs:320:ecdata cond:64:- lock:64:- noopt:64:- crash:64:-"
+        grow-xfs:320:ecdata cond:64:- lock:64:- noopt:64:- crash:64:- orphan:64:-"
 for i in $(seq -w 0 15); do IMAGES+=" c$i:48:ecdata"; done
 
 start() {

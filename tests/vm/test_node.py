@@ -262,6 +262,11 @@ class NodeTest(unittest.TestCase):
         s = self.stats("blk", tgt)
         self.assertEqual(s.usage[0].total, 64 << 20)
         self.assertFalse(s.volume_condition.abnormal)
+        # nothing to grow on the node for raw block: OK, with and without the access type
+        for cap in (blk, None):
+            grown = self.call("NodeExpandVolume", volume_id=volume_id("blk"), volume_path=tgt,
+                              staging_target_path=staging("blk"), volume_capability=cap)
+            self.assertEqual(grown.capacity_bytes, 64 << 20)
         # a file-system stage of a volume staged as block is refused
         self.assert_code(CODE.ALREADY_EXISTS, "NodeStageVolume", volume_id=volume_id("blk"),
                          staging_target_path=staging("blk"), volume_capability=capability(),
@@ -313,6 +318,43 @@ class NodeTest(unittest.TestCase):
         self.unstage("crash")  # or kubelet gives up: unstage still finds and unmaps it
         self.assertEqual(mappings("crash"), [])
         self.assertEqual(os.listdir(staging("crash")), [])
+
+    def test_half_made_map_is_unmapped(self):
+        """The kernel maps the image but /dev/rbdN never shows (here: the
+        plugin runs in a mount namespace whose /dev is an empty tmpfs): the
+        failed stage unmaps what it mapped instead of orphaning it."""
+        workdir = tempfile.mkdtemp(prefix="gantry-node-nodev-")
+        self.addCleanup(shutil.rmtree, workdir, ignore_errors=True)
+        p = Plugin(mode="node", node_id="vm-node", config=self.config, workdir=workdir)
+        p.args = ["unshare", "-m", "sh", "-c", 'mount -t tmpfs tmpfs /dev && exec "$@"',
+                  "sh"] + p.args
+        p.start()
+        self.addCleanup(p.stop)
+        req = csi_pb2.NodeStageVolumeRequest(
+            volume_id=volume_id("orphan"), staging_target_path=staging("orphan"),
+            volume_capability=capability(), volume_context=context("orphan"),
+            secrets={"userID": "gantry", "userKey": USER_KEY})
+        with self.assertRaises(grpc.RpcError) as cm:
+            p.call("NodeStageVolume", req, timeout=120)
+        self.assertIn("did not appear", cm.exception.details())
+        self.assertEqual(mappings("orphan"), [], "the failed stage left its mapping behind")
+
+    def test_map_against_a_dead_address_ends_by_the_deadline(self):
+        """No monitor answers at the address: krbd would retry for its 60 s
+        mount_timeout after the CO gave up; bounded by the call's deadline the
+        plugin itself answers DEADLINE_EXCEEDED (its own message, not the
+        client's "Deadline Exceeded") and its map slot is free again."""
+        dead = ENV["MONITORS"].rsplit(".", 1)[0] + ".250:3300"
+        ctx = context("lock")
+        ctx["monitors"] = dead
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.call("NodeStageVolume", timeout=20, volume_id=volume_id("dead"),
+                      staging_target_path=staging("dead"), volume_capability=capability(),
+                      volume_context=ctx, secrets={"userID": "gantry", "userKey": USER_KEY})
+        self.assertEqual(cm.exception.code(), CODE.DEADLINE_EXCEEDED, cm.exception.details())
+        self.assertIn("rbd map", cm.exception.details())
+        self.assertIn("mount_timeout", cm.exception.details())
+        self.assertEqual(mappings("lock"), [])
 
     def test_sixteen_concurrent_stages(self):
         images = ["c%02d" % i for i in range(16)]
