@@ -4,9 +4,8 @@
  * volume's condition: abnormal when the block device under the mount is
  * gone (force-unmapped, or its cluster connection torn down), or when a
  * checkpoint volume has fewer live NVMe paths than it was staged with
- * (node_paths.c). Expansion
- * waits for krbd to see the image's new size, then grows ext4 (resize2fs)
- * or xfs (xfs_growfs) online.
+ * (node_paths.c). Expansion waits for krbd to see the image's new size,
+ * then grows ext4 (resize2fs) or xfs (xfs_growfs) online.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -41,10 +40,9 @@ static Csi__V1__VolumeUsage *usage(struct gantry_csi_call *call, Csi__V1__Volume
 static int stats(struct gantry_csi_call *call, const char *volume_id, const char *path,
                  Csi__V1__NodeGetVolumeStatsResponse *resp, struct gantry_error *err)
 {
-        char missing[512];
         Csi__V1__VolumeCondition *cond = gantry_csi_call_alloc(call, sizeof(*cond));
         Csi__V1__VolumeUsage **u = gantry_csi_call_alloc(call, 2 * sizeof(*u));
-        char device[64];
+        char device[64], missing[512];
         struct stat st;
         dev_t dev;
         int r;
@@ -112,7 +110,8 @@ int gantry_node_volume_stats(struct gantry_csi_call *call, const ProtobufCMessag
         if ((r = gantry_node_check_volume_id(req->volume_id, err)) < 0 ||
             (r = gantry_node_check_path("volume_path", req->volume_path, err)) < 0)
                 return r;
-        return stats(call, req->volume_id, req->volume_path, (Csi__V1__NodeGetVolumeStatsResponse *)response, err);
+        return stats(call, req->volume_id, req->volume_path,
+                     (Csi__V1__NodeGetVolumeStatsResponse *)response, err);
 }
 
 /* Waits until @device is at least @want bytes; returns its size. */

@@ -184,8 +184,9 @@ static size_t connect_paths(const struct gantry_nvmf_volume *v, struct gantry_nv
                         snprintf(why, why_size, "%s:%s:%s: %s", p->transport, p->traddr, p->trsvcid,
                                  connect_error(e));
                         path_failed(pr, connect_error(e));
-                        log_warn("node.nvmf_connect_failed", "nqn=%s path=%s transport=%s error=%d reason=\"%s\"",
-                                 v->nqn, pr->addr, p->transport, e, pr->why);
+                        log_warn("node.nvmf_connect_failed",
+                                 "nqn=%s path=%s transport=%s error=%d reason=\"%s\"", v->nqn, pr->addr,
+                                 p->transport, e, pr->why);
                         nvme_free_ctrl(c);
                         continue;
                 }
