@@ -22,6 +22,7 @@
 #include "identity.h"
 #include "log.h"
 #include "metrics.h"
+#include "node.h"
 #include "server.h"
 #include "services.h"
 
@@ -201,6 +202,8 @@ int main(int argc, char **argv)
         metrics = gantry_metrics_new();
         if (!metrics)
                 goto out;
+        if (node)
+                gantry_node_set_metrics(metrics);
         idopts.controller_service = controller;
         r = gantry_services_init(config, a.node_id, a.kubeconfig, controller, node, &idopts, &err);
         if (r < 0) {

@@ -258,6 +258,12 @@ int gantry_node_init(const struct gantry_config *config, const char *node_id,
         return 0;
 }
 
+void gantry_node_set_metrics(struct gantry_metrics *m)
+{
+        gantry_node_paths_set_metrics(m);
+}
+
 void gantry_node_shutdown(void)
 {
+        gantry_node_paths_shutdown();
 }

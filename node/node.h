@@ -26,5 +26,14 @@ int gantry_node_init(const struct gantry_config *config, const char *node_id,
 int gantry_node_probe(const struct gantry_config *config, int64_t deadline_ms,
                       struct gantry_error *err);
 
+struct gantry_metrics;
+
+/*
+ * Where the node service reports its own metrics (degraded NVMe multipath
+ * stages, missing paths). @m is borrowed and must outlive the service;
+ * NULL: none. Call before the server starts.
+ */
+void gantry_node_set_metrics(struct gantry_metrics *m);
+
 /* Releases what gantry_node_init() set up. */
 void gantry_node_shutdown(void);

@@ -213,6 +213,35 @@ int gantry_node_module_require(const char *name, struct gantry_error *err);
 /* Whether /sys/bus/rbd/add_single_major exists. */
 bool gantry_node_rbd_available(void);
 
+/* ---- node_paths.c: the NVMe paths of staged checkpoint volumes ---- */
+
+struct gantry_metrics;
+struct gantry_nvmf_attach_report;
+
+/* Where the path metrics go (NULL: nowhere); borrowed, must outlive the service. */
+void gantry_node_paths_set_metrics(struct gantry_metrics *m);
+
+/*
+ * Records what the attach of checkpoint volume @volume_id (namespace
+ * @nguid) made of its paths; a degraded one counts in the metrics.
+ * Replaces an earlier record. Returns 0 or -ENOMEM (nothing recorded).
+ */
+int gantry_node_paths_record(const char *volume_id, const char *nguid,
+                             const struct gantry_nvmf_attach_report *report);
+
+/* Drops @volume_id's record (none: nothing to do). */
+void gantry_node_paths_forget(const char *volume_id);
+
+/*
+ * Re-checks @volume_id's connected paths in sysfs and writes "1 of 2 NVMe
+ * paths missing: ADDR (why), ..." to @buf ("" when none is, or the volume
+ * has no record). Returns the number missing.
+ */
+size_t gantry_node_paths_condition(const char *volume_id, char *buf, size_t size);
+
+/* Frees every record. */
+void gantry_node_paths_shutdown(void);
+
 /* ---- node.c: request checks shared by the handlers ---- */
 
 struct node_capability {

@@ -171,7 +171,8 @@ static int use_device(struct gantry_csi_call *call, const struct stage_req *s, c
 static int stage_nvmf(struct gantry_csi_call *call, const struct stage_req *s,
                       struct gantry_error *err)
 {
-        char device[64];
+        struct gantry_nvmf_attach_report report;
+        char device[64], missing[512];
         int r;
 
         for (size_t i = 0; i < s->vol.n_paths; i++)
@@ -182,7 +183,7 @@ static int stage_nvmf(struct gantry_csi_call *call, const struct stage_req *s,
                         return r;
         if ((r = gantry_node_mkdir_p(s->staging)) < 0)
                 return gantry_error_set(err, r, "staging_target_path: %s", strerror(-r));
-        if ((r = gantry_nvmf_attach(&s->vol, call->deadline_ms, device, sizeof(device), err)) < 0)
+        if ((r = gantry_nvmf_attach(&s->vol, call->deadline_ms, device, sizeof(device), &report, err)) < 0)
                 return r;
         if ((r = use_device(call, s, device, err)) < 0) {
                 struct gantry_error ignored = { 0 };
@@ -191,8 +192,15 @@ static int stage_nvmf(struct gantry_csi_call *call, const struct stage_req *s,
                 gantry_nvmf_detach_volume(s->volume_id, call->deadline_ms, &ignored);
                 return r;
         }
-        log_info("node.staged", "volume_id=%s device=%s path=%s block=%d ro=%d", s->volume_id,
-                 device, s->staging, s->cap.block, s->spec.readonly);
+        /* usable on the paths it has; the missing ones show in the metrics and the volume condition */
+        if (gantry_node_paths_record(s->volume_id, s->vol.nguid, &report) < 0)
+                log_warn("node.paths_unrecorded", "volume_id=%s", s->volume_id);
+        if (gantry_nvmf_report_describe(&report, missing, sizeof(missing)))
+                log_warn("node.staged_degraded", "volume_id=%s device=%s missing=\"%s\"", s->volume_id,
+                         device, missing);
+        log_info("node.staged", "volume_id=%s device=%s path=%s block=%d ro=%d paths=%zu/%zu", s->volume_id,
+                 device, s->staging, s->cap.block, s->spec.readonly, report.n_paths - report.n_missing,
+                 report.n_paths);
         return 0;
 }
 
@@ -309,6 +317,7 @@ static int unstage_locked(const char *volume_id, const char *staging, int64_t de
         if (gantry_nvmf_is_volume_id(volume_id)) {
                 if ((r = gantry_nvmf_detach_volume(volume_id, deadline_ms, err)) < 0)
                         return r;
+                gantry_node_paths_forget(volume_id);
                 if (found)
                         log_info("node.unstaged", "volume_id=%s path=%s", volume_id, staging);
                 return 0;

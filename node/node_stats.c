@@ -2,9 +2,10 @@
  * NodeGetVolumeStats and NodeExpandVolume. Stats report bytes and inodes of
  * the mounted file system (bytes only for a raw block volume) and the
  * volume's condition: abnormal when the block device under the mount is
- * gone (force-unmapped, or its cluster connection torn down). Expansion
- * waits for krbd to see the image's new size, then grows ext4 (resize2fs)
- * or xfs (xfs_growfs) online.
+ * gone (force-unmapped, or its cluster connection torn down), or when a
+ * checkpoint volume has fewer live NVMe paths than it was staged with
+ * (node_paths.c). Expansion waits for krbd to see the image's new size,
+ * then grows ext4 (resize2fs) or xfs (xfs_growfs) online.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "csi_call.h"
 #include "log.h"
 #include "node_internal.h"
+#include "nvmf.h"
 
 #define EXPAND_SIZE_WAIT_MS 30000
 
@@ -52,12 +54,12 @@ static Csi__V1__VolumeUsage *usage(struct gantry_csi_call *call, Csi__V1__Volume
         return u;
 }
 
-static int stats(struct gantry_csi_call *call, const char *path,
+static int stats(struct gantry_csi_call *call, const char *volume_id, const char *path,
                  Csi__V1__NodeGetVolumeStatsResponse *resp, struct gantry_error *err)
 {
         Csi__V1__VolumeCondition *cond = gantry_csi_call_alloc(call, sizeof(*cond));
         Csi__V1__VolumeUsage **u = gantry_csi_call_alloc(call, 2 * sizeof(*u));
-        char device[64];
+        char device[64], missing[512];
         struct stat st;
         dev_t dev;
         int r;
@@ -79,6 +81,11 @@ static int stats(struct gantry_csi_call *call, const char *path,
                 cond->message = gantry_csi_call_printf(call,
                                                        "block device %u:%u is gone (unmapped or detached)",
                                                        major(dev), minor(dev));
+        } else if (gantry_nvmf_is_volume_id(volume_id) &&
+                   gantry_node_paths_condition(volume_id, missing, sizeof(missing)) > 0) {
+                cond->abnormal = 1;
+                cond->message = gantry_csi_call_printf(call, "%s (%s is attached on the others)", missing,
+                                                       device);
         } else {
                 cond->message = gantry_csi_call_printf(call, "%s is attached", device);
         }
@@ -120,7 +127,8 @@ int gantry_node_volume_stats(struct gantry_csi_call *call, const ProtobufCMessag
         if ((r = gantry_node_check_volume_id(req->volume_id, err)) < 0 ||
             (r = check_volume_path("volume_path", req->volume_path, err)) < 0)
                 return r;
-        return stats(call, req->volume_path, (Csi__V1__NodeGetVolumeStatsResponse *)response, err);
+        return stats(call, req->volume_id, req->volume_path,
+                     (Csi__V1__NodeGetVolumeStatsResponse *)response, err);
 }
 
 /* Waits until @device is at least @want bytes; returns its size. */

@@ -58,15 +58,58 @@ int gantry_nvmf_volume_parse(const char *const *ctx_keys, const char *const *ctx
                              const char *publish_host_nqn, const char *node_id,
                              struct gantry_nvmf_volume *ret, struct gantry_error *err);
 
+/* What an attach made of one path of the volume. */
+enum gantry_nvmf_path_state {
+        GANTRY_NVMF_PATH_LIVE = 0,   /* controller connected (or reused), path device present */
+        GANTRY_NVMF_PATH_NO_CONNECT, /* the connect failed: no controller */
+        GANTRY_NVMF_PATH_NO_DEVICE,  /* connected, but its path device never appeared */
+};
+
+struct gantry_nvmf_path_report {
+        enum gantry_nvmf_path_state state;
+        char addr[80]; /* "traddr:trsvcid", how logs and the volume condition name the path */
+        char ctrl[32]; /* the controller ("nvme2"); "" when the connect failed */
+        char why[96];  /* NO_CONNECT: the connect error; else "" */
+};
+
+/* Every path an attach asked for, in volume_context order. */
+struct gantry_nvmf_attach_report {
+        struct gantry_nvmf_path_report paths[GANTRY_NVMF_MAX_PATHS];
+        size_t n_paths;
+        size_t n_missing; /* paths not LIVE */
+};
+
 /*
  * Connects @v (every path; reusing a live controller to the same subsystem
- * and address) and waits until @deadline_ms (CLOCK_MONOTONIC ms) for the
- * namespace with @v's NGUID/UUID to appear. Writes its device node
- * ("/dev/nvme1n1") to @ret_dev. Returns 0 or -errno with @err: an
- * unreachable target or a refused host is named.
+ * and address), waits until @deadline_ms (CLOCK_MONOTONIC ms) for the
+ * namespace with @v's NGUID to appear, then for the path device of every
+ * connected controller (nvmeXcYnZ with native multipath; the controller's
+ * own namespace without), polling sysfs, for at most half of the time left
+ * so formatting and mounting keep the other half. Writes the device node
+ * ("/dev/nvme1n1") to @ret_dev and, when @ret_report is not NULL, what
+ * became of each path to it. Succeeds while at least one path is live; a
+ * path that is not is logged as a warning (node.nvmf_connect_failed or
+ * node.nvmf_path_missing) and counted in the report's n_missing. Returns
+ * 0 or -errno with @err: an unreachable target or a refused host is named.
  */
 int gantry_nvmf_attach(const struct gantry_nvmf_volume *v, int64_t deadline_ms, char *ret_dev,
-                       size_t size, struct gantry_error *err);
+                       size_t size, struct gantry_nvmf_attach_report *ret_report,
+                       struct gantry_error *err);
+
+/*
+ * Whether controller @ctrl ("nvme2") has a namespace with @nguid (32 hex
+ * digits): its path device under native multipath, its own namespace
+ * without. Read from /sys/class/nvme/@ctrl.
+ */
+bool gantry_nvmf_path_present(const char *ctrl, const char *nguid);
+
+/*
+ * "1 of 2 NVMe paths missing: 127.0.0.1:4421 (connect failed: Connection
+ * refused)" for @report into @buf; "" when none is missing. Returns
+ * n_missing.
+ */
+size_t gantry_nvmf_report_describe(const struct gantry_nvmf_attach_report *report, char *buf,
+                                   size_t size);
 
 /* Whether @volume_id is a checkpoint volume ID ("0002-..."). */
 bool gantry_nvmf_is_volume_id(const char *volume_id);

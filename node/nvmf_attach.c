@@ -80,14 +80,15 @@ static int find_namespace(const char *nqn, const char *nguid, char *ret, size_t 
 
                 if (!is_ns_name(e->d_name))
                         continue;
+                /* a namespace that cannot be read is going away (or is no fabrics one): not ours */
                 snprintf(path, sizeof(path), "/sys/block/%s/nguid", e->d_name);
-                gantry_attr_read(path, val, sizeof(val));
+                if (gantry_attr_read(path, val, sizeof(val)) < 0)
+                        continue;
                 strip_dashes(val, plain, sizeof(plain));
                 if (strcmp(plain, nguid) != 0)
                         continue;
                 snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", e->d_name);
-                gantry_attr_read(path, val, sizeof(val));
-                if (strcmp(val, nqn) != 0)
+                if (gantry_attr_read(path, val, sizeof(val)) < 0 || strcmp(val, nqn) != 0)
                         continue;
                 snprintf(ret, size, "%.63s", e->d_name);
                 r = 0;
@@ -129,38 +130,49 @@ static const char *connect_error(int e)
         return e >= ENVME_CONNECT_RESOLVE ? nvme_errno_to_string(e) : strerror(e);
 }
 
-int gantry_nvmf_attach(const struct gantry_nvmf_volume *v, int64_t deadline_ms, char *ret_dev, size_t size,
-                       struct gantry_error *err)
+static void path_failed(struct gantry_nvmf_path_report *pr, const char *why)
 {
-        char ns[64], why[256] = "";
+        pr->state = GANTRY_NVMF_PATH_NO_CONNECT;
+        snprintf(pr->why, sizeof(pr->why), "%s", why);
+}
+
+/* Connects every path of @v that has no controller yet; fills @rep. Returns the live count. */
+static size_t connect_paths(const struct gantry_nvmf_volume *v, struct gantry_nvmf_attach_report *rep,
+                            char *why, size_t why_size, bool *ret_host)
+{
         nvme_root_t root;
         nvme_host_t host;
         size_t live = 0;
-        int r;
 
         pthread_mutex_lock(&nvmf_lock);
         root = nvme_create_root(NULL, LOG_ERR);
         if (!root) {
                 pthread_mutex_unlock(&nvmf_lock);
-                return gantry_error_set(err, ENOMEM, "libnvme: cannot create a root");
+                *ret_host = false;
+                return 0;
         }
         nvme_scan_topology(root, NULL, NULL);
         host = nvme_lookup_host(root, v->host_nqn, v->host_id);
         for (size_t i = 0; host && i < v->n_paths; i++) {
                 const struct gantry_nvmf_path *p = &v->paths[i];
+                struct gantry_nvmf_path_report *pr = &rep->paths[i];
                 struct nvme_fabrics_config cfg;
                 nvme_ctrl_t c = find_ctrl(root, v->nqn, p);
 
                 if (c) {
                         log_info("node.nvmf_reuse", "nqn=%s ctrl=%s state=%s", v->nqn, nvme_ctrl_get_name(c),
                                  nvme_ctrl_get_state(c) ?: "?");
+                        snprintf(pr->ctrl, sizeof(pr->ctrl), "%s", nvme_ctrl_get_name(c) ?: "");
                         live++;
                         continue;
                 }
                 c = nvme_create_ctrl(root, v->nqn, p->transport, p->traddr, NULL, NULL, p->trsvcid);
                 if (!c) {
-                        snprintf(why, sizeof(why), "%s:%s:%s: %s", p->transport, p->traddr, p->trsvcid,
-                                 strerror(errno));
+                        int e = errno;
+                        snprintf(why, why_size, "%s:%s:%s: %s", p->transport, p->traddr, p->trsvcid,
+                                 strerror(e));
+                        path_failed(pr, strerror(e));
+                        log_warn("node.nvmf_connect_failed", "nqn=%s path=%s error=%d", v->nqn, pr->addr, e);
                         continue;
                 }
                 nvmf_default_config(&cfg);
@@ -169,21 +181,121 @@ int gantry_nvmf_attach(const struct gantry_nvmf_volume *v, int64_t deadline_ms, 
                 cfg.ctrl_loss_tmo = GANTRY_NVMF_CTRL_LOSS_TMO_S;
                 if (nvmf_add_ctrl(host, c, &cfg) < 0) {
                         int e = errno;
-                        snprintf(why, sizeof(why), "%s:%s:%s: %s", p->transport, p->traddr, p->trsvcid,
+                        snprintf(why, why_size, "%s:%s:%s: %s", p->transport, p->traddr, p->trsvcid,
                                  connect_error(e));
-                        log_warn("node.nvmf_connect_failed", "nqn=%s path=%s:%s:%s error=%d", v->nqn,
-                                 p->transport, p->traddr, p->trsvcid, e);
+                        path_failed(pr, connect_error(e));
+                        log_warn("node.nvmf_connect_failed",
+                                 "nqn=%s path=%s transport=%s error=%d reason=\"%s\"", v->nqn, pr->addr,
+                                 p->transport, e, pr->why);
                         nvme_free_ctrl(c);
                         continue;
                 }
-                log_info("node.nvmf_connected", "nqn=%s ctrl=%s host=%s", v->nqn, nvme_ctrl_get_name(c),
-                         v->host_nqn);
+                log_info("node.nvmf_connected", "nqn=%s ctrl=%s path=%s host=%s", v->nqn,
+                         nvme_ctrl_get_name(c), pr->addr, v->host_nqn);
+                snprintf(pr->ctrl, sizeof(pr->ctrl), "%s", nvme_ctrl_get_name(c) ?: "");
                 live++;
         }
         nvme_free_tree(root);
         pthread_mutex_unlock(&nvmf_lock);
+        *ret_host = host != NULL;
+        return live;
+}
+
+bool gantry_nvmf_path_present(const char *ctrl, const char *nguid)
+{
+        char dir[64];
+        struct dirent *e;
+        bool found = false;
+        DIR *d;
+
+        if (!ctrl[0] || strncmp(ctrl, "nvme", 4) != 0 || strchr(ctrl, '/'))
+                return false;
+        snprintf(dir, sizeof(dir), "/sys/class/nvme/%.31s", ctrl);
+        d = opendir(dir);
+        if (!d)
+                return false;
+        while (!found && (e = readdir(d))) {
+                char path[PATH_MAX], val[256], plain[64];
+
+                /* nvmeXcYnZ (a multipath path) or nvmeYnZ (no multipath) */
+                if (strncmp(e->d_name, "nvme", 4) != 0 || !strchr(e->d_name + 4, 'n'))
+                        continue;
+                snprintf(path, sizeof(path), "%s/%s/nguid", dir, e->d_name);
+                if (gantry_attr_read(path, val, sizeof(val)) < 0)
+                        continue; /* not a namespace, or going away */
+                strip_dashes(val, plain, sizeof(plain));
+                found = strcmp(plain, nguid) == 0;
+        }
+        closedir(d);
+        return found;
+}
+
+/*
+ * Waits for the path device of every connected path in @rep, polling with a
+ * backoff from 10 ms to 200 ms until @end_ms; marks those that never came
+ * NO_DEVICE. Returns the number of live paths.
+ */
+static size_t wait_paths(const struct gantry_nvmf_volume *v, struct gantry_nvmf_attach_report *rep,
+                         int64_t end_ms)
+{
+        int64_t start = now_ms();
+        long backoff = 10;
+        int polls = 0;
+        size_t live;
+
+        for (;;) {
+                size_t connected = 0;
+
+                live = 0;
+                for (size_t i = 0; i < rep->n_paths; i++) {
+                        if (rep->paths[i].state == GANTRY_NVMF_PATH_NO_CONNECT)
+                                continue;
+                        connected++;
+                        if (gantry_nvmf_path_present(rep->paths[i].ctrl, v->nguid))
+                                live++;
+                }
+                if (live == connected || now_ms() >= end_ms)
+                        break;
+                pause_ms(backoff);
+                backoff = backoff * 2 > 200 ? 200 : backoff * 2;
+                polls++;
+        }
+        /* how often a second path lags its namespace head, and by how much */
+        if (polls)
+                log_info("node.nvmf_paths_waited", "nqn=%s ms=%lld polls=%d", v->nqn,
+                         (long long)(now_ms() - start), polls);
+        live = 0;
+        for (size_t i = 0; i < rep->n_paths; i++) {
+                struct gantry_nvmf_path_report *pr = &rep->paths[i];
+                if (pr->state != GANTRY_NVMF_PATH_LIVE)
+                        continue;
+                if (gantry_nvmf_path_present(pr->ctrl, v->nguid)) {
+                        live++;
+                        continue;
+                }
+                pr->state = GANTRY_NVMF_PATH_NO_DEVICE;
+                log_warn("node.nvmf_path_missing", "nqn=%s path=%s ctrl=%s nguid=%s", v->nqn, pr->addr,
+                         pr->ctrl, v->nguid);
+        }
+        return live;
+}
+
+int gantry_nvmf_attach(const struct gantry_nvmf_volume *v, int64_t deadline_ms, char *ret_dev, size_t size,
+                       struct gantry_nvmf_attach_report *ret_report, struct gantry_error *err)
+{
+        struct gantry_nvmf_attach_report rep = { .n_paths = v->n_paths };
+        char ns[64], why[256] = "";
+        bool host;
+        size_t live;
+        int64_t now;
+        int r;
+
+        for (size_t i = 0; i < v->n_paths; i++)
+                snprintf(rep.paths[i].addr, sizeof(rep.paths[i].addr), "%s:%s", v->paths[i].traddr,
+                         v->paths[i].trsvcid);
+        live = connect_paths(v, &rep, why, sizeof(why), &host);
         if (!host)
-                return gantry_error_set(err, ENOMEM, "libnvme: no host object for %s", v->host_nqn);
+                return gantry_error_set(err, ENOMEM, "libnvme: no root or host object for %s", v->host_nqn);
         if (live == 0)
                 return gantry_error_set(err, EHOSTUNREACH,
                                         "volume_context.addresses: cannot connect to %s as host %s "
@@ -196,8 +308,48 @@ int gantry_nvmf_attach(const struct gantry_nvmf_volume *v, int64_t deadline_ms, 
                 return gantry_error_set(err, r == -ENOENT ? ETIMEDOUT : -r,
                                         "volume_context.nguid: namespace %s of %s did not appear", v->nguid,
                                         v->nqn);
+        /* the head exists once one path has scanned; the others' scans may still run */
+        now = now_ms();
+        live = wait_paths(v, &rep, deadline_ms > now ? now + (deadline_ms - now) / 2 : now);
+        if (live == 0)
+                return gantry_error_set(err, ETIMEDOUT,
+                                        "volume_context.addresses: no path device of %s (namespace %s) "
+                                        "appeared on any controller of %s",
+                                        ns, v->nguid, v->nqn);
+        for (size_t i = 0; i < rep.n_paths; i++)
+                if (rep.paths[i].state != GANTRY_NVMF_PATH_LIVE)
+                        rep.n_missing++;
         snprintf(ret_dev, size, "/dev/%s", ns);
+        if (ret_report)
+                *ret_report = rep;
         return 0;
+}
+
+size_t gantry_nvmf_report_describe(const struct gantry_nvmf_attach_report *report, char *buf, size_t size)
+{
+        size_t n = 0, first_missing = 0;
+        bool first;
+
+        if (size)
+                buf[0] = '\0';
+        if (!report->n_missing || !size)
+                return report->n_missing;
+        n = (size_t)snprintf(buf, size, "%zu of %zu NVMe paths missing:", report->n_missing, report->n_paths);
+        while (first_missing < report->n_paths && report->paths[first_missing].state == GANTRY_NVMF_PATH_LIVE)
+                first_missing++;
+        for (size_t i = 0; i < report->n_paths && n < size; i++) {
+                const struct gantry_nvmf_path_report *pr = &report->paths[i];
+                if (pr->state == GANTRY_NVMF_PATH_LIVE)
+                        continue;
+                first = i == first_missing;
+                if (pr->state == GANTRY_NVMF_PATH_NO_CONNECT)
+                        n += (size_t)snprintf(buf + n, size - n, "%s%s (connect failed: %s)",
+                                              first ? " " : ", ", pr->addr, pr->why);
+                else
+                        n += (size_t)snprintf(buf + n, size - n, "%s%s (%s connected, no path device)",
+                                              first ? " " : ", ", pr->addr, pr->ctrl);
+        }
+        return report->n_missing;
 }
 
 /* "nvme1n1" for @dev from /sys/dev/block/MAJ:MIN; -ENODEV when gone. */
@@ -236,6 +388,7 @@ static bool subsystem_in_use(const char *nqn)
         while (!used && fgets(line, sizeof(line), f)) {
                 unsigned int maj, min;
                 char root[PATH_MAX], name[64], path[PATH_MAX], val[256];
+                ssize_t r;
 
                 if (sscanf(line, "%*d %*d %u:%u %4095s", &maj, &min, root) != 3)
                         continue;
@@ -246,7 +399,13 @@ static bool subsystem_in_use(const char *nqn)
                         snprintf(name, sizeof(name), "%.63s", root + 1);
                 }
                 snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", name);
-                gantry_attr_read(path, val, sizeof(val));
+                r = gantry_attr_read(path, val, sizeof(val));
+                if (r == -ENOENT)
+                        continue; /* that namespace went away since the mount was listed */
+                if (r < 0) {
+                        used = true; /* cannot tell: keep the controller */
+                        break;
+                }
                 used = strcmp(val, nqn) == 0;
         }
         fclose(f);
@@ -268,7 +427,8 @@ static bool subsystem_has_namespace(const char *nqn)
                 if (!is_ns_name(e->d_name))
                         continue;
                 snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", e->d_name);
-                gantry_attr_read(path, val, sizeof(val));
+                if (gantry_attr_read(path, val, sizeof(val)) < 0)
+                        continue; /* gone between readdir and read, or not a fabrics namespace */
                 found = strcmp(val, nqn) == 0;
         }
         closedir(d);
@@ -328,11 +488,16 @@ static int detach_subsystem(const char *nqn, int64_t deadline_ms, struct gantry_
 int gantry_nvmf_detach(dev_t dev, int64_t deadline_ms, struct gantry_error *err)
 {
         char name[64], path[PATH_MAX], nqn[GANTRY_NQN_MAX + 2];
+        int r;
 
         if (dev_name(dev, name, sizeof(name)) < 0)
                 return 0; /* already gone */
         snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", name);
-        gantry_attr_read(path, nqn, sizeof(nqn));
+        r = (int)gantry_attr_read(path, nqn, sizeof(nqn));
+        if (r < 0 && dev_name(dev, name, sizeof(name)) < 0)
+                return 0; /* went away while we looked */
+        if (r < 0)
+                return gantry_error_set(err, -r, "%s: cannot read its subsystem NQN: %s", name, strerror(-r));
         if (!nqn[0])
                 return gantry_error_set(err, ENODEV, "%s: no subsystem NQN in sysfs", name);
         return detach_subsystem(nqn, deadline_ms, err);
@@ -345,11 +510,11 @@ bool gantry_nvmf_device_matches(dev_t dev, const struct gantry_nvmf_volume *v)
         if (dev_name(dev, name, sizeof(name)) < 0 || !is_ns_name(name))
                 return false;
         snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", name);
-        gantry_attr_read(path, val, sizeof(val));
-        if (strcmp(val, v->nqn) != 0)
+        if (gantry_attr_read(path, val, sizeof(val)) < 0 || strcmp(val, v->nqn) != 0)
                 return false;
         snprintf(path, sizeof(path), "/sys/block/%s/nguid", name);
-        gantry_attr_read(path, val, sizeof(val));
+        if (gantry_attr_read(path, val, sizeof(val)) < 0)
+                return false;
         strip_dashes(val, plain, sizeof(plain));
         return strcmp(plain, v->nguid) == 0;
 }

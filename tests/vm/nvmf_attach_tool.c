@@ -5,6 +5,7 @@
  * plumbing around them.
  *
  *   nvmf_attach_tool attach HOSTNQN KEY=VALUE...   (the volume_context) -> prints /dev/nvmeXnY
+ *                                                  (and on stderr the paths missing, if any)
  *   nvmf_attach_tool detach /dev/nvmeXnY
  *   nvmf_attach_tool detach-volume VOLUME_ID        (the unstage retry's safety net)
  *
@@ -36,7 +37,9 @@ int main(int argc, char **argv)
         int r;
 
         if (argc >= 4 && strcmp(argv[1], "attach") == 0) {
+                struct gantry_nvmf_attach_report report;
                 const char *keys[16], *values[16];
+                char missing[512];
                 size_t n = 0;
 
                 for (int i = 3; i < argc && n < 16; i++) {
@@ -49,11 +52,13 @@ int main(int argc, char **argv)
                 }
                 r = gantry_nvmf_volume_parse(keys, values, n, argv[2], NULL, &v, &err);
                 if (r == 0)
-                        r = gantry_nvmf_attach(&v, deadline(20), dev, sizeof(dev), &err);
+                        r = gantry_nvmf_attach(&v, deadline(20), dev, sizeof(dev), &report, &err);
                 if (r < 0) {
                         fprintf(stderr, "attach: %s (%s)\n", err.msg, strerror(-r));
                         return 1;
                 }
+                if (gantry_nvmf_report_describe(&report, missing, sizeof(missing)))
+                        fprintf(stderr, "attach: %s\n", missing);
                 printf("%s\n", dev);
                 return 0;
         }

@@ -151,9 +151,19 @@ done | sort -u >"$share/tmp-binds"
 : >"$share/results"
 
 accel=(-accel tcg,thread=multi -cpu max)
-# GANTRY_VM_ACCEL=tcg: software emulation even with /dev/kvm (a nested KVM
-# that cannot run this guest hangs or aborts at vCPU setup)
-[ -w /dev/kvm ] && [ "${GANTRY_VM_ACCEL:-}" != tcg ] && accel=(-accel kvm -cpu host)
+# KVM only when a vCPU can be set up: under some nested hypervisors
+# /dev/kvm is there but qemu aborts at vCPU reset ("failed to set MSR
+# 0x10a"); a paused qemu that quits at once finds that out in ~0.1 s.
+# GANTRY_VM_ACCEL=tcg forces software emulation (a nested KVM that passes
+# that probe but still cannot run this guest).
+if [ -w /dev/kvm ] && [ "${GANTRY_VM_ACCEL:-}" != tcg ]; then
+        if echo quit | timeout 20 qemu-system-x86_64 -accel kvm -cpu host -m 64 -display none \
+                -nodefaults -S -monitor stdio >/dev/null 2>&1; then
+                accel=(-accel kvm -cpu host)
+        else
+                echo "run.sh: /dev/kvm is present but qemu cannot start a KVM vCPU: using TCG"
+        fi
+fi
 # no_timer_check: under software emulation on a loaded host the kernel's
 # IO-APIC timer check can miss its window and panic at boot ("IO-APIC +
 # timer doesn't work"); the check proves nothing about what we test.

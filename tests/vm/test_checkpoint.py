@@ -12,10 +12,13 @@ through tests/vm/nvmf_attach_tool. Checked against the kernel: configfs,
 """
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 import unittest
+import urllib.request
 
 import grpc
 
@@ -49,6 +52,27 @@ def detach(dev):
 def mounted(path):
     with open("/proc/self/mountinfo") as f:
         return any(line.split()[4] == path for line in f)
+
+
+def nvmet_port(trsvcid):
+    """The configfs directory of the nvmet port listening on @trsvcid."""
+    for port in os.listdir(os.path.join(NVMET, "ports")):
+        with open(os.path.join(NVMET, "ports", port, "addr_trsvcid")) as f:
+            if f.read().strip() == trsvcid:
+                return os.path.join(NVMET, "ports", port)
+    raise AssertionError("no nvmet port on %s" % trsvcid)
+
+
+def controllers(nqn):
+    """The NVMe controllers of subsystem @nqn, with their trsvcid."""
+    out = {}
+    for c in os.listdir("/sys/class/nvme"):
+        with open("/sys/class/nvme/%s/subsysnqn" % c) as f:
+            if f.read().strip() != nqn:
+                continue
+        with open("/sys/class/nvme/%s/address" % c) as f:
+            out[c] = dict(kv.split("=", 1) for kv in f.read().strip().split(","))["trsvcid"]
+    return out
 
 
 def wipe_nvmet():
@@ -91,7 +115,7 @@ class CheckpointVmTest(unittest.TestCase):
                             # the same agent again, with two listeners: native NVMe multipath
                             ("tgt-mp", cls.target.url, tok, [("127.0.0.1", "4420"), ("127.0.0.1", "4421")],
                              "leaf-mp")])
-        cls.plugin = Plugin(mode="all", node_id=NODE, config=cfg,
+        cls.plugin = Plugin(mode="all", node_id=NODE, config=cfg, extra=["--metrics-addr", "127.0.0.1:0"],
                             workdir=os.path.join(WORK, "csi"), ready_timeout=60).start()
         cls.vol = cls.plugin.call("CreateVolume", create_req("pvc-vm-ckpt", size=64 << 20),
                                   timeout=60).volume
@@ -111,13 +135,39 @@ class CheckpointVmTest(unittest.TestCase):
         if rc != 0:  # under ASan a leak makes the exit non-zero
             raise RuntimeError("gantry-csi exited %s:\n%s" % (rc, cls.plugin.read_log()[-4000:]))
 
-    def stage_req(self, host=None):
-        req = csi_pb2.NodeStageVolumeRequest(volume_id=self.vol.volume_id, staging_target_path=self.stage)
+    def stage_req(self, host=None, vol=None):
+        vol = vol or self.vol
+        req = csi_pb2.NodeStageVolumeRequest(volume_id=vol.volume_id, staging_target_path=self.stage)
         req.publish_context["hostNQN"] = host or self.host
-        req.volume_capability.CopyFrom(publish_req(self.vol.volume_id, NODE).volume_capability)
-        for k, v in self.ctx.items():
+        req.volume_capability.CopyFrom(publish_req(vol.volume_id, NODE).volume_capability)
+        for k, v in vol.volume_context.items():
             req.volume_context[k] = v
         return req
+
+    def metric(self, name):
+        """The value of metric @name (no labels) on the plugin's /metrics."""
+        port = re.findall(r"event=csi.metrics_listening .*port=(\d+)", self.plugin.read_log())[-1]
+        with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=30) as r:
+            text = r.read().decode()
+        m = re.search(r"^%s ([0-9.e+-]+)$" % re.escape(name), text, re.M)
+        self.assertIsNotNone(m, "%s not in /metrics:\n%s" % (name, text))
+        return float(m.group(1))
+
+    def new_mp_volume(self, name):
+        """A multipath volume (two listeners), published to this node; cleaned up after the test."""
+        vol = self.plugin.call("CreateVolume", create_req(name, size=32 << 20, leaf="leaf-mp"),
+                               timeout=60).volume
+        self.addCleanup(self.plugin.call, "DeleteVolume",
+                        csi_pb2.DeleteVolumeRequest(volume_id=vol.volume_id), timeout=60)
+        self.addCleanup(self.plugin.call, "ControllerUnpublishVolume",
+                        csi_pb2.ControllerUnpublishVolumeRequest(volume_id=vol.volume_id, node_id=NODE),
+                        timeout=60)
+        self.addCleanup(subprocess.run, [TOOL, "detach-volume", vol.volume_id])
+        self.addCleanup(sh, "umount", self.stage, check=False)
+        self.assertEqual(dict(vol.volume_context)["addresses"], "tcp:127.0.0.1:4420,tcp:127.0.0.1:4421")
+        host = self.plugin.call("ControllerPublishVolume", publish_req(vol.volume_id, NODE),
+                                timeout=60).publish_context["hostNQN"]
+        return vol, host
 
     def formatted(self):
         return self.plugin.read_log().count("event=node.formatted")
@@ -211,29 +261,17 @@ class CheckpointVmTest(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0, "unpublished: the host is refused")
 
     def test_6_multipath_and_unstage_retry(self):
-        vol = self.plugin.call("CreateVolume", create_req("pvc-vm-mp", size=32 << 20, leaf="leaf-mp"),
-                               timeout=60).volume
-        self.addCleanup(self.plugin.call, "DeleteVolume",
-                        csi_pb2.DeleteVolumeRequest(volume_id=vol.volume_id), timeout=60)
-        self.addCleanup(self.plugin.call, "ControllerUnpublishVolume",
-                        csi_pb2.ControllerUnpublishVolumeRequest(volume_id=vol.volume_id, node_id=NODE),
-                        timeout=60)
-        self.addCleanup(subprocess.run, [TOOL, "detach-volume", vol.volume_id])
-        self.addCleanup(sh, "umount", self.stage, check=False)
+        vol, host = self.new_mp_volume("pvc-vm-mp")
         ctx = dict(vol.volume_context)
         self.assertEqual(ctx["targetID"], "tgt-mp")
-        self.assertEqual(ctx["addresses"], "tcp:127.0.0.1:4420,tcp:127.0.0.1:4421")
-        host = self.plugin.call("ControllerPublishVolume", publish_req(vol.volume_id, NODE),
-                                timeout=60).publish_context["hostNQN"]
         r = attach(ctx, host)
         self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("NVMe paths missing", r.stderr)
         dev = r.stdout.strip()
-        ctrls = [c for c in os.listdir("/sys/class/nvme")
-                 if open("/sys/class/nvme/%s/subsysnqn" % c).read().strip() == ctx["nqn"]]
-        self.assertEqual(len(ctrls), 2, "one controller per listener")
-        self.assertEqual(sorted(open("/sys/class/nvme/%s/address" % c).read().strip().split(",")[1]
-                                for c in ctrls), ["trsvcid=4420", "trsvcid=4421"])
-        # one namespace head (nvmeXnY) over both paths (the hidden nvmeXcZnY)
+        self.assertEqual(sorted(controllers(ctx["nqn"]).values()), ["4420", "4421"],
+                         "one controller per listener")
+        # one namespace head (nvmeXnY) over both paths (the hidden nvmeXcZnY): the attach
+        # returns only once every connected controller's path device is there, so read once
         blocks = [n for n in os.listdir("/sys/block") if n.startswith("nvme")]
         self.assertEqual([n for n in blocks if "c" not in n[4:]], [os.path.basename(dev)])
         self.assertEqual(len([n for n in blocks if "c" in n[4:]]), 2)
@@ -249,7 +287,43 @@ class CheckpointVmTest(unittest.TestCase):
         self.assertFalse([n for n in os.listdir("/sys/block") if n.startswith("nvme")])
         self.assertFalse([c for c in os.listdir("/sys/class/nvme")])
 
-    def test_7_delete_leaves_nothing(self):
+    def test_7_degraded_multipath_is_reported(self):
+        vol, host = self.new_mp_volume("pvc-vm-mp-degraded")
+        nqn = vol.volume_context["nqn"]
+        req = self.stage_req(host, vol)
+        stats = csi_pb2.NodeGetVolumeStatsRequest(volume_id=vol.volume_id, volume_path=self.stage)
+        unstage = csi_pb2.NodeUnstageVolumeRequest(volume_id=vol.volume_id, staging_target_path=self.stage)
+        degraded = self.metric("gantry_node_nvmf_degraded_stages_total")
+        # the second listener is configured but its port no longer offers the subsystem
+        # (nothing else is on it: nvmet stops listening there)
+        link = os.path.join(nvmet_port("4421"), "subsystems", nqn)
+        os.unlink(link)
+        self.plugin.call("NodeStageVolume", req, timeout=120)
+        self.assertTrue(mounted(self.stage), "one live path: the volume is usable")
+        self.assertEqual(list(controllers(nqn).values()), ["4420"])
+        cond = self.plugin.call("NodeGetVolumeStats", stats, timeout=60).volume_condition
+        self.assertTrue(cond.abnormal, cond.message)
+        self.assertTrue(cond.message.startswith("1 of 2 NVMe paths missing: 127.0.0.1:4421 (connect failed"),
+                        cond.message)
+        log = self.plugin.read_log()
+        self.assertRegex(log, r"event=node.nvmf_connect_failed nqn=%s path=127.0.0.1:4421" % re.escape(nqn))
+        self.assertIn("event=node.staged_degraded volume_id=%s" % vol.volume_id, log)
+        self.assertEqual(self.metric("gantry_node_nvmf_degraded_stages_total"), degraded + 1)
+        self.assertEqual(self.metric("gantry_node_nvmf_missing_paths"), 1)
+        self.plugin.call("NodeUnstageVolume", unstage, timeout=120)
+        self.assertEqual(self.metric("gantry_node_nvmf_missing_paths"), 0)
+        # the port offers the subsystem again: a stage gets both paths, the condition is normal
+        os.symlink(os.path.join(NVMET, "subsystems", nqn), link)
+        self.plugin.call("NodeStageVolume", req, timeout=120)
+        self.assertEqual(sorted(controllers(nqn).values()), ["4420", "4421"])
+        cond = self.plugin.call("NodeGetVolumeStats", stats, timeout=60).volume_condition
+        self.assertFalse(cond.abnormal, cond.message)
+        self.assertEqual(self.metric("gantry_node_nvmf_degraded_stages_total"), degraded + 1)
+        self.assertEqual(self.metric("gantry_node_nvmf_missing_paths"), 0)
+        self.plugin.call("NodeUnstageVolume", unstage, timeout=120)
+        self.assertFalse(controllers(nqn))
+
+    def test_8_delete_leaves_nothing(self):
         self.plugin.call("DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=self.vol.volume_id), timeout=60)
         self.assertFalse(os.path.exists(os.path.join(NVMET, "subsystems", self.ctx["nqn"])))
         self.assertEqual(os.listdir(self.target.lvs), [])

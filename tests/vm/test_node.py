@@ -432,8 +432,14 @@ class NodeTest(unittest.TestCase):
         (rbd_id,) = mappings("cond")
         with open("/sys/bus/rbd/remove_single_major", "w") as f:
             f.write("%d force" % rbd_id)
-        s = self.stats("cond", tgt)
-        self.assertTrue(s.volume_condition.abnormal)
+        # the removal is the kernel's to finish: ask again until it shows, within a bound
+        deadline = time.monotonic() + 60
+        while True:
+            s = self.stats("cond", tgt)
+            if s.volume_condition.abnormal or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        self.assertTrue(s.volume_condition.abnormal, s.volume_condition.message)
         self.assertIn("gone", s.volume_condition.message)
         self.unpublish("cond", tgt)
         self.unstage("cond")
