@@ -315,6 +315,11 @@ static void coordinate(struct gantry_tier_copy *c, char *text)
         deadline(&until, c->o.persist_every_ms);
         pthread_mutex_lock(&c->lock);
         while (c->workers_left > 0) {
+                if (c->err || atomic_load(&c->cancel)) {
+                        /* stopping: nothing to persist until the workers are out */
+                        pthread_cond_wait(&c->cond, &c->lock);
+                        continue;
+                }
                 r = pthread_cond_timedwait(&c->cond, &c->lock, &until);
                 if (c->workers_left == 0 || c->err || atomic_load(&c->cancel))
                         continue;
