@@ -44,6 +44,25 @@ typedef void (*gantry_controller_cluster_error_fn)(const char *cluster_id, const
 int gantry_controller_list_copies(const struct gantry_config *config, gantry_controller_copy_fn fn,
                                   gantry_controller_cluster_error_fn on_error, void *arg);
 
+/* Sees each progress line of a promotion ("copying ... 41 %, ..."); return < 0 to stop it. */
+typedef int (*gantry_controller_promote_progress_fn)(const char *line, void *arg);
+
+/*
+ * Promotes RBD image @from ("CLUSTER/POOL/IMAGE[@SNAP]"; without a snapshot
+ * one is taken for the copy and removed after) into the new image @to
+ * ("CLUSTER/POOL/IMAGE", data in @data_pool when given) with the copier and
+ * record of CreateVolume's promotions (key "image-IMAGE"), in the calling
+ * thread, reading both clusters with the config's credentials. Calls
+ * @progress about once a second. Refuses (-EEXIST) an existing @to it did
+ * not make; a stopped promotion (@progress < 0, a crash) resumes when
+ * called again with the same arguments. Returns 0 when done, or -errno with
+ * @err filled (-ECANCELED when stopped).
+ */
+int gantry_controller_promote_image(const struct gantry_config *config, const char *from,
+                                    const char *to, const char *data_pool,
+                                    gantry_controller_promote_progress_fn progress, void *arg,
+                                    struct gantry_error *err);
+
 /* Where the controller counts what it does besides requests (copies); call before init. */
 void gantry_controller_set_metrics(struct gantry_metrics *m);
 

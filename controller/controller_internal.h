@@ -206,11 +206,15 @@ int gantry_dataset_fill_snapshot(struct gantry_csi_call *call, const struct gant
 /* ---- Dataset promotion: asynchronous copies from another cluster (promotion.c) ---- */
 
 struct gantry_metrics;
+struct gantry_tier_record;
+
+/* The longest key of a copy: a volume uuid, or "image-<name>" for gantryctl tier promote. */
+#define GANTRY_PROMOTION_KEY_MAX 160
 
 /* What CreateVolume knows of a copy into a new dataset volume. Everything is borrowed. */
 struct gantry_promotion_request {
         const char *name;                /* the CO's name, for the progress message */
-        const char *uuid;                /* the new volume's journal uuid */
+        const char *uuid;                /* the new volume's journal uuid (the record's key) */
         const char *dst_cluster;
         rados_ioctx_t dst_io;            /* destination pool */
         const char *dst_image;
@@ -238,6 +242,8 @@ int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_ke
  */
 int gantry_promotion_cancel(const struct gantry_config *config, rados_ioctx_t dst_io,
                             const char *uuid, struct gantry_error *err);
+/* Reads the copy record under @key in @io's "gantry.copies"; -ENOENT when there is none. */
+int gantry_promotion_record_read(rados_ioctx_t io, const char *key, struct gantry_tier_record *ret);
 /* Where promotions count bytes, rates and copies (may be NULL). */
 void gantry_promotion_set_metrics(struct gantry_metrics *m);
 /* Cancels every running copy (each persists its position) and waits for them. */

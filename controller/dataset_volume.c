@@ -10,6 +10,10 @@
  * record ready. A retry finds the reservation by name and picks up where the
  * last attempt stopped; a half-made image (ready=0) is removed and made
  * again, so a crash anywhere leaves nothing behind once the CO retries.
+ *
+ * A source in another cluster is not copied within the call: promotion.c
+ * runs the copy in the background and CreateVolume answers ABORTED with its
+ * progress until it is done (the half-made image is then kept, not remade).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -408,15 +412,26 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
         uuid_locked = true;
 
         r = e.ready ? image_size(t.io, e.image, NULL, &have) : -ENOENT;
-        if (r == -ENOENT && s.id && strcmp(s.t.cluster->cluster_id, p.cluster_id) != 0) {
-                struct volume_in_making v = { .e = &e, .p = &p, .s = &s, .io = t.io, .size = size };
-                bool keep;
+        if (r == -ENOENT) {
+                /* not made yet, half made by a crashed attempt, or being copied from afar */
+                bool across = s.id && strcmp(s.t.cluster->cluster_id, p.cluster_id) != 0;
+                bool keep = true; /* an error here leaves what another attempt made */
 
-                if ((r = promote(&v, &keep, err)) < 0) {
+                e.ready = false;
+                if (across) {
+                        struct volume_in_making v = { .e = &e, .p = &p, .s = &s, .io = t.io,
+                                                      .size = size };
+                        r = promote(&v, &keep, err); /* -EBUSY while the copy runs */
+                } else if (fresh || (r = gantry_dataset_image_remove(t.io, e.image, true, err)) >= 0) {
+                        keep = false;
+                        r = make_image(t.io, e.image, e.uuid, size, &p, &s, err);
+                }
+                if (r < 0) {
                         if (!keep && r != -EBUSY) {
-                                /* nothing copied yet: a request that cannot succeed leaves nothing */
+                                /* roll back, so a request that cannot succeed leaves nothing */
                                 struct gantry_error ignore = { 0 };
-                                if (gantry_promotion_cancel(call->config, t.io, e.uuid, &ignore) == 0 &&
+                                if ((!across ||
+                                     gantry_promotion_cancel(call->config, t.io, e.uuid, &ignore) == 0) &&
                                     gantry_dataset_image_remove(t.io, e.image, true, &ignore) == 0)
                                         gantry_journal_remove(t.io, GANTRY_JOURNAL_VOLUME, e.name, e.uuid);
                         }
@@ -427,27 +442,9 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
                         r = gantry_ceph_error(err, r, "write journal of", req->name);
                         goto out;
                 }
-                log_info("dataset.volume_promoted", "name=%s image=%s size=%llu source=%s", req->name,
-                         e.image, (unsigned long long)size, s.id);
-        } else if (r == -ENOENT) {
-                /* not made yet, or half made by a crashed attempt: (re)make it */
-                if (!fresh && (r = gantry_dataset_image_remove(t.io, e.image, true, err)) < 0)
-                        goto out;
-                e.ready = false;
-                if ((r = make_image(t.io, e.image, e.uuid, size, &p, &s, err)) < 0) {
-                        /* roll back, so a request that cannot succeed leaves nothing */
-                        struct gantry_error ignore = { 0 };
-                        if (gantry_dataset_image_remove(t.io, e.image, true, &ignore) == 0)
-                                gantry_journal_remove(t.io, GANTRY_JOURNAL_VOLUME, e.name, e.uuid);
-                        goto out;
-                }
-                e.ready = true;
-                if ((r = gantry_journal_write(t.io, GANTRY_JOURNAL_VOLUME, &e)) < 0) {
-                        r = gantry_ceph_error(err, r, "write journal of", req->name);
-                        goto out;
-                }
-                log_info("dataset.volume_created", "name=%s image=%s size=%llu data_pool=%s", req->name,
-                         e.image, (unsigned long long)size, p.data_pool ? p.data_pool : "-");
+                log_info("dataset.volume_created", "name=%s image=%s size=%llu data_pool=%s source=%s%s",
+                         req->name, e.image, (unsigned long long)size, p.data_pool ? p.data_pool : "-",
+                         s.id ? s.id : "-", across ? " promoted=1" : "");
         } else if (r < 0) {
                 r = gantry_ceph_error(err, r, "open image", e.image);
                 goto out;

@@ -43,7 +43,7 @@
 
 struct promotion {
         struct promotion *next;
-        char uuid[GANTRY_UUID_LEN + 1];
+        char uuid[GANTRY_PROMOTION_KEY_MAX + 1];
         char name[256];
         char labels[200]; /* source="capa",destination="perf" */
         rados_ioctx_t src_io, dst_io; /* own io contexts on the cached connections */
@@ -118,8 +118,7 @@ static int record_write(rados_ioctx_t io, const char *uuid, const struct gantry_
         return r;
 }
 
-/* Reads the record of @uuid; -ENOENT when there is none. */
-static int record_read(rados_ioctx_t io, const char *uuid, struct gantry_tier_record *ret)
+int gantry_promotion_record_read(rados_ioctx_t io, const char *uuid, struct gantry_tier_record *ret)
 {
         rados_read_op_t op = rados_create_read_op();
         rados_omap_iter_t iter = NULL;
@@ -463,7 +462,7 @@ int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_ke
                 }
         }
 
-        r = record_read(q->dst_io, q->uuid, &rec);
+        r = gantry_promotion_record_read(q->dst_io, q->uuid, &rec);
         if (r == 0 && strcmp(rec.state, "done") == 0) {
                 *ret_keep = true;
                 r = rec.own_snap ? remove_snapshot(q->src_io, rec.src_image, rec.src_snap) : 0;
@@ -550,7 +549,7 @@ int gantry_promotion_cancel(const struct gantry_config *config, rados_ioctx_t ds
                 log_info("tier.copy_cancelled", "name=%s uuid=%s", m->name, uuid);
                 promotion_free(m);
         }
-        r = record_read(dst_io, uuid, &rec);
+        r = gantry_promotion_record_read(dst_io, uuid, &rec);
         if (r == -ENOENT)
                 return 0;
         if (r == -EINVAL)

@@ -3,7 +3,7 @@
  *
  *   gantryctl plan ...   sizing calculators (plan_report.c, plan_model.c)
  *   gantryctl sim  ...   the placement simulator (sim_*.c)
- *   gantryctl tier ...   tiering copies: status (tier_cmd.c)
+ *   gantryctl tier ...   tiering copies: status, promote (tier_cmd.c)
  *
  * Exit codes: 0 success, 1 failure while running, 2 bad usage or input.
  */
@@ -18,7 +18,7 @@ static void usage(FILE *f)
 {
         fprintf(f, "usage: gantryctl plan [flags]   sizing: dataset reads, capacity, checkpoints\n"
                    "       gantryctl sim  [flags]   placement simulator against the max-flow bound\n"
-                   "       gantryctl tier status [flags]   tiering copies: progress, rate, ETA\n"
+                   "       gantryctl tier status|promote [flags]   tiering copies: progress, promote an image\n"
                    "       gantryctl --version\n"
                    "Run a command with --help for its flags.\n");
 }

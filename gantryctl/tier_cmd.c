@@ -4,6 +4,13 @@
  * config as gantry-csi, and the records in Ceph, not the plugin's memory).
  *
  *   gantryctl tier status [--config /etc/gantry/gantry.json] [--json]
+ *   gantryctl tier promote --from CLUSTER/POOL/IMAGE[@SNAP] --to CLUSTER/POOL/IMAGE
+ *                          [--data-pool POOL] [--config ...]
+ *
+ * `promote` copies one image between clusters outside CSI (pre-warming a
+ * dataset) with the promotion machinery of CreateVolume, in the foreground,
+ * printing the progress line every second; Ctrl-C stops it with its
+ * position recorded, and the same command resumes it.
  *
  * Rows come from row sources, each yielding records of tier/record.h:
  *   "promote"  dataset promotions, from the "gantry.copies" omap object of
@@ -21,6 +28,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,8 +180,12 @@ static int print_json(const struct table *t)
 static void usage(FILE *f)
 {
         fprintf(f, "usage: gantryctl tier status [--config FILE] [--json]\n"
-                   "Lists every tiering copy (dataset promotions between clusters) with its source,\n"
-                   "destination, bytes done, rate, ETA and state, from the records in Ceph.\n"
+                   "       gantryctl tier promote --from CLUSTER/POOL/IMAGE[@SNAP] --to CLUSTER/POOL/IMAGE\n"
+                   "                              [--data-pool POOL] [--config FILE]\n"
+                   "status lists every tiering copy (dataset promotions between clusters) with its\n"
+                   "source, destination, bytes done, rate, ETA and state, from the records in Ceph.\n"
+                   "promote copies one image into a new one in another cluster, resumably (Ctrl-C\n"
+                   "stops it; the same command resumes).\n"
                    "Default config: " DEFAULT_CONFIG " (the driver config of gantry-csi).\n");
 }
 
@@ -222,6 +234,68 @@ static int status_main(int argc, char **argv)
         return r < 0 || failed ? 1 : 0;
 }
 
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+        (void)sig;
+        interrupted = 1;
+}
+
+static int print_progress(const char *line, void *arg)
+{
+        (void)arg;
+        printf("%s\n", line);
+        fflush(stdout);
+        return interrupted ? -1 : 0;
+}
+
+static int promote_main(int argc, char **argv)
+{
+        static const struct option opts[] = { { "config", required_argument, NULL, 'c' },
+                                              { "from", required_argument, NULL, 'f' },
+                                              { "to", required_argument, NULL, 't' },
+                                              { "data-pool", required_argument, NULL, 'd' },
+                                              { "help", no_argument, NULL, 'h' },
+                                              { 0 } };
+        const char *path = DEFAULT_CONFIG, *from = NULL, *to = NULL, *data_pool = NULL;
+        struct gantry_config *config = NULL;
+        struct gantry_error err = { 0 };
+        struct sigaction sa = { .sa_handler = on_signal };
+        int c, r;
+
+        optind = 1;
+        while ((c = getopt_long(argc + 1, argv - 1, "", opts, NULL)) != -1) {
+                switch (c) {
+                case 'c': path = optarg; break;
+                case 'f': from = optarg; break;
+                case 't': to = optarg; break;
+                case 'd': data_pool = optarg; break;
+                case 'h': usage(stdout); return 0;
+                default: usage(stderr); return 2;
+                }
+        }
+        if (optind != argc + 1 || !from || !to) {
+                fprintf(stderr, "gantryctl tier promote: --from and --to are required\n");
+                return 2;
+        }
+        if ((r = gantry_config_load(path, &config, &err)) < 0) {
+                fprintf(stderr, "gantryctl tier promote: %s\n", err.msg[0] ? err.msg : strerror(-r));
+                return 2;
+        }
+        gantry_log_set_level(GANTRY_LOG_WARN);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        r = gantry_controller_promote_image(config, from, to, data_pool, print_progress, NULL, &err);
+        if (r == 0)
+                printf("promoted %s -> %s\n", from, to);
+        else
+                fprintf(stderr, "gantryctl tier promote: %s\n", err.msg);
+        gantry_controller_shutdown();
+        gantry_config_free(config);
+        return r == 0 ? 0 : r == -EINVAL || r == -EEXIST ? 2 : 1;
+}
+
 int gantry_tier_main(int argc, char **argv)
 {
         if (argc < 1 || strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
@@ -230,6 +304,8 @@ int gantry_tier_main(int argc, char **argv)
         }
         if (strcmp(argv[0], "status") == 0)
                 return status_main(argc - 1, argv + 1);
+        if (strcmp(argv[0], "promote") == 0)
+                return promote_main(argc - 1, argv + 1);
         fprintf(stderr, "gantryctl tier: %s: unknown subcommand\n", argv[0]);
         usage(stderr);
         return 2;

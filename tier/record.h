@@ -26,7 +26,7 @@
 
 struct gantry_tier_record {
         char kind[16];
-        char id[64];
+        char id[168];          /* the key: a volume uuid, or "image-<name>" */
         char name[256];
         char state[16];
         char source[512];      /* for people: cluster/pool/image@snap, or a target's file */

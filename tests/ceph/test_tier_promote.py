@@ -8,6 +8,7 @@ copy runs cancels it and leaves nothing; the progress metrics."""
 import json
 import os
 import re
+import signal
 import subprocess
 import tempfile
 import time
@@ -37,9 +38,12 @@ def config(read_mbps=None, in_flight=8):
     return path
 
 
+CTL = os.path.join(os.environ.get("GANTRY_BUILD_DIR", "build"), "bin", "gantryctl")
+
+
 def tier_status(cfg):
     """`gantryctl tier status` as an operator runs it: (table text, JSON copies by name)."""
-    ctl = os.path.join(os.environ.get("GANTRY_BUILD_DIR", "build"), "bin", "gantryctl")
+    ctl = CTL
     table = subprocess.run([ctl, "tier", "status", "--config", cfg], capture_output=True,
                            text=True, timeout=120, check=True).stdout
     out = subprocess.run([ctl, "tier", "status", "--config", cfg, "--json"], capture_output=True,
@@ -207,6 +211,55 @@ class PromoteTest(unittest.TestCase):
         uuid2 = env.journal()[0][name]
         self.assertNotEqual(uuid2, uuid)
         self.made.append(env.volume_id("perf", "rbd", uuid2))
+
+    def test_gantryctl_promote_image(self):
+        dst = "tier-ctl-%s" % env.UNIQUE
+        args = ["tier", "promote", "--from", "capa/rbd/" + self.far_img, "--to", "perf/rbd/" + dst,
+                "--data-pool", "ecdata", "--config"]
+        try:
+            # capped at 40 MB/s, stopped with Ctrl-C past 20 %
+            p = subprocess.Popen([CTL, *args, self.configs[1]], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            for line in p.stdout:
+                if percent(line.strip()) >= 20:
+                    p.send_signal(signal.SIGINT)
+                    break
+            out, errs = p.communicate(timeout=120)
+            self.assertEqual(p.returncode, 1, errs)
+            self.assertIn("run the same command again to resume", errs)
+            rec = env.copy_records()["image-" + dst]
+            self.assertEqual(rec["state"], "copying")
+            self.assertGreater(rec["bytesDone"], 0)
+            # the same command resumes and finishes
+            r = subprocess.run([CTL, *args, self.configs[0]], capture_output=True, text=True,
+                               timeout=600)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            lines = r.stdout.splitlines()
+            self.assertEqual(lines[-1], "promoted capa/rbd/%s -> perf/rbd/%s" % (self.far_img, dst))
+            self.assertGreaterEqual(percent(lines[0]), 15, "started over: %s" % lines[0])
+            self.assertEqual(env.checksum("perf", dst), self.want)
+            self.assertEqual(env.copy_records()["image-" + dst]["state"], "done")
+            self.assertEqual(json.loads(env.tool("rbd", "capa", "snap", "ls", "--format", "json",
+                                                 "rbd/" + self.far_img)), [])
+            _, rows = tier_status(self.configs[0])
+            self.assertEqual(rows["perf/rbd/" + dst]["state"], "done")
+            # an image it did not make is never overwritten
+            env.tool("rbd", "perf", "create", "--size", "16M", "rbd/%s-foreign" % dst)
+            r = subprocess.run([CTL, "tier", "promote", "--from", "capa/rbd/" + self.far_img,
+                                "--to", "perf/rbd/%s-foreign" % dst, "--config", self.configs[0]],
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("exists and was not made by gantryctl tier promote", r.stderr)
+            r = subprocess.run([CTL, "tier", "promote", "--from", "capa/rbd", "--to", "x",
+                                "--config", self.configs[0]], capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("--from: capa/rbd is not CLUSTER/POOL/IMAGE[@SNAP]", r.stderr)
+        finally:
+            for image in (dst, dst + "-foreign"):
+                env.tool("rbd", "perf", "rm", "--no-progress", "rbd/" + image, check=False)
+            env.tool("rados", "perf", "-p", "rbd", "rmomapkey", "gantry.copies", "image-" + dst,
+                     check=False)
 
 
 if __name__ == "__main__":
