@@ -111,10 +111,11 @@ static int parse_cluster(json_t *o, const char *where, struct gantry_cluster_con
                          struct gantry_error *err)
 {
         static const char *const keys[] = { "clusterID", "monitors", "tier", "location",
-                                            "rbdTimeoutSeconds", "userID", "keyFile", NULL };
+                                            "rbdTimeoutSeconds", "userID", "keyFile", "copy", NULL };
         static const char *const loc_keys[] = { "leaves", "readGBps", NULL };
-        double timeout = 10;
-        json_t *loc;
+        static const char *const copy_keys[] = { "readMBps", "objectsInFlight", NULL };
+        double timeout = 10, read_mbps = 0, in_flight = 16;
+        json_t *loc, *copy;
         char w[128];
         int r;
 
@@ -153,6 +154,18 @@ static int parse_cluster(json_t *o, const char *where, struct gantry_cluster_con
                 if ((r = get_number(loc, "readGBps", w, 0, 1e6, &c->read_gbps, err)) < 0)
                         return r;
         }
+        copy = json_object_get(o, "copy");
+        if (copy) {
+                snprintf(w, sizeof(w), "%s.copy", where);
+                if (!json_is_object(copy))
+                        return gantry_error_set(err, EINVAL, "%s: must be an object", w);
+                if ((r = check_keys(copy, w, copy_keys, err)) < 0 ||
+                    (r = get_number(copy, "readMBps", w, 0, 1e7, &read_mbps, err)) < 0 ||
+                    (r = get_number(copy, "objectsInFlight", w, 1, 64, &in_flight, err)) < 0)
+                        return r;
+        }
+        c->copy_read_bytes_per_s = (uint64_t)(read_mbps * 1e6);
+        c->copy_objects_in_flight = (int)in_flight;
         return 0;
 }
 

@@ -8,7 +8,8 @@
  *                     "tier": "performance",
  *                     "rbdTimeoutSeconds": 10,
  *                     "userID": "gantry", "keyFile": "/etc/gantry/ceph/nvme.key",
- *                     "location": { "leaves": ["leaf-1"], "readGBps": 40 } } ],
+ *                     "location": { "leaves": ["leaf-1"], "readGBps": 40 },
+ *                     "copy": { "readMBps": 2000, "objectsInFlight": 16 } } ],
  *     "targets":  [ { "id": "tgt-a", "url": "https://10.0.1.5:8009/",
  *                     "tokenFile": "/etc/gantry/target-token",
  *                     "caFile": "/etc/gantry/target-ca.pem",
@@ -52,6 +53,9 @@ struct gantry_cluster_config {
         char **leaves;   /* fabric leaves its OSD hosts hang off (may be empty) */
         size_t n_leaves;
         double read_gbps; /* aggregate read GB/s, 0 when unknown */
+        /* copies that read from this cluster (dataset promotion, "copy"): */
+        uint64_t copy_read_bytes_per_s; /* shared cap of their reads, 0: none */
+        int copy_objects_in_flight;     /* objects in flight per copy, default 16 */
 };
 
 struct gantry_target_address {

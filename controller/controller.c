@@ -297,8 +297,15 @@ int gantry_controller_probe(const struct gantry_config *config, int64_t deadline
         return 0;
 }
 
+void gantry_controller_set_metrics(struct gantry_metrics *m)
+{
+        gantry_promotion_set_metrics(m);
+}
+
 void gantry_controller_shutdown(void)
 {
+        /* copies first: they use the cached connections */
+        gantry_promotion_shutdown();
         gantry_ceph_close_all();
         gantry_node_registry_shutdown();
 }

@@ -26,5 +26,46 @@ int gantry_controller_init(const struct gantry_config *config, const char *kubec
 int gantry_controller_probe(const struct gantry_config *config, int64_t deadline_ms,
                             struct gantry_error *err);
 
-/* Closes every cached Ceph connection. */
+struct gantry_metrics;
+struct gantry_tier_record;
+
+/* Called for each copy record; @cluster_id and @pool say where it is kept. Return < 0 to stop. */
+typedef int (*gantry_controller_copy_fn)(const char *cluster_id, const char *pool,
+                                         const struct gantry_tier_record *rec, void *arg);
+/* Called for a cluster that could not be read; @msg says why. */
+typedef void (*gantry_controller_cluster_error_fn)(const char *cluster_id, const char *msg, void *arg);
+
+/*
+ * Lists the records of every copy (dataset promotions, tier/record.h) kept in
+ * the pools of each configured cluster that has a userID/keyFile. A cluster
+ * that cannot be read is reported to @on_error and skipped. Returns 0, or
+ * -EIO when a cluster failed. For gantryctl; connections stay cached until
+ * gantry_controller_shutdown().
+ */
+int gantry_controller_list_copies(const struct gantry_config *config, gantry_controller_copy_fn fn,
+                                  gantry_controller_cluster_error_fn on_error, void *arg);
+
+/* Sees each progress line of a promotion ("copying ... 41 %, ..."); return < 0 to stop it. */
+typedef int (*gantry_controller_promote_progress_fn)(const char *line, void *arg);
+
+/*
+ * Promotes RBD image @from ("CLUSTER/POOL/IMAGE[@SNAP]"; without a snapshot
+ * one is taken for the copy and removed after) into the new image @to
+ * ("CLUSTER/POOL/IMAGE", data in @data_pool when given) with the copier and
+ * record of CreateVolume's promotions (key "image-IMAGE"), in the calling
+ * thread, reading both clusters with the config's credentials. Calls
+ * @progress about once a second. Refuses (-EEXIST) an existing @to it did
+ * not make; a stopped promotion (@progress < 0, a crash) resumes when
+ * called again with the same arguments. Returns 0 when done, or -errno with
+ * @err filled (-ECANCELED when stopped).
+ */
+int gantry_controller_promote_image(const struct gantry_config *config, const char *from,
+                                    const char *to, const char *data_pool,
+                                    gantry_controller_promote_progress_fn progress, void *arg,
+                                    struct gantry_error *err);
+
+/* Where the controller counts what it does besides requests (copies); call before init. */
+void gantry_controller_set_metrics(struct gantry_metrics *m);
+
+/* Stops the running copies (each persists its position), closes every cached Ceph connection. */
 void gantry_controller_shutdown(void);

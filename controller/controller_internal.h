@@ -214,6 +214,52 @@ int gantry_dataset_new_volume(struct gantry_csi_call *call, const struct gantry_
 int gantry_dataset_fill_snapshot(struct gantry_csi_call *call, const struct gantry_dataset_target *t,
                                  const struct gantry_journal_entry *e, Csi__V1__Snapshot *snap);
 
+/* ---- Dataset promotion: asynchronous copies from another cluster (promotion.c) ---- */
+
+struct gantry_metrics;
+struct gantry_tier_record;
+
+/* The longest key of a copy: a volume uuid, or "image-<name>" for gantryctl tier promote. */
+#define GANTRY_PROMOTION_KEY_MAX 160
+
+/* What CreateVolume knows of a copy into a new dataset volume. Everything is borrowed. */
+struct gantry_promotion_request {
+        const char *name;                /* the CO's name, for the progress message */
+        const char *uuid;                /* the new volume's journal uuid (the record's key) */
+        const char *dst_cluster;
+        rados_ioctx_t dst_io;            /* destination pool */
+        const char *dst_image;
+        rbd_image_options_t opts;        /* to create the image */
+        uint64_t size;                   /* of the new image (>= the source) */
+        const struct gantry_cluster_config *src_cluster;
+        rados_ioctx_t src_io;            /* source pool */
+        const char *src_image;
+        const char *src_snap;            /* NULL: a volume, copied from a snapshot of its own */
+};
+
+/*
+ * Starts, resumes or follows the copy into @q->uuid. Returns 0 when the copy
+ * is complete (and its snapshot of a volume source removed), -EBUSY with
+ * @err "copying NAME from CLUSTER: 41 %, ..." while it runs, or -errno.
+ * *@ret_keep is true when a failed call must not roll the volume back
+ * (copied data to resume from). Call under the volume's uuid lock.
+ */
+int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_keep,
+                          struct gantry_error *err);
+/*
+ * DeleteVolume's part: cancels a running copy into @uuid and waits for it,
+ * removes the snapshot it took of its source and its record. No copy: 0.
+ * Call under the volume's uuid lock.
+ */
+int gantry_promotion_cancel(const struct gantry_config *config, rados_ioctx_t dst_io,
+                            const char *uuid, struct gantry_error *err);
+/* Reads the copy record under @key in @io's "gantry.copies"; -ENOENT when there is none. */
+int gantry_promotion_record_read(rados_ioctx_t io, const char *key, struct gantry_tier_record *ret);
+/* Where promotions count bytes, rates and copies (may be NULL). */
+void gantry_promotion_set_metrics(struct gantry_metrics *m);
+/* Cancels every running copy (each persists its position) and waits for them. */
+void gantry_promotion_shutdown(void);
+
 /* ---- Dataset handlers (dataset_*.c) ---- */
 
 int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolumeRequest *req,

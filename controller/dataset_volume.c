@@ -10,6 +10,10 @@
  * record ready. A retry finds the reservation by name and picks up where the
  * last attempt stopped; a half-made image (ready=0) is removed and made
  * again, so a crash anywhere leaves nothing behind once the CO retries.
+ *
+ * A source in another cluster is not copied within the call: promotion.c
+ * runs the copy in the background and CreateVolume answers ABORTED with its
+ * progress until it is done (the half-made image is then kept, not remade).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -192,13 +196,22 @@ static int copy_volume(struct source *s, rados_ioctx_t io, const char *name, con
         return r;
 }
 
+/* The volume CreateVolume is making, for the promotion path. */
+struct volume_in_making {
+        struct gantry_journal_entry *e;
+        const struct gantry_dataset_params *p;
+        struct source *s;
+        rados_ioctx_t io;
+        uint64_t size;
+};
+
 /* Makes image @name (of journal @uuid) of @size in @io: empty, cloned or copied from @s. */
 static int make_image(rados_ioctx_t io, const char *name, const char *uuid, uint64_t size,
                       const struct gantry_dataset_params *p, struct source *s,
                       struct gantry_error *err)
 {
         rbd_image_options_t o;
-        rbd_image_t src, img;
+        rbd_image_t img;
         bool same_cluster = s->id && strcmp(s->t.cluster->cluster_id, p->cluster_id) == 0;
         int r = image_options(p, &o);
 
@@ -209,15 +222,8 @@ static int make_image(rados_ioctx_t io, const char *name, const char *uuid, uint
         } else if (s->is_snapshot && same_cluster) {
                 /* clone v2: copy-on-write, keeps the destination's data pool */
                 r = rbd_clone3(s->t.io, s->image, s->snap, io, name, o);
-        } else if (s->is_snapshot) {
-                /* a snapshot in another cluster: a full copy into our data pool */
-                r = rbd_open_read_only(s->t.io, s->image, &src, s->snap);
-                if (r == 0) {
-                        r = rbd_copy3(src, io, name, o);
-                        rbd_close(src);
-                }
         } else {
-                /* a volume, here or in another cluster: a full copy into our data pool */
+                /* a volume of this cluster: a full copy into our data pool */
                 r = copy_volume(s, io, name, uuid, o);
         }
         rbd_image_options_destroy(o);
@@ -236,6 +242,35 @@ static int make_image(rados_ioctx_t io, const char *name, const char *uuid, uint
                         return gantry_ceph_error(err, r, "resize image", name);
         }
         return 0;
+}
+
+/*
+ * A source in another cluster: the copy runs in the background
+ * (promotion.c); this call starts or follows it. Returns 0 once the image
+ * is complete, -EBUSY (ABORTED, with the progress) while it is copied.
+ */
+static int promote(const struct volume_in_making *v, bool *ret_keep, struct gantry_error *err)
+{
+        struct gantry_promotion_request q = {
+                .name = v->e->name,
+                .uuid = v->e->uuid,
+                .dst_cluster = v->p->cluster_id,
+                .dst_io = v->io,
+                .dst_image = v->e->image,
+                .size = v->size,
+                .src_cluster = v->s->t.cluster,
+                .src_io = v->s->t.io,
+                .src_image = v->s->image,
+                .src_snap = v->s->is_snapshot ? v->s->snap : NULL,
+        };
+        int r = image_options(v->p, &q.opts);
+
+        *ret_keep = false;
+        if (r < 0)
+                return gantry_error_set(err, EINVAL, "parameters: rejected by librbd: %s", strerror(-r));
+        r = gantry_promotion_poll(&q, ret_keep, err);
+        rbd_image_options_destroy(q.opts);
+        return r;
 }
 
 static int fingerprint(const struct gantry_dataset_params *p, uint64_t size, const char *source,
@@ -417,15 +452,28 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
 
         r = e.ready ? image_size(t.io, e.image, NULL, &have) : -ENOENT;
         if (r == -ENOENT) {
-                /* not made yet, or half made by a crashed attempt: (re)make it */
-                if (!fresh && (r = gantry_dataset_image_remove(t.io, e.image, true, err)) < 0)
-                        goto out;
+                /* not made yet, half made by a crashed attempt, or being copied from afar */
+                bool across = s.id && strcmp(s.t.cluster->cluster_id, p.cluster_id) != 0;
+                bool keep = true; /* an error here leaves what another attempt made */
+
                 e.ready = false;
-                if ((r = make_image(t.io, e.image, e.uuid, size, &p, &s, err)) < 0) {
-                        /* roll back, so a request that cannot succeed leaves nothing */
-                        struct gantry_error ignore = { 0 };
-                        if (gantry_dataset_image_remove(t.io, e.image, true, &ignore) == 0)
-                                gantry_journal_remove(t.io, GANTRY_JOURNAL_VOLUME, e.name, e.uuid);
+                if (across) {
+                        struct volume_in_making v = { .e = &e, .p = &p, .s = &s, .io = t.io,
+                                                      .size = size };
+                        r = promote(&v, &keep, err); /* -EBUSY while the copy runs */
+                } else if (fresh || (r = gantry_dataset_image_remove(t.io, e.image, true, err)) >= 0) {
+                        keep = false;
+                        r = make_image(t.io, e.image, e.uuid, size, &p, &s, err);
+                }
+                if (r < 0) {
+                        if (!keep && r != -EBUSY) {
+                                /* roll back, so a request that cannot succeed leaves nothing */
+                                struct gantry_error ignore = { 0 };
+                                if ((!across ||
+                                     gantry_promotion_cancel(call->config, t.io, e.uuid, &ignore) == 0) &&
+                                    gantry_dataset_image_remove(t.io, e.image, true, &ignore) == 0)
+                                        gantry_journal_remove(t.io, GANTRY_JOURNAL_VOLUME, e.name, e.uuid);
+                        }
                         goto out;
                 }
                 e.ready = true;
@@ -433,8 +481,9 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
                         r = gantry_ceph_error(err, r, "write journal of", req->name);
                         goto out;
                 }
-                log_info("dataset.volume_created", "name=%s image=%s size=%llu data_pool=%s", req->name,
-                         e.image, (unsigned long long)size, p.data_pool ? p.data_pool : "-");
+                log_info("dataset.volume_created", "name=%s image=%s size=%llu data_pool=%s source=%s%s",
+                         req->name, e.image, (unsigned long long)size, p.data_pool ? p.data_pool : "-",
+                         s.id ? s.id : "-", across ? " promoted=1" : "");
         } else if (r < 0) {
                 r = gantry_ceph_error(err, r, "open image", e.image);
                 goto out;
@@ -475,6 +524,9 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
         r = gantry_dataset_open_record(call->config, req->volume_id, "volume_id", GANTRY_JOURNAL_VOLUME,
                                        (void *const *)req->secrets, req->n_secrets, &t, &e, err);
         if (r <= 0)
+                goto out;
+        /* a copy into it (promotion.c) stops first, and its snapshot of the source goes */
+        if ((r = gantry_promotion_cancel(call->config, t.io, e.uuid, err)) < 0)
                 goto out;
         /* a half-made image (ready=0) is ours to purge; a ready one must be unused */
         if ((r = gantry_dataset_image_remove(t.io, e.image, !e.ready, err)) < 0)

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "controller.h"
 #include "identity.h"
 #include "log.h"
 #include "metrics.h"
@@ -205,6 +206,8 @@ int main(int argc, char **argv)
         if (node)
                 gantry_node_set_metrics(metrics);
         idopts.controller_service = controller;
+        if (controller)
+                gantry_controller_set_metrics(metrics);
         r = gantry_services_init(config, a.node_id, a.kubeconfig, controller, node, &idopts, &err);
         if (r < 0) {
                 fprintf(stderr, "gantry-csi: %s\n", err.msg[0] ? err.msg : strerror(-r));

@@ -195,3 +195,55 @@ def assert_consistent(test, cluster="perf", pool="rbd"):
               if i.startswith("gantry-vol-")}
     test.assertLessEqual(images, records, "images without a journal record")
     return directory, records, images
+
+
+def provision(plugin, req, timeout=300.0, on_progress=None):
+    """CreateVolume as external-provisioner drives it: ABORTED means "in
+    progress, call again" (a copy from another cluster answers ABORTED with
+    its progress until done), retried with a growing backoff, bounded by
+    @timeout. @on_progress(message) sees each ABORTED message; returning True
+    from it stops the loop (returns None). Returns (volume, messages)."""
+    import grpc
+    deadline = time.monotonic() + timeout
+    backoff, messages = 0.05, []
+    while True:
+        try:
+            return plugin.call("CreateVolume", req, timeout=60).volume, messages
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.ABORTED or time.monotonic() > deadline:
+                raise
+            messages.append(e.details())
+            if on_progress and on_progress(e.details()):
+                return None, messages
+        time.sleep(backoff)
+        backoff = min(backoff * 1.5, 1.0)
+
+
+def volume_id(cluster, pool, uuid):
+    """The CSI volume ID the driver gives volume @uuid in @pool of @cluster."""
+    io = admin_ioctx(cluster, pool)
+    try:
+        pool_id = io.get_pool_id()
+    finally:
+        io.close()
+    return "0001-%04x-%s-%016x-%s" % (len(cluster), cluster, pool_id, uuid)
+
+
+def copy_records(cluster="perf", pool="rbd"):
+    """{uuid: record} of the promotions' "gantry.copies" object."""
+    io = admin_ioctx(cluster, pool)
+    try:
+        return {k: json.loads(v) for k, v in omap_all(io, "gantry.copies").items()}
+    finally:
+        io.close()
+
+
+def osd_write_bytes(cluster="perf"):
+    """Client bytes written into @cluster's OSDs so far (op_w_in_bytes summed
+    over its OSDs, read from each OSD at once, not from the mgr's periodic
+    report): the test's measure of what a copy really wrote."""
+    total = 0
+    for osd in json.loads(tool("ceph", cluster, "osd", "ls", "--format", "json")):
+        dump = json.loads(tool("ceph", cluster, "tell", "osd.%d" % osd, "perf", "dump", "osd"))
+        total += dump["osd"]["op_w_in_bytes"]
+    return total

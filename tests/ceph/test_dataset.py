@@ -381,7 +381,12 @@ class DatasetTest(unittest.TestCase):
         self.assertEqual(env.rbd_info("capa", far_img)["data_pool"], "ecdata")
         env.fill("capa", far_img)
         want = env.checksum("capa", far_img)
-        near = self.create(self.name("near"), cluster="perf", size=0, source_volume=far.volume_id)
+        # a copy from another cluster runs in the background: ABORTED with its progress until done
+        near, messages = env.provision(self.plugin, env.create_req(
+            self.name("near"), "perf", size=0, source_volume=far.volume_id), timeout=300)
+        self.made.append(("volume", near.volume_id, "perf"))
+        self.assertTrue(all(m.startswith("copying %s from capa: " % self.name("near"))
+                            for m in messages), messages)
         ctx = dict(near.volume_context)
         self.assertEqual(ctx["clusterID"], "perf")
         self.assertEqual(near.capacity_bytes, 32 << 20)

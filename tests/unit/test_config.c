@@ -19,7 +19,8 @@ static const char *full =
         "  \"clusters\": [ { \"clusterID\": \"nvme\", \"monitors\": [\"127.0.0.1:3300\"],"
         "                  \"tier\": \"performance\", \"rbdTimeoutSeconds\": 5,"
         "                  \"location\": { \"leaves\": [\"leaf-1\", \"leaf-2\"], \"readGBps\": 40 } },"
-        "                { \"clusterID\": \"cap\", \"monitors\": [\"127.0.0.1:3301\"] } ],"
+        "                { \"clusterID\": \"cap\", \"monitors\": [\"127.0.0.1:3301\"],"
+        "                  \"copy\": { \"readMBps\": 1500, \"objectsInFlight\": 32 } } ],"
         "  \"targets\": [ { \"id\": \"tgt-a\", \"url\": \"https://10.0.1.5:8009/\","
         "                 \"addresses\": [ { \"transport\": \"tcp\", \"traddr\": \"10.0.1.5\","
         "                                  \"trsvcid\": \"4420\" } ],"
@@ -46,6 +47,10 @@ static void test_full_config(void **state)
         assert_string_equal(cl->leaves[1], "leaf-2");
         assert_true(cl->read_gbps == 40);
         assert_int_equal(gantry_config_find_cluster(c, "cap")->rbd_timeout_seconds, 10);
+        assert_true(gantry_config_find_cluster(c, "cap")->copy_read_bytes_per_s == 1500000000ull);
+        assert_int_equal(gantry_config_find_cluster(c, "cap")->copy_objects_in_flight, 32);
+        assert_true(cl->copy_read_bytes_per_s == 0); /* no cap unless configured */
+        assert_int_equal(cl->copy_objects_in_flight, 16);
         assert_null(gantry_config_find_cluster(c, "nope"));
         assert_int_equal(c->n_targets, 1);
         assert_string_equal(c->targets[0].addresses[0].trsvcid, "4420");
@@ -90,6 +95,12 @@ static void test_bad_configs(void **state)
         expect_error("{\"clusters\": [{\"clusterID\": \"a\", \"monitors\": [\"m\"],"
                      " \"location\": {\"readGBps\": -1}}]}",
                      "clusters[0].location.readGBps");
+        expect_error("{\"clusters\": [{\"clusterID\": \"a\", \"monitors\": [\"m\"],"
+                     " \"copy\": {\"objectsInFlight\": 0}}]}",
+                     "clusters[0].copy.objectsInFlight");
+        expect_error("{\"clusters\": [{\"clusterID\": \"a\", \"monitors\": [\"m\"],"
+                     " \"copy\": {\"readMbps\": 10}}]}",
+                     "clusters[0].copy.readMbps: unknown field");
         expect_error("{\"targets\": [{\"id\": \"t\", \"url\": \"ftp://x\", \"addresses\": []}]}",
                      "targets[0].url");
         expect_error("{\"targets\": [{\"id\": \"t\", \"url\": \"http://x\", \"addresses\": "

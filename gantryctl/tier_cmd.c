@@ -1,0 +1,312 @@
+/*
+ * `gantryctl tier status`: every copy of the tiering machinery in one
+ * table, from a shell on the controller pod (it reads the same driver
+ * config as gantry-csi, and the records in Ceph, not the plugin's memory).
+ *
+ *   gantryctl tier status [--config /etc/gantry/gantry.json] [--json]
+ *   gantryctl tier promote --from CLUSTER/POOL/IMAGE[@SNAP] --to CLUSTER/POOL/IMAGE
+ *                          [--data-pool POOL] [--config ...]
+ *
+ * `promote` copies one image between clusters outside CSI (pre-warming a
+ * dataset) with the promotion machinery of CreateVolume, in the foreground,
+ * printing the progress line every second; Ctrl-C stops it with its
+ * position recorded, and the same command resumes it.
+ *
+ * Rows come from row sources, each yielding records of tier/record.h:
+ *   "promote"  dataset promotions, from the "gantry.copies" omap object of
+ *              every pool of every configured cluster (controller/copy_list.c)
+ *   "drain"    checkpoint drains (#15): to be added as a second source that
+ *              asks each configured target's JSON-RPC for its drains and
+ *              yields them in the same record shape -- see row_sources[].
+ *
+ * A copy whose record has not been updated for STALE_S while it says
+ * "copying" is shown as stalled: its controller died or restarted, and the
+ * copy resumes from its record at the next CreateVolume retry.
+ */
+#include "tier_cmd.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "controller.h"
+#include "log.h"
+#include "progress.h"
+#include "record.h"
+
+#define DEFAULT_CONFIG "/etc/gantry/gantry.json"
+#define STALE_S 30
+#define MAX_ROWS 100000
+
+struct row {
+        char where[160]; /* cluster/pool the record is kept in, or the target */
+        struct gantry_tier_record rec;
+};
+
+struct table {
+        struct row *rows;
+        size_t n, cap;
+        json_t *errors; /* [{"source": ..., "error": ...}] */
+};
+
+static int add_row(const char *cluster_id, const char *pool, const struct gantry_tier_record *rec,
+                   void *arg)
+{
+        struct table *t = arg;
+        struct row *r;
+
+        if (t->n == MAX_ROWS)
+                return -E2BIG;
+        if (t->n == t->cap) {
+                size_t cap = t->cap ? t->cap * 2 : 16;
+                struct row *rows = realloc(t->rows, cap * sizeof(*rows));
+                if (!rows)
+                        return -ENOMEM;
+                t->rows = rows;
+                t->cap = cap;
+        }
+        r = &t->rows[t->n];
+        memset(r, 0, sizeof(*r));
+        snprintf(r->where, sizeof(r->where), "%s/%s", cluster_id, pool);
+        r->rec = *rec;
+        r->rec.position = rec->position ? strdup(rec->position) : NULL;
+        t->n++;
+        return 0;
+}
+
+static void add_error(const char *source, const char *msg, void *arg)
+{
+        struct table *t = arg;
+
+        json_array_append_new(t->errors, json_pack("{s:s, s:s}", "source", source, "error", msg));
+        fprintf(stderr, "gantryctl tier status: %s: %s\n", source, msg);
+}
+
+/* Row sources: each adds its copies to the table; returns 0 or -EIO (errors reported). */
+static int promotions(const struct gantry_config *config, struct table *t)
+{
+        return gantry_controller_list_copies(config, add_row, add_error, t);
+}
+
+static int (*const row_sources[])(const struct gantry_config *, struct table *) = {
+        promotions,
+        /* #15: drains, from each configured target's JSON-RPC, as kind "drain" records */
+};
+
+static void bytes(uint64_t n, char *buf, size_t size)
+{
+        static const char *const units[] = { "B", "kB", "MB", "GB", "TB", "PB" };
+        double v = (double)n;
+        unsigned u = 0;
+
+        while (v >= 1000 && u + 1 < sizeof(units) / sizeof(units[0])) {
+                v /= 1000;
+                u++;
+        }
+        snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+static void progress(const struct gantry_tier_record *r, time_t now, char *buf, size_t size)
+{
+        char age[32], line[128];
+
+        gantry_tier_record_format(r, line, sizeof(line));
+        if (strcmp(r->state, "copying") == 0 && r->updated && now - r->updated > STALE_S) {
+                gantry_tier_format_duration((double)(now - r->updated), age, sizeof(age));
+                snprintf(buf, size, "%u %%, stalled for %s (resumes at the next CreateVolume retry)",
+                         r->bytes_total ? (unsigned)(r->bytes_done * 100 / r->bytes_total) : 0, age);
+                return;
+        }
+        snprintf(buf, size, "%s", line);
+}
+
+static void print_table(const struct table *t)
+{
+        time_t now = time(NULL);
+        char done[32], total[32], line[256], age[32];
+
+        printf("%-8s %-8s %-32s %-10s %-10s %-46s %-10s %s -> %s\n", "KIND", "STATE", "NAME", "DONE",
+               "TOTAL", "PROGRESS", "UPDATED", "SOURCE", "DESTINATION");
+        for (size_t i = 0; i < t->n; i++) {
+                const struct gantry_tier_record *r = &t->rows[i].rec;
+
+                bytes(r->bytes_done, done, sizeof(done));
+                bytes(r->bytes_total, total, sizeof(total));
+                progress(r, now, line, sizeof(line));
+                gantry_tier_format_duration(r->updated ? (double)(now - r->updated) : -1, age,
+                                            sizeof(age));
+                printf("%-8s %-8s %-32s %-10s %-10s %-46s %-10s %s -> %s\n", r->kind, r->state,
+                       r->name, done, total, line, age, r->source, r->destination);
+        }
+        if (t->n == 0)
+                printf("(no copies)\n");
+}
+
+static int print_json(const struct table *t)
+{
+        json_t *rows = json_array(), *o;
+        char *s, line[256];
+        time_t now = time(NULL);
+
+        for (size_t i = 0; i < t->n; i++) {
+                if (gantry_tier_record_encode(&t->rows[i].rec, &s) < 0)
+                        return -ENOMEM;
+                o = json_loads(s, 0, NULL);
+                free(s);
+                if (!o)
+                        return -ENOMEM;
+                progress(&t->rows[i].rec, now, line, sizeof(line));
+                json_object_set_new(o, "keptIn", json_string(t->rows[i].where));
+                json_object_set_new(o, "progress", json_string(line));
+                json_array_append_new(rows, o);
+        }
+        o = json_pack("{s:o, s:O}", "copies", rows, "errors", t->errors);
+        s = json_dumps(o, JSON_INDENT(2));
+        json_decref(o);
+        if (!s)
+                return -ENOMEM;
+        printf("%s\n", s);
+        free(s);
+        return 0;
+}
+
+static void usage(FILE *f)
+{
+        fprintf(f, "usage: gantryctl tier status [--config FILE] [--json]\n"
+                   "       gantryctl tier promote --from CLUSTER/POOL/IMAGE[@SNAP] --to CLUSTER/POOL/IMAGE\n"
+                   "                              [--data-pool POOL] [--config FILE]\n"
+                   "status lists every tiering copy (dataset promotions between clusters) with its\n"
+                   "source, destination, bytes done, rate, ETA and state, from the records in Ceph.\n"
+                   "promote copies one image into a new one in another cluster, resumably (Ctrl-C\n"
+                   "stops it; the same command resumes).\n"
+                   "Default config: " DEFAULT_CONFIG " (the driver config of gantry-csi).\n");
+}
+
+static int status_main(int argc, char **argv)
+{
+        static const struct option opts[] = { { "config", required_argument, NULL, 'c' },
+                                              { "json", no_argument, NULL, 'j' },
+                                              { "help", no_argument, NULL, 'h' },
+                                              { 0 } };
+        const char *path = DEFAULT_CONFIG;
+        struct gantry_config *config = NULL;
+        struct gantry_error err = { 0 };
+        struct table t = { 0 };
+        bool json = false, failed = false;
+        int c, r;
+
+        optind = 1;
+        while ((c = getopt_long(argc + 1, argv - 1, "", opts, NULL)) != -1) {
+                switch (c) {
+                case 'c': path = optarg; break;
+                case 'j': json = true; break;
+                case 'h': usage(stdout); return 0;
+                default: usage(stderr); return 2;
+                }
+        }
+        if (optind != argc + 1) {
+                usage(stderr);
+                return 2;
+        }
+        if ((r = gantry_config_load(path, &config, &err)) < 0) {
+                fprintf(stderr, "gantryctl tier status: %s\n", err.msg[0] ? err.msg : strerror(-r));
+                return 2;
+        }
+        gantry_log_set_level(GANTRY_LOG_WARN); /* the table is the output */
+        t.errors = json_array();
+        for (size_t i = 0; i < sizeof(row_sources) / sizeof(row_sources[0]); i++)
+                if (row_sources[i](config, &t) < 0)
+                        failed = true;
+        r = json ? print_json(&t) : (print_table(&t), 0);
+        for (size_t i = 0; i < t.n; i++)
+                gantry_tier_record_clear(&t.rows[i].rec);
+        free(t.rows);
+        json_decref(t.errors);
+        gantry_controller_shutdown();
+        gantry_config_free(config);
+        return r < 0 || failed ? 1 : 0;
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+        (void)sig;
+        interrupted = 1;
+}
+
+static int print_progress(const char *line, void *arg)
+{
+        (void)arg;
+        printf("%s\n", line);
+        fflush(stdout);
+        return interrupted ? -1 : 0;
+}
+
+static int promote_main(int argc, char **argv)
+{
+        static const struct option opts[] = { { "config", required_argument, NULL, 'c' },
+                                              { "from", required_argument, NULL, 'f' },
+                                              { "to", required_argument, NULL, 't' },
+                                              { "data-pool", required_argument, NULL, 'd' },
+                                              { "help", no_argument, NULL, 'h' },
+                                              { 0 } };
+        const char *path = DEFAULT_CONFIG, *from = NULL, *to = NULL, *data_pool = NULL;
+        struct gantry_config *config = NULL;
+        struct gantry_error err = { 0 };
+        struct sigaction sa = { .sa_handler = on_signal };
+        int c, r;
+
+        optind = 1;
+        while ((c = getopt_long(argc + 1, argv - 1, "", opts, NULL)) != -1) {
+                switch (c) {
+                case 'c': path = optarg; break;
+                case 'f': from = optarg; break;
+                case 't': to = optarg; break;
+                case 'd': data_pool = optarg; break;
+                case 'h': usage(stdout); return 0;
+                default: usage(stderr); return 2;
+                }
+        }
+        if (optind != argc + 1 || !from || !to) {
+                fprintf(stderr, "gantryctl tier promote: --from and --to are required\n");
+                return 2;
+        }
+        if ((r = gantry_config_load(path, &config, &err)) < 0) {
+                fprintf(stderr, "gantryctl tier promote: %s\n", err.msg[0] ? err.msg : strerror(-r));
+                return 2;
+        }
+        gantry_log_set_level(GANTRY_LOG_WARN);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        r = gantry_controller_promote_image(config, from, to, data_pool, print_progress, NULL, &err);
+        if (r == 0)
+                printf("promoted %s -> %s\n", from, to);
+        else
+                fprintf(stderr, "gantryctl tier promote: %s\n", err.msg);
+        gantry_controller_shutdown();
+        gantry_config_free(config);
+        return r == 0 ? 0 : r == -EINVAL || r == -EEXIST ? 2 : 1;
+}
+
+int gantry_tier_main(int argc, char **argv)
+{
+        if (argc < 1 || strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
+                usage(argc < 1 ? stderr : stdout);
+                return argc < 1 ? 2 : 0;
+        }
+        if (strcmp(argv[0], "status") == 0)
+                return status_main(argc - 1, argv + 1);
+        if (strcmp(argv[0], "promote") == 0)
+                return promote_main(argc - 1, argv + 1);
+        fprintf(stderr, "gantryctl tier: %s: unknown subcommand\n", argv[0]);
+        usage(stderr);
+        return 2;
+}

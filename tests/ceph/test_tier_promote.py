@@ -1,0 +1,266 @@
+"""Dataset promotion (#13) through gantry-csi between the fixture's two real
+clusters: a 1 GiB volume of "capa" promoted into "perf" through the
+provisioner's retry loop (CreateVolume answers ABORTED with the progress
+until the copy is done), content checked by checksum; kill -9 of the
+controller at ~30 % and a new controller resumes, re-copying at most a few
+percent (bytes measured at the destination's OSDs); DeleteVolume while the
+copy runs cancels it and leaves nothing; the progress metrics."""
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.request
+
+import ceph_env as env
+from ceph_env import Plugin, csi_pb2
+
+GiB = 1 << 30
+LINE = re.compile(r"^copying (\S+) from capa: (planning|(\d+) %(, (starting|[0-9.]+ [kMGT]?B/s, "
+                  r"about .+ left))?)$")
+
+
+def config(read_mbps=None, in_flight=8):
+    """The fixture's driver config with a copy policy on "capa"."""
+    with open(env.CONFIG) as f:
+        cfg = json.load(f)
+    for c in cfg["clusters"]:
+        if c["clusterID"] == "capa":
+            c["copy"] = {"objectsInFlight": in_flight}
+            if read_mbps:
+                c["copy"]["readMBps"] = read_mbps
+    fd, path = tempfile.mkstemp(prefix="gantry-tier-", suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        json.dump(cfg, f)
+    return path
+
+
+CTL = os.path.join(os.environ.get("GANTRY_BUILD_DIR", "build"), "bin", "gantryctl")
+
+
+def tier_status(cfg):
+    """`gantryctl tier status` as an operator runs it: (table text, JSON copies by name)."""
+    ctl = CTL
+    table = subprocess.run([ctl, "tier", "status", "--config", cfg], capture_output=True,
+                           text=True, timeout=120, check=True).stdout
+    out = subprocess.run([ctl, "tier", "status", "--config", cfg, "--json"], capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    return table, {c["name"]: c for c in json.loads(out)["copies"]}
+
+
+def percent(message):
+    m = LINE.match(message)
+    if not m:
+        raise AssertionError("not a progress line: %r" % message)
+    return int(m.group(3) or 0)
+
+
+class PromoteTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.configs = [config(), config(read_mbps=40)]
+        cls.plugins = []
+        # one 1 GiB source for every test: a volume of the capacity cluster, full of data
+        p = cls.plugin(cls.configs[0])
+        cls.far = p.call("CreateVolume", env.create_req("tier-far-" + env.UNIQUE, "capa",
+                                                        size=GiB), timeout=60).volume
+        cls.far_img = dict(cls.far.volume_context)["imageName"]
+        env.tool("rbd", "capa", "bench", "--io-type", "write", "--io-pattern", "seq",
+                 "--io-size", "4M", "--io-threads", "8", "--io-total", "1G",
+                 "rbd/" + cls.far_img)
+        cls.want = env.checksum("capa", cls.far_img)
+
+    @classmethod
+    def plugin(cls, cfg):
+        p = Plugin(mode="controller", node_id=None, config=cfg,
+                   extra=["--metrics-addr", "127.0.0.1:0"]).start()
+        cls.plugins.append(p)
+        return p
+
+    @classmethod
+    def tearDownClass(cls):
+        p = cls.plugin(cls.configs[0])
+        env.retry(lambda: p.call("DeleteVolume", env.delete_req(cls.far.volume_id, "capa")))
+        for q in cls.plugins:
+            q.kill()
+            q.cleanup()
+        for c in cls.configs:
+            os.unlink(c)
+
+    def setUp(self):
+        self.made = []
+        self.p = None  # the controller whose copies the test leaves running
+
+    def tearDown(self):
+        # only the controller running a copy can cancel it (one controller leads in a cluster)
+        p = self.p or self.plugin(self.configs[0])
+        for vid in reversed(self.made):
+            env.retry(lambda: p.call("DeleteVolume", env.delete_req(vid)))
+        env.assert_consistent(self)
+
+    def req(self, name):
+        return env.create_req(name, "perf", size=0, source_volume=self.far.volume_id)
+
+    def name(self, what):
+        return "%s-%s-%s" % (self._testMethodName[5:20].replace("_", "-"), what, env.UNIQUE)
+
+    def metrics(self, p):
+        port = re.search(r"event=csi.metrics_listening .*port=(\d+)", p.read_log()).group(1)
+        with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=10) as r:
+            return r.read().decode()
+
+    def test_promote_1gib_through_retry_loop(self):
+        p = self.plugin(self.configs[0])
+        name = self.name("near")
+        start = time.monotonic()
+        vol, messages = env.provision(p, self.req(name), timeout=600)
+        took = time.monotonic() - start
+        self.made.append(vol.volume_id)
+        print("promoted 1 GiB in %.1f s through %d ABORTED answers; last: %s" %
+              (took, len(messages), messages[-1] if messages else "-"))
+        self.assertGreater(len(messages), 0, "a 1 GiB copy answered OK at once")
+        self.assertEqual(LINE.match(messages[0]).group(1), name)
+        done = [percent(m) for m in messages]
+        self.assertEqual(done, sorted(done), "progress went backwards")
+        self.assertTrue(any("B/s, about" in m for m in messages), messages)
+        ctx = dict(vol.volume_context)
+        self.assertEqual(vol.capacity_bytes, GiB)
+        self.assertEqual(env.rbd_info("perf", ctx["imageName"])["data_pool"], "ecdata")
+        self.assertEqual(env.checksum("perf", ctx["imageName"]), self.want)
+        # the same volume on every retry, answered at once now
+        again = p.call("CreateVolume", self.req(name), timeout=60).volume
+        self.assertEqual(again.volume_id, vol.volume_id)
+        rec = env.copy_records()[env.uuid_of(vol.volume_id)]
+        self.assertEqual(rec["state"], "done")
+        _, rows = tier_status(self.configs[0])
+        self.assertEqual(rows[name]["state"], "done")
+        self.assertEqual(rows[name]["progress"], "done")
+        self.assertEqual(rows[name]["keptIn"], "perf/rbd")
+        self.assertEqual(rec["bytesDone"], GiB)
+        self.assertEqual(rec["bytesTotal"], GiB)
+        self.assertEqual(rec["source"], "capa/rbd/%s@gantry-copy-%s" % (
+            self.far_img, env.uuid_of(vol.volume_id)))
+        # the copy's snapshot of the source is gone
+        self.assertEqual(json.loads(env.tool("rbd", "capa", "snap", "ls", "--format", "json",
+                                             "rbd/" + self.far_img)), [])
+        m = self.metrics(p)
+        self.assertIn('gantry_tier_copies_total{result="done"} 1', m)
+        read = re.search(r'gantry_tier_copy_read_bytes_total\{source="capa",destination="perf"\} '
+                         r'(\d+)', m)
+        self.assertEqual(int(read.group(1)), GiB)
+        self.assertIn("gantry_tier_copies_in_progress 0", m)
+
+    def test_kill_9_at_30_percent_resumes(self):
+        name = self.name("near")
+        before = env.osd_write_bytes("perf")
+        # capped at 40 MB/s: the kill lands mid-copy
+        p1 = self.plugin(self.configs[1])
+        seen = []
+        _, messages = env.provision(p1, self.req(name), timeout=300,
+                                    on_progress=lambda m: percent(m) >= 30)
+        p1.kill()
+        at_kill = percent(messages[-1])
+        uuid = env.journal()[0][name]
+        rec = env.copy_records()[uuid]
+        self.assertEqual(rec["state"], "copying")
+        self.assertLess(rec["bytesDone"], GiB)
+        # a new controller, uncapped, picks up on the next retry
+        p2 = self.plugin(self.configs[0])
+        vol, messages = env.provision(p2, self.req(name), timeout=600,
+                                      on_progress=lambda m: seen.append(percent(m)) and False)
+        self.made.append(vol.volume_id)
+        self.assertEqual(env.uuid_of(vol.volume_id), uuid)
+        self.assertEqual(env.checksum("perf", dict(vol.volume_context)["imageName"]), self.want)
+        written = env.osd_write_bytes("perf") - before
+        recopied = written - GiB
+        print("killed at %d %% (persisted %.1f %%); resumed at %d %%; written %d bytes for 1 GiB: "
+              "re-copied %.2f %%" % (at_kill, 100.0 * rec["bytesDone"] / GiB, seen[0] if seen
+                                     else -1, written, 100.0 * recopied / GiB))
+        self.assertGreaterEqual(seen[0], 25, "the new controller started over")
+        self.assertLessEqual(recopied, 0.05 * GiB, "re-copied more than 5 %")
+        self.assertIn("event=tier.copy_started", p2.read_log())
+
+    def test_delete_while_copying(self):
+        p = self.p = self.plugin(self.configs[1])
+        name = self.name("gone")
+        env.provision(p, self.req(name), timeout=300, on_progress=lambda m: percent(m) >= 5)
+        uuid = env.journal()[0][name]
+        self.assertIn(uuid, env.copy_records())
+        table, rows = tier_status(self.configs[1])
+        self.assertRegex(table, r"promote +copying +%s " % re.escape(name))
+        self.assertEqual(rows[name]["kind"], "promote")
+        self.assertEqual(rows[name]["state"], "copying")
+        self.assertEqual(rows[name]["bytesTotal"], GiB)
+        self.assertRegex(rows[name]["progress"], r"^\d+ %")
+        self.assertTrue(rows[name]["source"].startswith("capa/rbd/%s@gantry-copy-" % self.far_img))
+        vid = env.volume_id("perf", "rbd", uuid)
+        p.call("DeleteVolume", env.delete_req(vid), timeout=60)
+        self.assertIn("event=tier.copy_cancelled", p.read_log())
+        self.assertNotIn(uuid, env.copy_records())
+        self.assertNotIn("gantry-vol-" + uuid, env.rbd_images("perf"))
+        self.assertNotIn(name, env.journal()[0])
+        self.assertEqual(json.loads(env.tool("rbd", "capa", "snap", "ls", "--format", "json",
+                                             "rbd/" + self.far_img)), [])
+        # deleting again is fine; the name is free for a new copy
+        p.call("DeleteVolume", env.delete_req(vid), timeout=60)
+        _, messages = env.provision(p, self.req(name), timeout=300, on_progress=lambda m: True)
+        self.assertEqual(percent(messages[0]), 0)
+        uuid2 = env.journal()[0][name]
+        self.assertNotEqual(uuid2, uuid)
+        self.made.append(env.volume_id("perf", "rbd", uuid2))
+
+    def test_gantryctl_promote_image(self):
+        dst = "tier-ctl-%s" % env.UNIQUE
+        args = ["tier", "promote", "--from", "capa/rbd/" + self.far_img, "--to", "perf/rbd/" + dst,
+                "--data-pool", "ecdata", "--config"]
+        try:
+            # capped at 40 MB/s, stopped with Ctrl-C past 20 %
+            p = subprocess.Popen([CTL, *args, self.configs[1]], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            for line in p.stdout:
+                if percent(line.strip()) >= 20:
+                    p.send_signal(signal.SIGINT)
+                    break
+            out, errs = p.communicate(timeout=120)
+            self.assertEqual(p.returncode, 1, errs)
+            self.assertIn("run the same command again to resume", errs)
+            rec = env.copy_records()["image-" + dst]
+            self.assertEqual(rec["state"], "copying")
+            self.assertGreater(rec["bytesDone"], 0)
+            # the same command resumes and finishes
+            r = subprocess.run([CTL, *args, self.configs[0]], capture_output=True, text=True,
+                               timeout=600)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            lines = r.stdout.splitlines()
+            self.assertEqual(lines[-1], "promoted capa/rbd/%s -> perf/rbd/%s" % (self.far_img, dst))
+            self.assertGreaterEqual(percent(lines[0]), 15, "started over: %s" % lines[0])
+            self.assertEqual(env.checksum("perf", dst), self.want)
+            self.assertEqual(env.copy_records()["image-" + dst]["state"], "done")
+            self.assertEqual(json.loads(env.tool("rbd", "capa", "snap", "ls", "--format", "json",
+                                                 "rbd/" + self.far_img)), [])
+            _, rows = tier_status(self.configs[0])
+            self.assertEqual(rows["perf/rbd/" + dst]["state"], "done")
+            # an image it did not make is never overwritten
+            env.tool("rbd", "perf", "create", "--size", "16M", "rbd/%s-foreign" % dst)
+            r = subprocess.run([CTL, "tier", "promote", "--from", "capa/rbd/" + self.far_img,
+                                "--to", "perf/rbd/%s-foreign" % dst, "--config", self.configs[0]],
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("exists and was not made by gantryctl tier promote", r.stderr)
+            r = subprocess.run([CTL, "tier", "promote", "--from", "capa/rbd", "--to", "x",
+                                "--config", self.configs[0]], capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("--from: capa/rbd is not CLUSTER/POOL/IMAGE[@SNAP]", r.stderr)
+        finally:
+            for image in (dst, dst + "-foreign"):
+                env.tool("rbd", "perf", "rm", "--no-progress", "rbd/" + image, check=False)
+            env.tool("rados", "perf", "-p", "rbd", "rmomapkey", "gantry.copies", "image-" + dst,
+                     check=False)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,66 @@
+/*
+ * The status record of one copy, as stored and as `gantryctl tier status`
+ * shows it. One JSON object per copy:
+ *
+ *   {"kind":"promote","id":"<uuid>","name":"pvc-x","state":"copying",
+ *    "source":"capa/rbd/gantry-vol-...@gantry-copy-...","destination":"perf/rbd/gantry-vol-...",
+ *    "srcCluster":"capa","srcPoolId":2,"srcImage":"...","srcSnap":"...","ownSnap":true,
+ *    "position":"1234:1236","bytesDone":..,"bytesTotal":..,"bytesWritten":..,
+ *    "rate":2.3e9,"eta":360,"started":1764000000,"updated":1764000100,"error":""}
+ *
+ * Kinds: "promote" (dataset promotion, kept by the controller in the omap of
+ * the destination pool's object "gantry.copies", key = volume uuid) and
+ * "drain" (a checkpoint drained by gantry-target, #15: the same object shape,
+ * served by each target over its JSON-RPC; the src* fields are then unused).
+ * States: "copying", "done", "failed" (retried from its position).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "progress.h"
+
+#define GANTRY_TIER_COPIES_OBJECT "gantry.copies"
+
+struct gantry_tier_record {
+        char kind[16];
+        char id[168];          /* the key: a volume uuid, or "image-<name>" */
+        char name[256];
+        char state[16];
+        char source[512];      /* for people: cluster/pool/image@snap, or a target's file */
+        char destination[512];
+        char src_cluster[65];  /* promote: where the source is, to clean up its snapshot */
+        int64_t src_pool_id;
+        char src_image[128];
+        char src_snap[128];
+        bool own_snap;         /* the snapshot was taken for this copy: removed after it */
+        char *position;        /* malloc'd, may be NULL: the copier's resume position */
+        uint64_t bytes_done, bytes_total, bytes_written;
+        double rate, eta;      /* bytes/s; seconds, < 0 unknown */
+        int64_t started, updated; /* unix seconds */
+        char error[256];
+};
+
+/* Sets the progress fields of @r from @p. */
+void gantry_tier_record_set_progress(struct gantry_tier_record *r, const struct gantry_tier_progress *p);
+
+/* A malloc'd JSON text of @r in *ret_json (caller frees). Returns 0 or -ENOMEM. */
+int gantry_tier_record_encode(const struct gantry_tier_record *r, char **ret_json);
+
+/*
+ * Parses @json (@len bytes) into @ret (free its position with
+ * gantry_tier_record_clear). Unknown fields are ignored, so newer writers
+ * stay readable. Returns 0 or -EINVAL.
+ */
+int gantry_tier_record_decode(const char *json, size_t len, struct gantry_tier_record *ret);
+
+/* Frees what @r owns (the position) and zeroes it. */
+void gantry_tier_record_clear(struct gantry_tier_record *r);
+
+/*
+ * The operator's line for @r: "41 %, 2.3 GB/s, about 6 min left" while
+ * copying, "done", "failed: <error>".
+ */
+void gantry_tier_record_format(const struct gantry_tier_record *r, char *buf, size_t size);
