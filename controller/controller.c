@@ -18,6 +18,8 @@
 #include "controller_internal.h"
 #include "log.h"
 
+#define LIST_MAX 4096 /* entries in one list answer, whatever max_entries says */
+
 int gantry_dataset_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
                                     struct gantry_error *err)
 {
@@ -57,12 +59,6 @@ int gantry_dataset_check_capability(const Csi__V1__VolumeCapability *cap, const 
 static bool is_checkpoint_id(const char *id)
 {
         return gantry_checkpoint_is_volume_id(id);
-}
-
-static int checkpoint_unserved(const char *field, struct gantry_error *err)
-{
-        return gantry_error_set(err, ENOENT, "%s: checkpoint volumes are not served by this build",
-                                field);
 }
 
 static int create_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
@@ -213,27 +209,81 @@ static int create_snapshot(struct gantry_csi_call *call, const ProtobufCMessage 
         const Csi__V1__CreateSnapshotRequest *req = (const void *)request;
 
         if (is_checkpoint_id(req->source_volume_id))
-                return checkpoint_unserved("source_volume_id", err);
+                return gantry_checkpoint_create_snapshot(call, req, (void *)response, err);
         return gantry_dataset_create_snapshot(call, req, (void *)response, err);
 }
 
 static int delete_snapshot(struct gantry_csi_call *call, const ProtobufCMessage *request,
                            ProtobufCMessage *response, struct gantry_error *err)
 {
+        const Csi__V1__DeleteSnapshotRequest *req = (const void *)request;
+
         (void)response;
-        return gantry_dataset_delete_snapshot(call, (const void *)request, err);
+        if (gantry_checkpoint_is_snapshot_id(req->snapshot_id))
+                return gantry_checkpoint_delete_snapshot(call, req, err);
+        return gantry_dataset_delete_snapshot(call, req, err);
 }
 
+/* Entries one list answer holds: max_entries, 0 meaning the driver's own limit. */
+static int list_max(int32_t max_entries, size_t *ret, struct gantry_error *err)
+{
+        if (max_entries < 0)
+                return gantry_error_set(err, EINVAL, "max_entries: must not be negative");
+        *ret = max_entries == 0 || max_entries > LIST_MAX ? LIST_MAX : (size_t)max_entries;
+        return 0;
+}
+
+/*
+ * Both lists are the dataset tier's entries, then the checkpoint tier's: a
+ * page the dataset tier fills ends with its token; the checkpoint tier's
+ * tokens ("ckpt/...") skip the dataset tier.
+ */
 static int list_snapshots(struct gantry_csi_call *call, const ProtobufCMessage *request,
                           ProtobufCMessage *response, struct gantry_error *err)
 {
-        return gantry_dataset_list_snapshots(call, (const void *)request, (void *)response, err);
+        const Csi__V1__ListSnapshotsRequest *req = (const void *)request;
+        Csi__V1__ListSnapshotsResponse *resp = (void *)response;
+        const char *token = req->starting_token ? req->starting_token : "";
+        size_t max = 0;
+        int r;
+
+        if ((r = list_max(req->max_entries, &max, err)) < 0)
+                return r;
+        if (req->snapshot_id && *req->snapshot_id)
+                return gantry_checkpoint_is_snapshot_id(req->snapshot_id)
+                               ? gantry_checkpoint_list_snapshots(call, req, "", max, resp, err)
+                               : gantry_dataset_list_snapshots(call, req, resp, err);
+        if (is_checkpoint_id(req->source_volume_id))
+                return gantry_checkpoint_list_snapshots(call, req, token, max, resp, err);
+        if ((req->source_volume_id && *req->source_volume_id) || !gantry_checkpoint_is_list_token(token)) {
+                if ((r = gantry_dataset_list_snapshots(call, req, resp, err)) < 0)
+                        return r;
+                if ((req->source_volume_id && *req->source_volume_id) || (resp->next_token && *resp->next_token))
+                        return 0;
+                token = "";
+        }
+        return gantry_checkpoint_list_snapshots(call, req, token, max - resp->n_entries, resp, err);
 }
 
 static int list_volumes(struct gantry_csi_call *call, const ProtobufCMessage *request,
                         ProtobufCMessage *response, struct gantry_error *err)
 {
-        return gantry_dataset_list_volumes(call, (const void *)request, (void *)response, err);
+        const Csi__V1__ListVolumesRequest *req = (const void *)request;
+        Csi__V1__ListVolumesResponse *resp = (void *)response;
+        const char *token = req->starting_token ? req->starting_token : "";
+        size_t max = 0;
+        int r;
+
+        if ((r = list_max(req->max_entries, &max, err)) < 0)
+                return r;
+        if (!gantry_checkpoint_is_list_token(token)) {
+                if ((r = gantry_dataset_list_volumes(call, req, resp, err)) < 0)
+                        return r;
+                if (resp->next_token && *resp->next_token)
+                        return 0;
+                token = "";
+        }
+        return gantry_checkpoint_list_volumes(call, token, max - resp->n_entries, resp, err);
 }
 
 static int get_capacity(struct gantry_csi_call *call, const ProtobufCMessage *request,

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -293,11 +294,12 @@ static int delete_bdev(struct tgt_context *ctx, json_t *p, const char *kind, jso
                 *ret = json_true();
                 return 0;
         }
-        if (strcmp(json_string_value(json_object_get(b, "kind")), kind) != 0)
+        if (strcmp(json_string_value(json_object_get(b, "kind")), kind) != 0 &&
+            !(strcmp(kind, "lvol") == 0 && strcmp(json_string_value(json_object_get(b, "kind")), "snapshot") == 0))
                 return gantry_error_set(err, EINVAL, "name: %s is not a %s bdev", name, kind);
         if (tgt_state_bdev_in_use(ctx, key))
                 return gantry_error_set(err, EBUSY, "name: %s is used by a namespace", name);
-        if (strcmp(kind, "lvol") == 0 &&
+        if (json_object_get(b, "lvs") &&
             unlink(json_string_value(json_object_get(b, "filename"))) < 0 && errno != ENOENT)
                 return gantry_error_set(err, errno, "removing the backing file of %s: %s", name,
                                         strerror(errno));
@@ -312,6 +314,113 @@ static int delete_bdev(struct tgt_context *ctx, json_t *p, const char *kind, jso
 static int m_bdev_lvol_delete(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
 {
         return delete_bdev(ctx, p, "lvol", ret, err);
+}
+
+/* Whether the namespace using bdev @key is open to a host (a host allowed, or any). */
+static bool bdev_published(const struct tgt_context *ctx, const char *key)
+{
+        json_t *s, *ns;
+        const char *nqn;
+        size_t i;
+
+        json_object_foreach(tgt_state_subsystems(ctx), nqn, s) {
+                json_array_foreach(json_object_get(s, "namespaces"), i, ns) {
+                        const char *b = json_string_value(json_object_get(ns, "bdev_name"));
+                        if (b && strcmp(b, key) == 0 &&
+                            (json_array_size(json_object_get(s, "hosts")) > 0 ||
+                             json_is_true(json_object_get(s, "allow_any_host"))))
+                                return true;
+                }
+        }
+        return false;
+}
+
+/*
+ * Copies bdev @src (an lvol or a snapshot) into a new bdev @name of @kind in
+ * the source's lvstore, point in time (clone.c), and records it with
+ * @extra's fields. Idempotent: an existing @name made from the same source
+ * answers as the first call did; from another source it is -EEXIST.
+ */
+static int copy_bdev(struct tgt_context *ctx, const char *src, const char *name, const char *kind,
+                     const char *field, json_t **ret, struct gantry_error *err)
+{
+        const char *src_key = NULL, *key = NULL, *src_alias;
+        const struct tgt_lvstore *lvs;
+        char alias[2 * TGT_NAME_MAX + 2], path[4096], uuid[37];
+        struct timespec now;
+        bool reflinked = false;
+        json_t *sb, *b;
+        int r;
+
+        if (!valid_name(name, TGT_NAME_MAX))
+                return gantry_error_set(err, EINVAL, "%s: only [A-Za-z0-9._-], not starting with '.'", field);
+        sb = tgt_state_find_bdev(ctx, src, &src_key);
+        if (!sb || !json_object_get(sb, "lvs"))
+                return gantry_error_set(err, ENODEV, "%s: no lvol or snapshot %s", field, src);
+        lvs = tgt_lvstore_find(ctx, json_string_value(json_object_get(sb, "lvs")));
+        if (!lvs)
+                return gantry_error_set(err, ENODEV, "%s: the lvstore of %s is not configured", field, src);
+        src_alias = json_string_value(json_object_get(sb, "alias"));
+        snprintf(alias, sizeof(alias), "%s/%s", lvs->name, name);
+        snprintf(path, sizeof(path), "%s/%s", lvs->dir, name);
+        b = tgt_state_find_bdev(ctx, alias, &key);
+        if (b) {
+                if (strcmp(json_string_value(json_object_get(b, "source")) ?: "", src_alias) != 0)
+                        return gantry_error_set(err, EEXIST, "%s: %s exists with another source", field, alias);
+                *ret = json_string(key);
+                return 0;
+        }
+        r = tgt_file_clone(json_string_value(json_object_get(sb, "filename")), path,
+                           !bdev_published(ctx, src_key), &reflinked, err);
+        if (r < 0)
+                return r;
+        clock_gettime(CLOCK_REALTIME, &now);
+        random_uuid(uuid);
+        b = json_pack("{s:s, s:s, s:s, s:O, s:b, s:i, s:s, s:s, s:I, s:i, s:b}", "kind", kind, "alias", alias,
+                      "filename", path, "size", json_object_get(sb, "size"), "thin", 1, "block_size", 512,
+                      "lvs", lvs->name, "source", src_alias, "created", (json_int_t)now.tv_sec, "created_ns",
+                      (int)now.tv_nsec, "reflinked", reflinked);
+        if (!b || json_object_set_new(tgt_state_bdevs(ctx), uuid, b) < 0) {
+                unlink(path);
+                return gantry_error_set(err, ENOMEM, "out of memory");
+        }
+        if ((r = tgt_state_save(ctx, err)) < 0) {
+                json_object_del(tgt_state_bdevs(ctx), uuid);
+                unlink(path);
+                return r;
+        }
+        log_info("target.bdev_copied", "bdev=%s alias=%s kind=%s source=%s reflink=%d", uuid, alias, kind,
+                 src_alias, reflinked);
+        *ret = json_string(uuid);
+        return 0;
+}
+
+/* SPDK's bdev_lvol_snapshot: a read-only point-in-time copy of an lvol. */
+static int m_bdev_lvol_snapshot(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
+{
+        const char *lvol, *snap;
+        json_t *b;
+        int r;
+
+        if ((r = get_str(p, "", "lvol_name", true, 2 * TGT_NAME_MAX + 1, &lvol, err)) < 0 ||
+            (r = get_str(p, "", "snapshot_name", true, TGT_NAME_MAX, &snap, err)) < 0)
+                return r;
+        b = tgt_state_find_bdev(ctx, lvol, NULL);
+        if (b && strcmp(json_string_value(json_object_get(b, "kind")), "lvol") != 0)
+                return gantry_error_set(err, EINVAL, "lvol_name: %s is not an lvol", lvol);
+        return copy_bdev(ctx, lvol, snap, "snapshot", "snapshot_name", ret, err);
+}
+
+/* SPDK's bdev_lvol_clone: a new writable lvol from a snapshot (here: or from an lvol). */
+static int m_bdev_lvol_clone(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
+{
+        const char *src, *clone;
+        int r;
+
+        if ((r = get_str(p, "", "snapshot_name", true, 2 * TGT_NAME_MAX + 1, &src, err)) < 0 ||
+            (r = get_str(p, "", "clone_name", true, TGT_NAME_MAX, &clone, err)) < 0)
+                return r;
+        return copy_bdev(ctx, src, clone, "lvol", "clone_name", ret, err);
 }
 
 static int m_bdev_lvol_resize(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
@@ -427,7 +536,7 @@ static int m_bdev_aio_delete(struct tgt_context *ctx, json_t *p, json_t **ret, s
 static int m_bdev_get_bdevs(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
 {
         const char *name, *key;
-        json_t *arr, *b;
+        json_t *arr, *b, *o;
         int r;
 
         if ((r = get_str(p, "", "name", false, 2 * TGT_NAME_MAX + 1, &name, err)) < 0)
@@ -444,14 +553,20 @@ static int m_bdev_get_bdevs(struct tgt_context *ctx, json_t *p, json_t **ret, st
                 if (name && strcmp(name, key) != 0 && !(alias && strcmp(name, alias) == 0))
                         continue;
                 tgt_bdev_path_size(file, &size);
-                json_array_append_new(
-                        arr, json_pack("{s:s, s:[s*], s:s, s:I, s:I, s:s, s:{s:s, s:b}}", "name", key,
-                                       "aliases", alias, "product_name",
-                                       alias ? "Logical Volume" : "AIO disk", "block_size", bs,
-                                       "num_blocks", (json_int_t)(size / (uint64_t)(bs ? bs : 512)),
-                                       "uuid", alias ? key : "", "driver_specific", "filename",
-                                       file, "thin_provision",
-                                       json_is_true(json_object_get(b, "thin"))));
+                o = json_pack("{s:s, s:[s*], s:s, s:I, s:I, s:s, s:{s:s, s:b}}", "name", key, "aliases", alias,
+                              "product_name", alias ? "Logical Volume" : "AIO disk", "block_size", bs,
+                              "num_blocks", (json_int_t)(size / (uint64_t)(bs ? bs : 512)), "uuid",
+                              alias ? key : "", "driver_specific", "filename", file, "thin_provision",
+                              json_is_true(json_object_get(b, "thin")));
+                if (o && json_object_get(b, "source")) /* a snapshot or a clone: where it came from */
+                        json_object_set_new(json_object_get(o, "driver_specific"), "lvol",
+                                            json_pack("{s:b, s:O, s:O, s:O}", "snapshot",
+                                                      strcmp(json_string_value(json_object_get(b, "kind")),
+                                                             "snapshot") == 0,
+                                                      "base_bdev", json_object_get(b, "source"),
+                                                      "creation_time", json_object_get(b, "created"),
+                                                      "creation_time_ns", json_object_get(b, "created_ns")));
+                json_array_append_new(arr, o);
         }
         if (name && json_array_size(arr) == 0) {
                 json_decref(arr);
@@ -814,6 +929,8 @@ static const struct {
         { "bdev_lvol_create", m_bdev_lvol_create },
         { "bdev_lvol_delete", m_bdev_lvol_delete },
         { "bdev_lvol_resize", m_bdev_lvol_resize },
+        { "bdev_lvol_snapshot", m_bdev_lvol_snapshot },
+        { "bdev_lvol_clone", m_bdev_lvol_clone },
         { "bdev_lvol_get_lvstores", m_bdev_lvol_get_lvstores },
         { "bdev_aio_create", m_bdev_aio_create },
         { "bdev_aio_delete", m_bdev_aio_delete },

@@ -74,6 +74,16 @@ int tgt_bdev_path_size(const char *path, uint64_t *ret_size);
 /* Total and free bytes of the filesystem holding @dir. */
 int tgt_lvstore_space(const struct tgt_lvstore *lvs, uint64_t *ret_total, uint64_t *ret_free);
 
+/* ---- clone.c: point-in-time copies of backing files ---- */
+
+/*
+ * Copies file @src to a new file @dst: a reflink when the filesystem can;
+ * otherwise a sparse byte copy when @allow_copy (the source is idle), else
+ * -ENOTEMPTY with @err saying why. *ret_reflinked says which was done.
+ */
+int tgt_file_clone(const char *src, const char *dst, bool allow_copy, bool *ret_reflinked,
+                   struct gantry_error *err);
+
 /* ---- nvmet.c: configfs ---- */
 
 /* Whether @path is on configfs (statfs magic). */
