@@ -1,0 +1,271 @@
+/*
+ * The copier (tier/copier.c) between real sparse files: holes are neither
+ * read nor written, zero runs inside data are not written, the content
+ * arrives whole, a cancelled copy resumes from its persisted position and
+ * re-reads only what was in flight, and errors stop the copy.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "copier.h"
+
+#define MiB (1024ull * 1024)
+#define SIZE (40 * MiB)
+
+struct files {
+        char dir[64];
+        char src[96];
+        char dst[96];
+};
+
+static void write_at(int fd, uint64_t off, size_t len, int pattern)
+{
+        char *buf = malloc(len);
+
+        assert_non_null(buf);
+        for (size_t i = 0; i < len; i++)
+                buf[i] = pattern ? (char)((off + i) * 131 + (uint64_t)pattern) | 1 : 0;
+        assert_int_equal(pwrite(fd, buf, len, (off_t)off), (ssize_t)len);
+        free(buf);
+}
+
+/*
+ * A 40 MiB sparse source: data in [0, 1 MiB), a few bytes at 8 MiB + 100,
+ * written zeros in [20, 24) MiB (allocated, but nothing to write) and data
+ * in [30, 34) MiB. Objects (4 MiB) 0, 2, 5, 7 and 8 are planned.
+ */
+static int setup(void **state)
+{
+        struct files *f = calloc(1, sizeof(*f));
+        int fd;
+
+        assert_non_null(f);
+        snprintf(f->dir, sizeof(f->dir), "%s/tiercopyXXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        assert_non_null(mkdtemp(f->dir));
+        snprintf(f->src, sizeof(f->src), "%s/src", f->dir);
+        snprintf(f->dst, sizeof(f->dst), "%s/dst", f->dir);
+        fd = open(f->src, O_RDWR | O_CREAT | O_TRUNC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, SIZE), 0);
+        write_at(fd, 0, MiB, 1);
+        write_at(fd, 8 * MiB + 100, 4900, 2);
+        write_at(fd, 20 * MiB, 4 * MiB, 0);
+        write_at(fd, 30 * MiB, 4 * MiB, 3);
+        close(fd);
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct files *f = *state;
+
+        unlink(f->src);
+        unlink(f->dst);
+        rmdir(f->dir);
+        free(f);
+        return 0;
+}
+
+static void assert_same_content(const char *a, const char *b)
+{
+        FILE *fa = fopen(a, "r"), *fb = fopen(b, "r");
+        char ba[65536], bb[65536];
+        size_t na, nb;
+
+        assert_non_null(fa);
+        assert_non_null(fb);
+        do {
+                na = fread(ba, 1, sizeof(ba), fa);
+                nb = fread(bb, 1, sizeof(bb), fb);
+                assert_int_equal(na, nb);
+                assert_memory_equal(ba, bb, na);
+        } while (na);
+        fclose(fa);
+        fclose(fb);
+}
+
+static void test_source_extents(void **state)
+{
+        struct files *f = *state;
+        struct gantry_tier_source *s;
+        char buf[16];
+
+        assert_int_equal(gantry_tier_source_file_new(f->src, &s), 0);
+        assert_int_equal(s->size, SIZE);
+        assert_false(s->incremental);
+        assert_string_equal(s->ops->kind, "file");
+        assert_int_equal(s->ops->read(s, 8 * MiB + 100, sizeof(buf), buf), 0);
+        assert_true(buf[0] != 0);
+        assert_int_equal(s->ops->read(s, 12 * MiB, sizeof(buf), buf), 0); /* a hole reads zeros */
+        assert_int_equal(buf[0], 0);
+        assert_int_equal(s->ops->read(s, SIZE - 4, sizeof(buf), buf), -EIO); /* past the end */
+        gantry_tier_source_free(s);
+        assert_int_equal(gantry_tier_source_file_new("/nonexistent/x", &s), -ENOENT);
+        gantry_tier_source_free(NULL);
+}
+
+struct persisted {
+        unsigned calls;
+        char position[256];
+        struct gantry_tier_progress last;
+        int fail;
+};
+
+static int record(const struct gantry_tier_progress *p, const char *position, void *arg)
+{
+        struct persisted *r = arg;
+
+        r->calls++;
+        r->last = *p;
+        snprintf(r->position, sizeof(r->position), "%s", position);
+        return r->fail;
+}
+
+/*
+ * The file source with one change: reading offset @cancel_at cancels the
+ * copy (as DeleteVolume would, from another thread), at a known point.
+ */
+static struct gantry_tier_copy *running;
+static const struct gantry_tier_source_ops *file_ops;
+static uint64_t cancel_at = UINT64_MAX;
+
+static int read_then_cancel(struct gantry_tier_source *s, uint64_t off, size_t len, char *buf)
+{
+        if (off == cancel_at)
+                gantry_tier_copy_cancel(running);
+        return file_ops->read(s, off, len, buf);
+}
+
+static void copy(const struct files *f, struct gantry_tier_copy_opts *o, struct persisted *rec,
+                 int expect, struct gantry_tier_progress *ret)
+{
+        static struct gantry_tier_source_ops ops;
+        struct gantry_tier_source *s;
+        struct gantry_tier_dest *d;
+        struct gantry_tier_copy *c;
+
+        assert_int_equal(gantry_tier_source_file_new(f->src, &s), 0);
+        file_ops = s->ops;
+        ops = *s->ops;
+        ops.read = read_then_cancel;
+        s->ops = &ops;
+        assert_int_equal(gantry_tier_dest_file_new(f->dst, SIZE, &d), 0);
+        o->persist = record;
+        o->arg = rec;
+        assert_int_equal(gantry_tier_copy_new(s, d, o, &c), 0);
+        running = c;
+        assert_int_equal(gantry_tier_copy_run(c), expect);
+        gantry_tier_copy_progress(c, ret);
+        gantry_tier_copy_free(c);
+        gantry_tier_dest_free(d);
+        gantry_tier_source_free(s);
+        cancel_at = UINT64_MAX;
+}
+
+static void test_copy_skips_holes_and_zeros(void **state)
+{
+        struct files *f = *state;
+        struct gantry_tier_copy_opts o = { .in_flight = 4 };
+        struct persisted rec = { 0 };
+        struct gantry_tier_progress p;
+        struct stat st;
+        char line[64];
+
+        copy(f, &o, &rec, 0, &p);
+        assert_same_content(f->src, f->dst);
+        assert_true(p.planned);
+        assert_int_equal(p.object_count, 10);
+        assert_int_equal(p.objects_total, 5);
+        assert_int_equal(p.objects_done, 5);
+        assert_int_equal(p.bytes_total, 20 * MiB);
+        assert_int_equal(p.bytes_done, 20 * MiB);
+        assert_int_equal(p.bytes_read, 20 * MiB);
+        /* 1 MiB + one 64 KiB block around 8 MiB + 100 + 4 MiB: the written zeros stay out */
+        assert_int_equal(p.bytes_written, 5 * MiB + 64 * 1024);
+        assert_int_equal(p.watermark, 10);
+        assert_int_equal(stat(f->dst, &st), 0);
+        assert_true((uint64_t)st.st_blocks * 512 <= 6 * MiB);
+        /* the final position is the complete one, persisted */
+        assert_true(rec.calls >= 1);
+        assert_string_equal(rec.position, "10");
+        gantry_tier_progress_format(&rec.last, line, sizeof(line));
+        assert_string_equal(line, "100 %");
+}
+
+static void test_cancel_and_resume(void **state)
+{
+        struct files *f = *state;
+        struct gantry_tier_copy_opts o = { .in_flight = 1 };
+        struct persisted rec = { 0 };
+        struct gantry_tier_progress p, q;
+        char position[256];
+
+        /* cancelled while object 5 is read: it finishes, object 7 never starts */
+        cancel_at = 20 * MiB;
+        copy(f, &o, &rec, -ECANCELED, &p);
+        assert_int_equal(p.objects_done, 3);
+        assert_int_equal(p.bytes_read, 12 * MiB);
+        /* the cancelled run persisted where it stopped */
+        assert_string_equal(rec.position, "7");
+        snprintf(position, sizeof(position), "%s", rec.position);
+
+        memset(&rec, 0, sizeof(rec));
+        o.position = position;
+        o.in_flight = 3;
+        copy(f, &o, &rec, 0, &q);
+        assert_same_content(f->src, f->dst);
+        /* the resumed run counts what was done before, and reads only the rest */
+        assert_int_equal(q.bytes_done, 20 * MiB);
+        assert_int_equal(q.objects_done, 5);
+        assert_int_equal(q.bytes_read, 8 * MiB);
+}
+
+static void test_errors(void **state)
+{
+        struct files *f = *state;
+        struct gantry_tier_copy_opts o = { .in_flight = 2, .persist_every_objects = 1 };
+        struct persisted rec = { .fail = -EIO };
+        struct gantry_tier_source *s;
+        struct gantry_tier_dest *d;
+        struct gantry_tier_copy *c;
+        struct gantry_tier_progress p;
+
+        /* a persist that fails fails the copy with its error: done is never claimed */
+        copy(f, &o, &rec, -EIO, &p);
+        assert_true(rec.calls >= 1);
+
+        /* a position that is not this copy's */
+        memset(&rec, 0, sizeof(rec));
+        o.position = "11";
+        copy(f, &o, &rec, -EINVAL, &p);
+        assert_int_equal(rec.calls, 0);
+
+        /* a destination smaller than the source */
+        unlink(f->dst);
+        assert_int_equal(gantry_tier_source_file_new(f->src, &s), 0);
+        assert_int_equal(gantry_tier_dest_file_new(f->dst, SIZE / 2, &d), 0);
+        assert_int_equal(gantry_tier_copy_new(s, d, NULL, &c), -EINVAL);
+        gantry_tier_dest_free(d);
+        gantry_tier_source_free(s);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_source_extents, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_copy_skips_holes_and_zeros, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cancel_and_resume, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,85 @@
+/*
+ * The resumable copier shared by every data mover of Gantry: dataset
+ * promotion between Ceph clusters in the controller (#13) and checkpoint
+ * drains from gantry-target's backing files into RBD (#15).
+ *
+ * A copy moves a source (source.h) into a destination object by object; the
+ * object is the destination's object size. It first plans: the source's
+ * extents mark the objects that may hold data, the rest (holes) are never
+ * read nor written. Then @in_flight worker threads each read one object,
+ * skip the runs of zeros in it (a new destination is all zero already) and
+ * write the rest, with at most @in_flight objects in flight, drawing on an
+ * optional shared bandwidth cap (bucket.h) and stopping early on cancel.
+ *
+ * Position and resume: objects start in index order; the position
+ * (position.h) is a watermark plus the few done objects above it. Every
+ * @persist_every_objects objects or @persist_every_ms, whichever comes
+ * first, the destination is flushed and the position handed to the caller's
+ * @persist callback, which stores it (omap journal, target state file); a
+ * later copy of the same source and destination given that text as
+ * @position skips what is done, so a crash costs at most the objects since
+ * the last persist plus those in flight.
+ *
+ * Threads: gantry_tier_copy_run() blocks its caller until the copy ends and
+ * calls @persist from that thread only; gantry_tier_copy_cancel() and
+ * gantry_tier_copy_progress() may be called from any thread meanwhile.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bucket.h"
+#include "position.h"
+#include "progress.h"
+#include "source.h"
+
+#define GANTRY_TIER_IN_FLIGHT_DEFAULT 8u
+#define GANTRY_TIER_IN_FLIGHT_MAX 64u
+
+/*
+ * Stores a copy's position. @position is the text to hand back as
+ * gantry_tier_copy_opts.position to resume; everything it counts as done is
+ * flushed to the destination. Returns >= 0, or -errno to stop the copy with
+ * that error. Called from gantry_tier_copy_run()'s thread.
+ */
+typedef int (*gantry_tier_persist_cb)(const struct gantry_tier_progress *p, const char *position,
+                                      void *arg);
+
+struct gantry_tier_copy_opts {
+        unsigned in_flight;             /* objects in flight (threads); 0: default, max MAX */
+        struct gantry_tier_bucket *bucket; /* bandwidth cap, shared, borrowed; NULL: none */
+        const char *position;           /* resume from here; NULL or "": from the start */
+        unsigned persist_every_objects; /* 0: 16 */
+        unsigned persist_every_ms;      /* 0: 2000 */
+        gantry_tier_persist_cb persist; /* NULL: nothing stored */
+        void *arg;                      /* for @persist */
+};
+
+struct gantry_tier_copy;
+
+/*
+ * Prepares a copy of @src into @dst (both borrowed, alive until _free).
+ * Returns 0, -EINVAL when @dst is smaller than @src or has no object size,
+ * or -ENOMEM. Nothing is read or written yet.
+ */
+int gantry_tier_copy_new(struct gantry_tier_source *src, struct gantry_tier_dest *dst,
+                         const struct gantry_tier_copy_opts *opts, struct gantry_tier_copy **ret);
+
+/*
+ * Plans and runs the copy to its end, then flushes the destination and
+ * persists the final (complete) position. Returns 0 when every object is
+ * copied, -ECANCELED after gantry_tier_copy_cancel(), -EINVAL for an
+ * @opts.position that does not fit this copy, or the first -errno of the
+ * source, destination or @persist. Call at most once per copy.
+ */
+int gantry_tier_copy_run(struct gantry_tier_copy *c);
+
+/* Asks a running copy to stop soon (objects in flight finish). Any thread. */
+void gantry_tier_copy_cancel(struct gantry_tier_copy *c);
+
+/* Fills @ret with the copy's progress now (rate and ETA included). Any thread. */
+void gantry_tier_copy_progress(struct gantry_tier_copy *c, struct gantry_tier_progress *ret);
+
+/* Frees a copy that is not running; NULL is a no-op. */
+void gantry_tier_copy_free(struct gantry_tier_copy *c);
