@@ -75,6 +75,8 @@ int ckpt_find_lvol(const struct gantry_csi_call *call, const struct gantry_targe
                    json_t **ret_bdev, struct gantry_error *err);
 /* Where bdev @bdev was copied from ("<lvs>/<lvol>"; borrowed), or NULL. */
 const char *ckpt_bdev_source(json_t *bdev);
+/* The drain status of snapshot @bdev (driver_specific.lvol.drain; borrowed), or NULL. */
+json_t *ckpt_bdev_drain(json_t *bdev);
 /* The size of @bdev in bytes. */
 int64_t ckpt_bdev_bytes(json_t *bdev);
 /* Fills @snap (from @call's arena) for snapshot @uuid on @t, described by @bdev. */

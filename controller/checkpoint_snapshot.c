@@ -11,6 +11,13 @@
  * time, so a CreateSnapshot retried after a crash finds it again, and the
  * same name asked for another source is found on whichever target holds it
  * (ALREADY_EXISTS).
+ *
+ * Where the target has a durable tier (gantry-target --durable), every
+ * CreateSnapshot also starts or resumes the snapshot's drain into Ceph
+ * (bdev_lvol_start_drain) and answers ready_to_use false until the drain is
+ * complete and verified: the snapshotter's polling CreateSnapshot calls
+ * drive it and log its progress. DeleteSnapshot's bdev_lvol_delete removes
+ * the durable copy with the snapshot.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -99,16 +106,72 @@ int ckpt_fill_snapshot(struct gantry_csi_call *call, const struct gantry_target_
                 return -ENOMEM;
         snap->size_bytes = ckpt_bdev_bytes(bdev);
         snap->creation_time = ts;
-        snap->ready_to_use = 1;
+        /* ready once the durable copy is complete and verified (no durable tier: at once) */
+        snap->ready_to_use = !ckpt_bdev_drain(bdev) ||
+                             strcmp(json_string_value(json_object_get(ckpt_bdev_drain(bdev), "state")) ?: "",
+                                    "complete") == 0;
         return 0;
 }
 
-static int check_parameters(const Csi__V1__CreateSnapshotRequest *req, struct gantry_error *err)
+json_t *ckpt_bdev_drain(json_t *bdev)
 {
+        return json_object_get(json_object_get(json_object_get(bdev, "driver_specific"), "lvol"), "drain");
+}
+
+/*
+ * Starts or resumes the drain of snapshot @lvol into the target's durable
+ * tier unless it is complete, and logs where it stands. A target without
+ * one (or SPDK, which has no such method) answers EOPNOTSUPP: the snapshot
+ * is then the target's copy alone. Refreshes *@bdev.
+ */
+static int drain(const struct gantry_csi_call *call, const struct gantry_target_config *t, const char *lvol,
+                 bool retain_local, json_t **bdev, struct gantry_error *err)
+{
+        json_t *d = ckpt_bdev_drain(*bdev), *res = NULL;
+        const char *state = json_string_value(json_object_get(d, "state"));
+        int r;
+
+        if (state && strcmp(state, "complete") == 0)
+                return 0;
+        r = gantry_target_call(t, "bdev_lvol_start_drain",
+                               json_pack("{s:s, s:b}", "snapshot_name", json_string_value(json_object_get(*bdev, "name")),
+                                         "retain_local", retain_local),
+                               ckpt_timeout_ms(call), &res, err);
+        if (r == -EOPNOTSUPP) {
+                gantry_error_clear(err);
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        log_info("controller.checkpoint_drain", "target=%s snapshot=%s state=%s image=%s progress=\"%s\"", t->id, lvol,
+                 json_string_value(json_object_get(res, "state")) ?: "?",
+                 json_string_value(json_object_get(res, "image")) ?: "?",
+                 json_string_value(json_object_get(res, "progress")) ?: "");
+        json_decref(res);
+        json_decref(*bdev);
+        *bdev = NULL;
+        r = ckpt_find_lvol(call, t, lvol, bdev, err);
+        return r == -ENODEV ? gantry_error_set(err, EIO, "target %s: snapshot %s vanished", t->id, lvol) : r;
+}
+
+/*
+ * VolumeSnapshotClass parameters: fastCopyRetention "keep" (default: the
+ * target keeps its copy as long as the snapshot exists) or "untilDrained"
+ * (the target's copy is freed once the durable copy is verified).
+ */
+static int check_parameters(const Csi__V1__CreateSnapshotRequest *req, bool *ret_retain, struct gantry_error *err)
+{
+        *ret_retain = true;
         for (size_t i = 0; i < req->n_parameters; i++) {
                 const char *k = req->parameters[i]->key ? req->parameters[i]->key : "";
-                if (strncmp(k, "csi.storage.k8s.io/", 19) != 0)
+                const char *v = req->parameters[i]->value ? req->parameters[i]->value : "";
+                if (strcmp(k, "fastCopyRetention") == 0) {
+                        if (strcmp(v, "keep") != 0 && strcmp(v, "untilDrained") != 0)
+                                return gantry_error_set(err, EINVAL, "parameters.fastCopyRetention: keep or untilDrained");
+                        *ret_retain = strcmp(v, "keep") == 0;
+                } else if (strncmp(k, "csi.storage.k8s.io/", 19) != 0) {
                         return gantry_error_set(err, EINVAL, "parameters.%s: unknown parameter", k);
+                }
         }
         return 0;
 }
@@ -151,13 +214,14 @@ int gantry_checkpoint_create_snapshot(struct gantry_csi_call *call, const Csi__V
         Csi__V1__Snapshot *snap;
         struct ckpt_ref src;
         const char *ns_bdev;
+        bool retain;
         int r;
 
         if (!req->name || !*req->name)
                 return gantry_error_set(err, EINVAL, "name: required");
         if (strlen(req->name) > 253)
                 return gantry_error_set(err, EINVAL, "name: at most 253 bytes");
-        if ((r = check_parameters(req, err)) < 0)
+        if ((r = check_parameters(req, &retain, err)) < 0)
                 return r;
         r = ckpt_id_decode(call->config, req->source_volume_id, "source_volume_id", &src, err);
         if (r == -EINVAL) /* ours by its version, but no volume can have this ID */
@@ -211,6 +275,8 @@ int gantry_checkpoint_create_snapshot(struct gantry_csi_call *call, const Csi__V
         log_info("controller.checkpoint_snapshot_created", "name=%s target=%s source=%s snapshot=%s", req->name,
                  where->id, src.uuid, lvol);
 answer:
+        if ((r = drain(call, where, lvol, retain, &bdev, err)) < 0)
+                goto out;
         snap = gantry_csi_call_alloc(call, sizeof(*snap));
         if (!snap) {
                 r = gantry_error_set(err, ENOMEM, "out of memory");

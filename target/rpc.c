@@ -31,6 +31,18 @@
 
 static pthread_mutex_t rpc_lock = PTHREAD_MUTEX_INITIALIZER;
 
+void tgt_rpc_lock(void)
+{
+        pthread_mutex_lock(&rpc_lock);
+}
+
+void tgt_rpc_unlock(void)
+{
+        pthread_mutex_unlock(&rpc_lock);
+}
+
+static json_t *drain_status(struct tgt_context *ctx, const char *key, json_t *d);
+
 /* ---- parameter decoding ---- */
 
 static int get_str(json_t *obj, const char *where, const char *key, bool required, size_t max,
@@ -299,6 +311,10 @@ static int delete_bdev(struct tgt_context *ctx, json_t *p, const char *kind, jso
                 return gantry_error_set(err, EINVAL, "name: %s is not a %s bdev", name, kind);
         if (tgt_state_bdev_in_use(ctx, key))
                 return gantry_error_set(err, EBUSY, "name: %s is used by a namespace", name);
+        if (json_object_get(b, "drain") && ctx->durable && !tgt_drainer_cancel(ctx, key) &&
+            (r = tgt_durable_remove(ctx, json_string_value(json_object_get(json_object_get(b, "drain"), "image")),
+                                    err)) < 0)
+                return r; /* the durable copy goes with the snapshot (a drain copying now: the worker removes it) */
         if (json_object_get(b, "lvs") &&
             unlink(json_string_value(json_object_get(b, "filename"))) < 0 && errno != ENOENT)
                 return gantry_error_set(err, errno, "removing the backing file of %s: %s", name,
@@ -421,6 +437,114 @@ static int m_bdev_lvol_clone(struct tgt_context *ctx, json_t *p, json_t **ret, s
             (r = get_str(p, "", "clone_name", true, TGT_NAME_MAX, &clone, err)) < 0)
                 return r;
         return copy_bdev(ctx, src, clone, "lvol", "clone_name", ret, err);
+}
+
+/* ---- drains into the durable tier (drain.c does the copying) ---- */
+
+/* What bdev_lvol_check_drain answers for bdev @key's drain @d (live numbers while it copies). */
+static json_t *drain_status(struct tgt_context *ctx, const char *key, json_t *d)
+{
+        struct gantry_tier_progress p = { 0 };
+        const char *state = json_string_value(json_object_get(d, "state")) ?: "none";
+        char line[160];
+        json_t *o;
+
+        if (!d)
+                return json_pack("{s:s}", "state", "none");
+        p.bytes_done = (uint64_t)json_integer_value(json_object_get(d, "bytes_done"));
+        p.bytes_total = (uint64_t)json_integer_value(json_object_get(d, "bytes_total"));
+        p.eta_seconds = -1;
+        if (tgt_drainer_live(ctx, key, &p))
+                gantry_tier_progress_format(&p, line, sizeof(line));
+        else if (strcmp(state, "running") == 0)
+                snprintf(line, sizeof(line), "queued at %llu %%",
+                         p.bytes_total ? (unsigned long long)(p.bytes_done * 100 / p.bytes_total) : 0ull);
+        else if (strcmp(state, "complete") == 0)
+                snprintf(line, sizeof(line), "100 %%, verified");
+        else
+                snprintf(line, sizeof(line), "failed: %s", json_string_value(json_object_get(d, "error")) ?: "?");
+        o = json_pack("{s:s, s:s, s:s, s:O, s:I, s:I, s:f, s:f, s:s, s:O}", "state", state, "cluster_id",
+                      ctx->durable ? ctx->durable->cluster_id : "", "pool", ctx->durable ? ctx->durable->pool : "",
+                      "image", json_object_get(d, "image"), "bytes_done", (json_int_t)p.bytes_done, "bytes_total",
+                      (json_int_t)p.bytes_total, "rate", p.rate, "eta_seconds", p.eta_seconds, "progress", line,
+                      "seconds", json_object_get(d, "seconds") ?: json_integer(0));
+        if (o && json_object_get(d, "error"))
+                json_object_set(o, "error", json_object_get(d, "error"));
+        if (o && json_object_get(d, "retain_local"))
+                json_object_set(o, "retain_local", json_object_get(d, "retain_local"));
+        return o;
+}
+
+static json_t *find_snapshot(struct tgt_context *ctx, const char *name, const char **ret_key,
+                             struct gantry_error *err)
+{
+        json_t *b = tgt_state_find_bdev(ctx, name, ret_key);
+
+        if (!b)
+                gantry_error_set(err, ENODEV, "snapshot_name: no snapshot %s", name);
+        else if (strcmp(json_string_value(json_object_get(b, "kind")), "snapshot") != 0)
+                gantry_error_set(err, EINVAL, "snapshot_name: %s is not a snapshot", name);
+        else
+                return b;
+        return NULL;
+}
+
+/*
+ * Starts (or finds, or resumes after a failure) the drain of a snapshot into
+ * the durable tier. retain_local false: the snapshot's file on this target
+ * is removed once the drain is verified (the durable copy is the snapshot).
+ */
+static int m_bdev_lvol_start_drain(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
+{
+        const char *name, *key = NULL, *alias, *lvol;
+        bool retain = true;
+        json_t *b, *d;
+        int r;
+
+        if ((r = get_str(p, "", "snapshot_name", true, 2 * TGT_NAME_MAX + 1, &name, err)) < 0 ||
+            (r = get_bool(p, "retain_local", true, &retain, err)) < 0)
+                return r;
+        if (!ctx->durable)
+                return gantry_error_set(err, EOPNOTSUPP, "no durable tier: gantry-target runs without --durable");
+        if (!(b = find_snapshot(ctx, name, &key, err)))
+                return -err->err;
+        d = json_object_get(b, "drain");
+        if (!d || strcmp(json_string_value(json_object_get(d, "state")) ?: "", "failed") == 0) {
+                alias = json_string_value(json_object_get(b, "alias")) ?: key;
+                lvol = strchr(alias, '/') ? strchr(alias, '/') + 1 : alias;
+                if (!d) {
+                        char image[160];
+                        snprintf(image, sizeof(image), "gantry-ckpt-%s", lvol);
+                        d = json_pack("{s:s, s:s, s:I, s:I}", "image", image, "position", "", "started",
+                                      (json_int_t)time(NULL), "bytes_done", (json_int_t)0);
+                        if (!d || json_object_set_new(b, "drain", d) < 0)
+                                return gantry_error_set(err, ENOMEM, "out of memory");
+                }
+                json_object_set_new(d, "state", json_string("running"));
+                json_object_set_new(d, "retain_local", json_boolean(retain));
+                json_object_del(d, "error");
+                if ((r = tgt_state_save(ctx, err)) < 0)
+                        return r;
+                log_info("target.drain_queued", "bdev=%s image=%s", key,
+                         json_string_value(json_object_get(d, "image")));
+                tgt_drainer_kick(ctx);
+        }
+        *ret = drain_status(ctx, key, d);
+        return *ret ? 0 : gantry_error_set(err, ENOMEM, "out of memory");
+}
+
+static int m_bdev_lvol_check_drain(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
+{
+        const char *name, *key = NULL;
+        json_t *b;
+        int r;
+
+        if ((r = get_str(p, "", "snapshot_name", true, 2 * TGT_NAME_MAX + 1, &name, err)) < 0)
+                return r;
+        if (!(b = find_snapshot(ctx, name, &key, err)))
+                return -err->err;
+        *ret = drain_status(ctx, key, json_object_get(b, "drain"));
+        return *ret ? 0 : gantry_error_set(err, ENOMEM, "out of memory");
 }
 
 static int m_bdev_lvol_resize(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
@@ -552,7 +676,8 @@ static int m_bdev_get_bdevs(struct tgt_context *ctx, json_t *p, json_t **ret, st
 
                 if (name && strcmp(name, key) != 0 && !(alias && strcmp(name, alias) == 0))
                         continue;
-                tgt_bdev_path_size(file, &size);
+                if (tgt_bdev_path_size(file, &size) < 0) /* a snapshot whose fast copy was let go */
+                        size = (uint64_t)json_integer_value(json_object_get(b, "size"));
                 o = json_pack("{s:s, s:[s*], s:s, s:I, s:I, s:s, s:{s:s, s:b}}", "name", key, "aliases", alias,
                               "product_name", alias ? "Logical Volume" : "AIO disk", "block_size", bs,
                               "num_blocks", (json_int_t)(size / (uint64_t)(bs ? bs : 512)), "uuid",
@@ -566,6 +691,12 @@ static int m_bdev_get_bdevs(struct tgt_context *ctx, json_t *p, json_t **ret, st
                                                       "base_bdev", json_object_get(b, "source"),
                                                       "creation_time", json_object_get(b, "created"),
                                                       "creation_time_ns", json_object_get(b, "created_ns")));
+                if (o && json_object_get(b, "drain"))
+                        json_object_set_new(json_object_get(json_object_get(o, "driver_specific"), "lvol"), "drain",
+                                            drain_status(ctx, key, json_object_get(b, "drain")));
+                if (o && json_is_true(json_object_get(b, "evicted")))
+                        json_object_set_new(json_object_get(json_object_get(o, "driver_specific"), "lvol"),
+                                            "fast_copy", json_false());
                 json_array_append_new(arr, o);
         }
         if (name && json_array_size(arr) == 0) {
@@ -931,6 +1062,8 @@ static const struct {
         { "bdev_lvol_resize", m_bdev_lvol_resize },
         { "bdev_lvol_snapshot", m_bdev_lvol_snapshot },
         { "bdev_lvol_clone", m_bdev_lvol_clone },
+        { "bdev_lvol_start_drain", m_bdev_lvol_start_drain },
+        { "bdev_lvol_check_drain", m_bdev_lvol_check_drain },
         { "bdev_lvol_get_lvstores", m_bdev_lvol_get_lvstores },
         { "bdev_aio_create", m_bdev_aio_create },
         { "bdev_aio_delete", m_bdev_aio_delete },

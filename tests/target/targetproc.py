@@ -26,7 +26,8 @@ class Target:
     """gantry-target on 127.0.0.1:<port> (default: a free one) with a stand-in
     configfs root, or the real one when @configfs is given (in the VM)."""
 
-    def __init__(self, token="tok-" + str(os.getpid()), tls=False, workdir=None, configfs=None, port=0):
+    def __init__(self, token="tok-" + str(os.getpid()), tls=False, workdir=None, configfs=None, port=0,
+                 durable=None):
         self.dir = workdir or tempfile.mkdtemp(prefix=f"gantry-checkpoint-{os.getpid()}-")
         self.cfs = configfs or os.path.join(self.dir, "cfs")
         self.lvs = os.path.join(self.dir, "lvs")
@@ -37,6 +38,7 @@ class Target:
             self.port = port
         self.token = token
         self.tls = tls
+        self.durable = durable  # a --durable config dict (drains into Ceph), or None
         self.proc = None
         self.log = os.path.join(self.dir, "target.log")
 
@@ -48,6 +50,10 @@ class Target:
             with open(os.path.join(self.dir, "token"), "w") as f:
                 f.write(self.token + "\n")
             args += ["--token-file", os.path.join(self.dir, "token")]
+        if self.durable:
+            with open(os.path.join(self.dir, "durable.json"), "w") as f:
+                json.dump(self.durable, f)
+            args += ["--durable", os.path.join(self.dir, "durable.json")]
         if self.tls:
             self.cert = os.path.join(self.dir, "cert.pem")
             key = os.path.join(self.dir, "key.pem")
@@ -91,6 +97,13 @@ class Target:
         if rc != 0:
             with open(self.log) as f:
                 raise RuntimeError("gantry-target exited %s:\n%s" % (rc, f.read()[-4000:]))
+
+    def kill9(self):
+        """SIGKILL, as a crash: no shutdown code runs."""
+        self.proc.kill()
+        self.proc.wait()
+        self.logf.close()
+        self.proc = None
 
     def cleanup(self):
         try:
