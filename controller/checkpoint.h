@@ -72,3 +72,24 @@ int gantry_checkpoint_list_volumes(struct gantry_csi_call *call, const char *tok
 int gantry_checkpoint_list_snapshots(struct gantry_csi_call *call, const Csi__V1__ListSnapshotsRequest *req,
                                      const char *token, size_t max, Csi__V1__ListSnapshotsResponse *resp,
                                      struct gantry_error *err);
+
+/* The RBD snapshot gantry-target leaves on a verified drain's image (target's TGT_DRAINED_SNAP). */
+#define GANTRY_CHECKPOINT_DRAINED_SNAP "drained"
+
+/* Where a checkpoint snapshot's durable copy is. */
+struct gantry_checkpoint_durable {
+        char cluster_id[65]; /* the driver config's clusterID */
+        char pool[128];
+        char image[120]; /* gantry-ckpt-snap-<uuid> */
+        char snap[32];
+        uint64_t size;
+};
+
+/*
+ * The durable copy of checkpoint snapshot @snapshot_id (named @field in
+ * errors), for a dataset volume cloned from it: NOT_FOUND when the snapshot
+ * does not exist, INVALID_ARGUMENT when its target has no durable tier,
+ * FAILED_PRECONDITION while the drain is not complete.
+ */
+int gantry_checkpoint_snapshot_durable(struct gantry_csi_call *call, const char *snapshot_id, const char *field,
+                                       struct gantry_checkpoint_durable *ret, struct gantry_error *err);

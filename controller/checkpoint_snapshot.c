@@ -334,3 +334,40 @@ out:
         ckpt_lock_release(lock);
         return r;
 }
+
+int gantry_checkpoint_snapshot_durable(struct gantry_csi_call *call, const char *snapshot_id, const char *field,
+                                       struct gantry_checkpoint_durable *ret, struct gantry_error *err)
+{
+        struct gantry_error why = { 0 };
+        struct ckpt_ref ref;
+        json_t *bdev = NULL, *d;
+        char lvol[64];
+        int r;
+
+        if (ckpt_snapshot_id_decode(call->config, snapshot_id, field, &ref, &why) < 0)
+                return gantry_error_set(err, ENOENT, "%s: %s does not exist (%s)", field, snapshot_id, why.msg);
+        snprintf(lvol, sizeof(lvol), "snap-%s", ref.uuid);
+        r = ckpt_find_lvol(call, ref.target, lvol, &bdev, err);
+        if (r == -ENODEV)
+                return gantry_error_set(err, ENOENT, "%s: %s does not exist", field, snapshot_id);
+        if (r < 0)
+                return r;
+        d = ckpt_bdev_drain(bdev);
+        if (!d)
+                r = gantry_error_set(err, EINVAL, "%s: checkpoint snapshot %s has no durable copy (target %s has no "
+                                                  "durable tier): restore it with tier: checkpoint",
+                                     field, snapshot_id, ref.target->id);
+        else if (strcmp(json_string_value(json_object_get(d, "state")) ?: "", "complete") != 0)
+                r = gantry_error_set(err, ENOTEMPTY, "%s: checkpoint snapshot %s is not drained into Ceph yet (%s)",
+                                     field, snapshot_id, json_string_value(json_object_get(d, "progress")) ?: "");
+        if (r == 0) {
+                snprintf(ret->cluster_id, sizeof(ret->cluster_id), "%s",
+                         json_string_value(json_object_get(d, "cluster_id")) ?: "");
+                snprintf(ret->pool, sizeof(ret->pool), "%s", json_string_value(json_object_get(d, "pool")) ?: "");
+                snprintf(ret->image, sizeof(ret->image), "%s", json_string_value(json_object_get(d, "image")) ?: "");
+                snprintf(ret->snap, sizeof(ret->snap), "%s", GANTRY_CHECKPOINT_DRAINED_SNAP);
+                ret->size = (uint64_t)ckpt_bdev_bytes(bdev);
+        }
+        json_decref(bdev);
+        return r;
+}

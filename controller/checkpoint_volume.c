@@ -176,6 +176,11 @@ struct ckpt_source {
         char alias[160]; /* "<lvs>/<lvol>", what the copy records as its source */
         char lvs[65];
         int64_t size;
+        bool snapshot;       /* a snapshot (else a volume) */
+        bool fast;           /* the target still holds its copy */
+        bool drained;        /* a verified copy is in the durable tier: */
+        char cluster_id[65]; /*   its cluster (the target's --durable clusterID), */
+        char image[160];     /*   and image */
 };
 
 /*
@@ -234,15 +239,67 @@ static int resolve_source(const struct gantry_csi_call *call, const Csi__V1__Vol
         a = json_array_get(json_object_get(bdev, "aliases"), 0);
         snprintf(ret->alias, sizeof(ret->alias), "%s", json_string_value(a) ?: "");
         snprintf(ret->lvs, sizeof(ret->lvs), "%.*s", (int)strcspn(ret->alias, "/"), ret->alias);
+        ret->snapshot = snap;
+        ret->fast = !json_is_false(json_object_get(json_object_get(json_object_get(bdev, "driver_specific"), "lvol"),
+                                                   "fast_copy"));
+        if (snap && ckpt_bdev_drain(bdev)) {
+                json_t *d = ckpt_bdev_drain(bdev);
+                ret->drained = strcmp(json_string_value(json_object_get(d, "state")) ?: "", "complete") == 0;
+                snprintf(ret->cluster_id, sizeof(ret->cluster_id), "%s",
+                         json_string_value(json_object_get(d, "cluster_id")) ?: "");
+                snprintf(ret->image, sizeof(ret->image), "%s", json_string_value(json_object_get(d, "image")) ?: "");
+        }
 out:
         json_decref(subsys);
         json_decref(bdev);
         return r;
 }
 
+/*
+ * Starts (or finds) the restore of snapshot @src from the durable tier into
+ * lvol @lvol of @lvs on @t. Returns 0 with the bdev name in *@ret_name once
+ * the restore is complete and verified; -EINPROGRESS (ABORTED: the
+ * provisioner retries) with the progress line while it runs.
+ */
+static int restore_volume(const struct gantry_csi_call *call, const struct gantry_target_config *t,
+                          const struct ckpt_source *src, const char *lvs, const char *lvol, json_t **ret_name,
+                          struct gantry_error *err)
+{
+        json_t *name = NULL, *bdev = NULL, *st;
+        const char *state;
+        int r;
+
+        r = gantry_target_call(t, "bdev_lvol_restore",
+                               json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "lvol_name", lvol, "lvs_name", lvs, "image",
+                                         src->image, "cluster_id", src->cluster_id, "source", src->alias, "size",
+                                         (json_int_t)src->size),
+                               ckpt_timeout_ms(call), &name, err);
+        if (r == -EEXIST)
+                return gantry_error_set(err, EEXIST, "name: a volume of this name exists with another source");
+        if (r < 0)
+                return r;
+        if ((r = ckpt_find_lvol(call, t, lvol, &bdev, err)) < 0) {
+                json_decref(name);
+                return r == -ENODEV ? gantry_error_set(err, EIO, "target %s: %s vanished", t->id, lvol) : r;
+        }
+        st = json_object_get(json_object_get(json_object_get(bdev, "driver_specific"), "lvol"), "restore");
+        state = json_string_value(json_object_get(st, "state")) ?: "";
+        if (strcmp(state, "complete") != 0) {
+                r = gantry_error_set(err, EINPROGRESS, "restoring %s from ceph %s into target %s: %s", src->alias,
+                                     src->cluster_id, t->id, json_string_value(json_object_get(st, "progress")) ?: state);
+                log_info("controller.checkpoint_restore", "target=%s lvol=%s image=%s state=%s", t->id, lvol,
+                         src->image, state);
+                json_decref(name);
+                name = NULL;
+        }
+        json_decref(bdev);
+        *ret_name = name;
+        return r;
+}
+
 /* Brings the volume on @ref->target to complete; each step is skipped when done. */
 static int ensure_volume(const struct gantry_csi_call *call, const struct ckpt_ref *ref,
-                         const struct ckpt_params *p, const struct ckpt_source *src, int64_t size,
+                         const struct ckpt_params *p, const struct ckpt_source *src, bool restore, int64_t size,
                          struct gantry_error *err)
 {
         const struct gantry_target_config *t = ref->target;
@@ -268,7 +325,9 @@ static int ensure_volume(const struct gantry_csi_call *call, const struct ckpt_r
                                                        t->id, ref->nqn)
                                     : r;
         if (!ckpt_namespace_bdev(subsys)) {
-                if (src) /* a copy on the target (docs/targets.md: reflink, or a copy of an idle source) */
+                if (restore) /* from the durable tier, in the background: ABORTED with progress until done */
+                        r = restore_volume(call, t, src, p->lvs, lvol, &res, err);
+                else if (src) /* a copy on the target (docs/targets.md: reflink, or a copy of an idle source) */
                         r = gantry_target_call(t, "bdev_lvol_clone",
                                                json_pack("{s:s, s:s}", "snapshot_name", src->bdev, "clone_name",
                                                          lvol),
@@ -408,6 +467,7 @@ int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1_
         char uuid[GANTRY_NVMF_UUID_LEN + 1], field[64];
         int64_t size = CKPT_DEFAULT_SIZE, limit = 0, best_free = -1, have = 0;
         struct ckpt_source src = { 0 };
+        bool restore = false;
         struct ckpt_params p;
         struct ckpt_ref ref;
         json_t *subsys = NULL;
@@ -450,7 +510,6 @@ int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1_
                         return gantry_error_set(err, ERANGE, "capacity_range.required_bytes: %lld is smaller "
                                                              "than the source (%lld bytes)",
                                                 (long long)size, (long long)src.size);
-                p.lvs = src.lvs; /* the copy lives next to its source */
         }
         size = (size + (1 << 20) - 1) & ~((int64_t)(1 << 20) - 1); /* whole MiB */
         if (limit && size > limit)
@@ -469,9 +528,23 @@ int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1_
                 log_info("controller.checkpoint_no_target_on_leaf", "leaf=%s", leaf);
                 n = candidates(c, NULL, cands);
         }
-        if (req->volume_content_source) { /* copied on the source's target, whatever the topology */
-                cands[0] = src.target;
-                n = 1;
+        if (req->volume_content_source) {
+                bool near = false;
+                for (size_t i = 0; i < n; i++)
+                        near |= cands[i] == src.target;
+                /* a snapshot drained into Ceph restores on a target near the consumer, or when the
+                   target let its copy go; everything else is copied on the source's target */
+                restore = src.snapshot && src.drained && (!src.fast || !near);
+                if (!restore) {
+                        if (!src.fast) {
+                                r = gantry_error_set(err, ENOENT, "volume_content_source: the snapshot has neither "
+                                                                 "a copy on its target nor a durable copy");
+                                return r;
+                        }
+                        cands[0] = src.target;
+                        n = 1;
+                        p.lvs = src.lvs; /* the copy lives next to its source */
+                }
         }
         gantry_nvmf_volume_uuid(req->name, uuid);
         if ((r = ckpt_lock_try(uuid, err)) < 0)
@@ -523,7 +596,7 @@ int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1_
                 }
         }
         ckpt_ref_init(best, uuid, &ref);
-        if ((r = ensure_volume(call, &ref, &p, req->volume_content_source ? &src : NULL, size, err)) < 0)
+        if ((r = ensure_volume(call, &ref, &p, req->volume_content_source ? &src : NULL, restore, size, err)) < 0)
                 goto out;
         r = fill_volume(call, &ref, size, fs_type, resp, err);
         if (r == 0)

@@ -110,12 +110,20 @@ out:
 
 int tgt_durable_remove(struct tgt_context *ctx, const char *image, struct gantry_error *err)
 {
+        rbd_image_t img;
         rados_ioctx_t io;
         int r;
 
         if ((r = tgt_durable_connect(ctx, &io, err)) < 0)
                 return r;
+        if (rbd_open(io, image, &img, NULL) == 0) {
+                /* clone v2: with dataset volumes cloned from it the snapshot moves to the trash */
+                rbd_snap_remove(img, TGT_DRAINED_SNAP);
+                rbd_close(img);
+        }
         r = rbd_remove(io, image);
+        if (r == -ENOTEMPTY || r == -EBUSY || r == -EMLINK) /* children still hang on it: purged with them */
+                r = rbd_trash_move(io, image, 0);
         rados_ioctx_destroy(io);
         if (r < 0 && r != -ENOENT)
                 return gantry_error_set(err, r, "removing rbd image %s/%s: %s", ctx->durable->pool, image,
@@ -174,6 +182,7 @@ out:
 
 struct job {
         struct tgt_context *ctx;
+        const char *field; /* "drain" (file -> image) or "restore" (image -> file) */
         char key[64];
         char path[4096];
         char image[160];
@@ -182,10 +191,10 @@ struct job {
         uint64_t last_save_ns;
 };
 
-/* The drain object of bdev @key, or NULL when the bdev (or its drain) is gone. Under the lock. */
-static json_t *drain_of(struct tgt_context *ctx, const char *key)
+/* The @field object of bdev @key, or NULL when the bdev (or its job) is gone. Under the lock. */
+static json_t *job_of(struct tgt_context *ctx, const char *key, const char *field)
 {
-        return json_object_get(json_object_get(tgt_state_bdevs(ctx), key), "drain");
+        return json_object_get(json_object_get(tgt_state_bdevs(ctx), key), field);
 }
 
 static int persist(const struct gantry_tier_progress *p, const char *position, void *arg)
@@ -196,7 +205,7 @@ static int persist(const struct gantry_tier_progress *p, const char *position, v
         int r = 0;
 
         tgt_rpc_lock();
-        d = drain_of(j->ctx, j->key);
+        d = job_of(j->ctx, j->key, j->field);
         if (!d) {
                 r = -ECANCELED; /* the snapshot was deleted: stop */
         } else {
@@ -207,31 +216,37 @@ static int persist(const struct gantry_tier_progress *p, const char *position, v
         }
         tgt_rpc_unlock();
         if (r < 0 && r != -ECANCELED)
-                log_warn("target.drain_persist_failed", "bdev=%s error=%s", j->key, err.msg);
+                log_warn("target.copy_persist_failed", "bdev=%s job=%s error=%s", j->key, j->field, err.msg);
         return r;
 }
 
-/* Picks the oldest running drain into @j. Returns 1 when there is one. Under the lock. */
+/* Picks the oldest running drain or restore into @j. Returns 1 when there is one. Under the lock. */
 static int next_job(struct tgt_context *ctx, struct job *j)
 {
+        static const char *const fields[] = { "restore", "drain" }; /* a restore has a CreateVolume waiting */
         json_t *b, *d, *best = NULL;
-        const char *key, *best_key = NULL;
+        const char *key, *best_key = NULL, *best_field = NULL;
 
-        json_object_foreach(tgt_state_bdevs(ctx), key, b) {
-                d = json_object_get(b, "drain");
-                if (!d || strcmp(json_string_value(json_object_get(d, "state")) ?: "", "running") != 0)
-                        continue;
-                if (!best || json_integer_value(json_object_get(d, "started")) <
-                                     json_integer_value(json_object_get(json_object_get(best, "drain"), "started"))) {
-                        best = b;
-                        best_key = key;
+        for (size_t f = 0; f < 2 && !best; f++) {
+                json_object_foreach(tgt_state_bdevs(ctx), key, b) {
+                        d = json_object_get(b, fields[f]);
+                        if (!d || strcmp(json_string_value(json_object_get(d, "state")) ?: "", "running") != 0)
+                                continue;
+                        if (!best || json_integer_value(json_object_get(d, "started")) <
+                                             json_integer_value(json_object_get(json_object_get(best, fields[f]),
+                                                                                "started"))) {
+                                best = b;
+                                best_key = key;
+                                best_field = fields[f];
+                        }
                 }
         }
         if (!best)
                 return 0;
-        d = json_object_get(best, "drain");
+        d = json_object_get(best, best_field);
         memset(j, 0, sizeof(*j));
         j->ctx = ctx;
+        j->field = best_field;
         snprintf(j->key, sizeof(j->key), "%s", best_key);
         snprintf(j->path, sizeof(j->path), "%s", json_string_value(json_object_get(best, "filename")) ?: "");
         snprintf(j->image, sizeof(j->image), "%s", json_string_value(json_object_get(d, "image")) ?: "");
@@ -240,10 +255,11 @@ static int next_job(struct tgt_context *ctx, struct job *j)
         return 1;
 }
 
-/* Copies and verifies one drain. Returns 0 or -errno with @err. */
+/* Copies and verifies one drain or restore. Returns 0 or -errno with @err. */
 static int run(struct tgt_drainer *w, struct job *j, struct gantry_tier_progress *ret_p, struct gantry_error *err)
 {
         struct tgt_context *ctx = w->ctx;
+        bool restore = strcmp(j->field, "restore") == 0;
         struct gantry_tier_source *src = NULL;
         struct gantry_tier_dest *dst = NULL;
         struct gantry_tier_copy *copy = NULL;
@@ -255,14 +271,28 @@ static int run(struct tgt_drainer *w, struct job *j, struct gantry_tier_progress
 
         if ((r = tgt_durable_connect(ctx, &io, err)) < 0)
                 return r;
-        if ((r = open_image(ctx, io, j->image, j->size, &img, err)) < 0)
-                goto out;
-        if ((r = gantry_tier_source_file_new(j->path, &src)) < 0) {
-                gantry_error_set(err, r, "opening %s: %s", j->path, strerror(-r));
-                goto out;
+        if (restore) {
+                r = rbd_open_read_only(io, j->image, &img, TGT_DRAINED_SNAP);
+                if (r < 0) {
+                        gantry_error_set(err, r, "rbd image %s@%s: %s", j->image, TGT_DRAINED_SNAP, strerror(-r));
+                        goto out;
+                }
+                if ((r = gantry_tier_source_rbd_new(io, j->image, TGT_DRAINED_SNAP, NULL, &src)) < 0 ||
+                    (r = gantry_tier_dest_file_new(j->path, j->size, &dst)) < 0) {
+                        gantry_error_set(err, r, "opening %s and %s: %s", j->image, j->path, strerror(-r));
+                        goto out;
+                }
+        } else {
+                if ((r = open_image(ctx, io, j->image, j->size, &img, err)) < 0)
+                        goto out;
+                if ((r = gantry_tier_source_file_new(j->path, &src)) < 0 ||
+                    (r = gantry_tier_dest_rbd_new(img, &dst)) < 0) {
+                        gantry_error_set(err, r, "opening %s and %s: %s", j->path, j->image, strerror(-r));
+                        goto out;
+                }
         }
-        if ((r = gantry_tier_dest_rbd_new(img, &dst)) < 0 || (r = gantry_tier_copy_new(src, dst, &o, &copy)) < 0) {
-                gantry_error_set(err, r, "preparing the copy into %s: %s", j->image, strerror(-r));
+        if ((r = gantry_tier_copy_new(src, dst, &o, &copy)) < 0) {
+                gantry_error_set(err, r, "preparing the copy of %s: %s", j->image, strerror(-r));
                 goto out;
         }
         pthread_mutex_lock(&w->lock);
@@ -276,15 +306,20 @@ static int run(struct tgt_drainer *w, struct job *j, struct gantry_tier_progress
         w->key[0] = '\0';
         pthread_mutex_unlock(&w->lock);
         if (r == -EINVAL && j->position[0]) { /* a position of another copy: start over */
-                log_warn("target.drain_position_reset", "bdev=%s position=%.64s", j->key, j->position);
+                log_warn("target.copy_position_reset", "bdev=%s position=%.64s", j->key, j->position);
                 j->position[0] = '\0';
         }
         if (r < 0) {
-                gantry_error_set(err, r, "copying %s into %s: %s", j->path, j->image, strerror(-r));
+                gantry_error_set(err, r, "copying between %s and %s: %s", j->path, j->image, strerror(-r));
                 goto out;
         }
         if (ctx->durable->verify && (r = verify(j->path, img, j->size, err)) < 0)
                 j->position[0] = '\0';
+        /* the point-in-time image a dataset volume is cloned from, and a restore reads */
+        if (r == 0 && !restore && (r = rbd_snap_create(img, TGT_DRAINED_SNAP)) == -EEXIST)
+                r = 0;
+        if (r < 0 && !err->err)
+                gantry_error_set(err, r, "snapshot %s@%s: %s", j->image, TGT_DRAINED_SNAP, strerror(-r));
 out:
         gantry_tier_copy_free(copy);
         gantry_tier_dest_free(dst);
@@ -305,7 +340,7 @@ static void finish(struct tgt_drainer *w, struct job *j, int r, const struct gan
 
         gantry_tier_format_rate(seconds > 0 ? (double)p->bytes_read / seconds : 0, rate, sizeof(rate));
         tgt_rpc_lock();
-        d = drain_of(w->ctx, j->key);
+        d = job_of(w->ctx, j->key, j->field);
         if (d) {
                 json_object_set_new(d, "state", json_string(r == 0 ? "complete" : "failed"));
                 json_object_set_new(d, "finished", json_integer((json_int_t)time(NULL)));
@@ -318,7 +353,7 @@ static void finish(struct tgt_drainer *w, struct job *j, int r, const struct gan
                         json_object_del(d, "error");
                 if (!j->position[0])
                         json_object_set_new(d, "position", json_string(""));
-                if (r == 0 && json_is_false(json_object_get(d, "retain_local"))) {
+                if (r == 0 && strcmp(j->field, "drain") == 0 && json_is_false(json_object_get(d, "retain_local"))) {
                         /* retention: the verified durable copy is the snapshot now; free the fast tier */
                         json_t *b = json_object_get(tgt_state_bdevs(w->ctx), j->key);
                         if (unlink(j->path) == 0 || errno == ENOENT) {
@@ -330,12 +365,13 @@ static void finish(struct tgt_drainer *w, struct job *j, int r, const struct gan
         }
         tgt_rpc_unlock();
         if (r == 0)
-                log_info("target.drain_complete", "bdev=%s image=%s bytes=%llu written=%llu seconds=%.3f rate=\"%s\"",
-                         j->key, j->image, (unsigned long long)p->bytes_total,
-                         (unsigned long long)p->bytes_written, seconds, rate);
+                log_info(strcmp(j->field, "drain") == 0 ? "target.drain_complete" : "target.restore_complete",
+                         "bdev=%s image=%s bytes=%llu written=%llu seconds=%.3f rate=\"%s\"", j->key, j->image,
+                         (unsigned long long)p->bytes_total, (unsigned long long)p->bytes_written, seconds, rate);
         else
-                log_warn("target.drain_failed", "bdev=%s image=%s bytes_done=%llu seconds=%.3f error=\"%s\"", j->key,
-                         j->image, (unsigned long long)p->bytes_done, seconds, why->msg);
+                log_warn(strcmp(j->field, "drain") == 0 ? "target.drain_failed" : "target.restore_failed",
+                         "bdev=%s image=%s bytes_done=%llu seconds=%.3f error=\"%s\"", j->key, j->image,
+                         (unsigned long long)p->bytes_done, seconds, why->msg);
 }
 
 static void *worker(void *arg)
@@ -365,8 +401,9 @@ static void *worker(void *arg)
                         break;
                 }
                 pthread_mutex_unlock(&w->lock);
-                log_info("target.drain_started", "bdev=%s image=%s size=%llu resume=%s", j->key, j->image,
-                         (unsigned long long)j->size, j->position[0] ? j->position : "no");
+                log_info(strcmp(j->field, "drain") == 0 ? "target.drain_started" : "target.restore_started",
+                         "bdev=%s image=%s size=%llu resume=%s", j->key, j->image, (unsigned long long)j->size,
+                         j->position[0] ? j->position : "no");
                 t0 = gantry_tier_now_ns();
                 r = run(w, j, &p, &why);
                 if (r == -ECANCELED) {
@@ -377,7 +414,7 @@ static void *worker(void *arg)
                         if (stopping) /* shutdown: stays "running", resumed at the next start */
                                 break;
                         tgt_rpc_lock();
-                        gone = !drain_of(w->ctx, j->key);
+                        gone = !job_of(w->ctx, j->key, "drain") && strcmp(j->field, "drain") == 0;
                         tgt_rpc_unlock();
                         if (gone) { /* the snapshot was deleted while it drained: so is its copy */
                                 struct gantry_error e2 = { 0 };

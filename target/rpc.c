@@ -547,6 +547,78 @@ static int m_bdev_lvol_check_drain(struct tgt_context *ctx, json_t *p, json_t **
         return *ret ? 0 : gantry_error_set(err, ENOMEM, "out of memory");
 }
 
+/*
+ * Restores a drained snapshot from the durable tier into a new lvol (a file
+ * here), in the background: the lvol answers at once with its name, and its
+ * "restore" status (bdev_get_bdevs: driver_specific.lvol.restore) turns
+ * "complete" when the copy is done and verified; until then no namespace may
+ * use it. @source is recorded as the lvol's origin (the snapshot's alias).
+ */
+static int m_bdev_lvol_restore(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
+{
+        const char *lvol, *lvs_name, *image, *cluster, *source, *key = NULL;
+        const struct tgt_lvstore *lvs;
+        char alias[2 * TGT_NAME_MAX + 2], path[4096], uuid[37];
+        uint64_t size;
+        json_t *b, *d;
+        int r;
+
+        if ((r = get_str(p, "", "lvol_name", true, TGT_NAME_MAX, &lvol, err)) < 0 ||
+            (r = get_str(p, "", "lvs_name", true, TGT_NAME_MAX, &lvs_name, err)) < 0 ||
+            (r = get_str(p, "", "image", true, 128, &image, err)) < 0 ||
+            (r = get_str(p, "", "cluster_id", true, 64, &cluster, err)) < 0 ||
+            (r = get_str(p, "", "source", true, 2 * TGT_NAME_MAX + 1, &source, err)) < 0 ||
+            (r = size_param(p, &size, err)) < 0)
+                return r;
+        if (!valid_name(lvol, TGT_NAME_MAX))
+                return gantry_error_set(err, EINVAL, "lvol_name: only [A-Za-z0-9._-], not starting with '.'");
+        if (!ctx->durable)
+                return gantry_error_set(err, EOPNOTSUPP, "no durable tier: gantry-target runs without --durable");
+        if (strcmp(cluster, ctx->durable->cluster_id) != 0)
+                return gantry_error_set(err, EINVAL, "cluster_id: this target's durable tier is %s, not %s",
+                                        ctx->durable->cluster_id, cluster);
+        if (!(lvs = tgt_lvstore_find(ctx, lvs_name)))
+                return gantry_error_set(err, ENODEV, "lvs_name: no such lvstore");
+        snprintf(alias, sizeof(alias), "%s/%s", lvs->name, lvol);
+        snprintf(path, sizeof(path), "%s/%s", lvs->dir, lvol);
+        b = tgt_state_find_bdev(ctx, alias, &key);
+        if (b) {
+                d = json_object_get(b, "restore");
+                if (strcmp(json_string_value(json_object_get(b, "source")) ?: "", source) != 0 || !d)
+                        return gantry_error_set(err, EEXIST, "lvol_name: %s exists with another source", alias);
+                if (strcmp(json_string_value(json_object_get(d, "state")) ?: "", "failed") == 0) {
+                        json_object_set_new(d, "state", json_string("running"));
+                        if ((r = tgt_state_save(ctx, err)) < 0)
+                                return r;
+                        tgt_drainer_kick(ctx);
+                }
+                *ret = json_string(key);
+                return 0;
+        }
+        if ((r = tgt_bdev_file_create(path, size, true, err)) < 0)
+                return r;
+        random_uuid(uuid);
+        b = json_pack("{s:s, s:s, s:s, s:I, s:b, s:i, s:s, s:s, s:I, s:i, s:{s:s, s:s, s:s, s:I, s:I}}", "kind",
+                      "lvol", "alias", alias, "filename", path, "size", (json_int_t)size, "thin", 1, "block_size",
+                      512, "lvs", lvs->name, "source", source, "created", (json_int_t)time(NULL), "created_ns", 0,
+                      "restore", "image", image, "state", "running", "position", "", "started",
+                      (json_int_t)time(NULL), "bytes_done", (json_int_t)0);
+        if (!b || json_object_set_new(tgt_state_bdevs(ctx), uuid, b) < 0) {
+                unlink(path);
+                return gantry_error_set(err, ENOMEM, "out of memory");
+        }
+        if ((r = tgt_state_save(ctx, err)) < 0) {
+                json_object_del(tgt_state_bdevs(ctx), uuid);
+                unlink(path);
+                return r;
+        }
+        log_info("target.restore_queued", "bdev=%s alias=%s image=%s size=%llu", uuid, alias, image,
+                 (unsigned long long)size);
+        tgt_drainer_kick(ctx);
+        *ret = json_string(uuid);
+        return 0;
+}
+
 static int m_bdev_lvol_resize(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
 {
         const char *name;
@@ -691,6 +763,9 @@ static int m_bdev_get_bdevs(struct tgt_context *ctx, json_t *p, json_t **ret, st
                                                       "base_bdev", json_object_get(b, "source"),
                                                       "creation_time", json_object_get(b, "created"),
                                                       "creation_time_ns", json_object_get(b, "created_ns")));
+                if (o && json_object_get(b, "restore"))
+                        json_object_set_new(json_object_get(json_object_get(o, "driver_specific"), "lvol"), "restore",
+                                            drain_status(ctx, key, json_object_get(b, "restore")));
                 if (o && json_object_get(b, "drain"))
                         json_object_set_new(json_object_get(json_object_get(o, "driver_specific"), "lvol"), "drain",
                                             drain_status(ctx, key, json_object_get(b, "drain")));
@@ -953,6 +1028,11 @@ static int m_nvmf_subsystem_add_ns(struct tgt_context *ctx, json_t *p, json_t **
         }
         if (tgt_state_bdev_in_use(ctx, key))
                 return gantry_error_set(err, EBUSY, "namespace.bdev_name: %s is used by another subsystem", bdev);
+        if (json_object_get(tgt_state_find_bdev(ctx, key, NULL), "restore") &&
+            strcmp(json_string_value(json_object_get(json_object_get(tgt_state_find_bdev(ctx, key, NULL), "restore"),
+                                                     "state")) ?: "",
+                   "complete") != 0)
+                return gantry_error_set(err, EBUSY, "namespace.bdev_name: %s is still being restored", bdev);
         for (nsid = has_nsid ? nsid : 1; !has_nsid; nsid++) {
                 bool taken = false;
                 json_array_foreach(list, i, ns)
@@ -1064,6 +1144,7 @@ static const struct {
         { "bdev_lvol_clone", m_bdev_lvol_clone },
         { "bdev_lvol_start_drain", m_bdev_lvol_start_drain },
         { "bdev_lvol_check_drain", m_bdev_lvol_check_drain },
+        { "bdev_lvol_restore", m_bdev_lvol_restore },
         { "bdev_lvol_get_lvstores", m_bdev_lvol_get_lvstores },
         { "bdev_aio_create", m_bdev_aio_create },
         { "bdev_aio_delete", m_bdev_aio_delete },

@@ -55,6 +55,9 @@ struct tgt_durable {
 
 struct tgt_drainer;
 
+/* The RBD snapshot a verified drain leaves on its image: what restores read and dataset volumes clone. */
+#define TGT_DRAINED_SNAP "drained"
+
 struct tgt_context {
         char *configfs; /* e.g. /sys/kernel/config/nvmet */
         char *state_path;

@@ -40,7 +40,7 @@ class CheckpointDrainTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix=f"gantry-checkpoint-drain-{os.getpid()}-")
-        cls.t = cls.plugin = None
+        cls.t = cls.b = cls.plugin = None
         try:
             with open(env.CONFIG) as f:
                 perf = next(c for c in json.load(f)["clusters"] if c["clusterID"] == "perf")
@@ -48,10 +48,19 @@ class CheckpointDrainTest(unittest.TestCase):
                            "keyFile": perf["keyFile"], "pool": "rbd", "dataPool": "ecdata",
                            "bandwidthMBps": CAP_MBPS, "inFlight": 4}
             cls.t = Target(workdir=os.path.join(cls.dir, "a"), durable=cls.durable).start()
-            with open(os.path.join(cls.t.dir, "token.client"), "w") as f:
-                f.write(cls.t.token + "\n")
+            cls.b = Target(workdir=os.path.join(cls.dir, "b"), durable=cls.durable).start()
+            for t in (cls.t, cls.b):
+                with open(os.path.join(t.dir, "token.client"), "w") as f:
+                    f.write(t.token + "\n")
             cfg = write_config(os.path.join(cls.dir, "gantry.json"), [
-                ("tgt-a", cls.t.url, os.path.join(cls.t.dir, "token.client"), [("127.0.0.1", "4420")], "leaf-1")])
+                ("tgt-a", cls.t.url, os.path.join(cls.t.dir, "token.client"), [("127.0.0.1", "4420")], "leaf-1"),
+                ("tgt-b", cls.b.url, os.path.join(cls.b.dir, "token.client"), [("127.0.0.2", "4420")], "leaf-2")])
+            with open(cfg) as f:  # and the fixture's clusters, for dataset volumes
+                both = json.load(f)
+            with open(env.CONFIG) as f:
+                both["clusters"] = json.load(f)["clusters"]
+            with open(cfg, "w") as f:
+                json.dump(both, f)
             os.makedirs(os.path.join(cls.dir, "csi"))
             cls.plugin = Plugin(mode="controller", node_id=None, config=cfg,
                                 workdir=os.path.join(cls.dir, "csi")).start()
@@ -72,8 +81,9 @@ class CheckpointDrainTest(unittest.TestCase):
             if cls.plugin:
                 rc = cls.plugin.stop()
                 log = cls.plugin.read_log()
-            if cls.t:
-                cls.t.cleanup()
+            for t in (cls.t, cls.b):
+                if t:
+                    t.cleanup()
         finally:
             shutil.rmtree(cls.dir, ignore_errors=True)
         return rc, log
@@ -189,6 +199,44 @@ class CheckpointDrainTest(unittest.TestCase):
             self.call("CreateSnapshot", bad)
         self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
         self.assertIn("fastCopyRetention", e.exception.details())
+
+    def test_restore_on_another_target_and_as_a_dataset_volume(self):
+        v = self.volume("pvc-drain-restore")
+        self.write_checkpoint(v, "restore", [(2 * MiB, 6 * MiB), (40 * MiB, MiB)])
+        with open(os.path.join(self.t.lvs, "vol-" + v.volume_context["uuid"]), "rb") as f:
+            want = hashlib.sha256(f.read()).hexdigest()
+        s = self.until_ready(self.snapshot_req("snap-drain-restore", v))
+        self.addCleanup(self.call, "DeleteSnapshot", csi_pb2.DeleteSnapshotRequest(snapshot_id=s.snapshot_id))
+        # tier checkpoint near leaf-2: a new namespace on tgt-b filled from Ceph; the provisioner's
+        # retries see ABORTED with the progress until it is done
+        req = create_req("pvc-restored-b", size=0, leaf="leaf-2")
+        req.volume_content_source.snapshot.snapshot_id = s.snapshot_id
+        aborted = []
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                r = self.call("CreateVolume", req).volume
+                break
+            except grpc.RpcError as e:
+                self.assertEqual(e.code(), grpc.StatusCode.ABORTED, e.details())
+                self.assertLess(time.monotonic(), deadline, e.details())
+                aborted.append(e.details())
+                time.sleep(0.5)
+        self.addCleanup(self.call, "DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=r.volume_id))
+        self.assertTrue(aborted, "a 64 MiB restore at 8 MB/s cannot be done at the first call")
+        self.assertIn("restoring", aborted[0])
+        self.assertEqual(r.volume_context["targetID"], "tgt-b")
+        self.assertEqual(r.capacity_bytes, SIZE)
+        with open(os.path.join(self.b.lvs, "vol-" + r.volume_context["uuid"]), "rb") as f:
+            self.assertEqual(hashlib.sha256(f.read()).hexdigest(), want)
+        # tier dataset: an RBD clone of the drained image, readable by many nodes
+        dreq = env.create_req("pvc-restored-ds", size=0, source_snapshot=s.snapshot_id)
+        ds = self.call("CreateVolume", dreq).volume
+        self.addCleanup(self.call, "DeleteVolume", env.delete_req(ds.volume_id))
+        self.assertEqual(ds.capacity_bytes, SIZE)
+        image = "gantry-vol-" + env.uuid_of(ds.volume_id)
+        self.assertEqual(env.rbd_info("perf", image)["parent"]["image"], self.image_of(s))
+        self.assertEqual(env.checksum("perf", image), want)
 
 
 if __name__ == "__main__":
