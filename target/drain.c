@@ -133,49 +133,103 @@ int tgt_durable_remove(struct tgt_context *ctx, const char *image, struct gantry
         return 0;
 }
 
-/* Compares every data extent of @path with the same range of @img. -EUCLEAN on a difference. */
-static int verify(const char *path, rbd_image_t img, uint64_t size, struct gantry_error *err)
-{
-        enum { CHUNK = 4 << 20 };
-        char *a = malloc(CHUNK), *b = malloc(CHUNK);
-        off_t data = 0, hole;
-        int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+/* One read-back verify: threads take 4 MiB chunks in turn and compare file and image. */
+struct verify {
+        int fd;
+        rbd_image_t img;
+        uint64_t size;
+        pthread_mutex_t lock;
+        uint64_t next;   /* the next chunk's offset */
+        int r;           /* the first error */
+        uint64_t bad_at; /* where a difference was found */
+};
 
-        if (fd < 0 || !a || !b) {
-                r = fd < 0 ? -errno : -ENOMEM;
-                goto out;
-        }
-        while ((uint64_t)data < size && r == 0) {
-                if ((data = lseek(fd, data, SEEK_DATA)) < 0) {
-                        r = errno == ENXIO ? 0 : -errno;
+enum { VERIFY_CHUNK = 4 << 20 };
+
+static void *verify_worker(void *arg)
+{
+        struct verify *v = arg;
+        char *a = malloc(VERIFY_CHUNK), *b = malloc(VERIFY_CHUNK);
+        int r = a && b ? 0 : -ENOMEM;
+
+        while (r == 0) {
+                uint64_t off;
+                size_t n;
+                off_t data;
+                ssize_t got;
+
+                pthread_mutex_lock(&v->lock);
+                off = v->next;
+                v->next += VERIFY_CHUNK;
+                if (v->r < 0)
+                        off = v->size; /* another thread failed: stop */
+                pthread_mutex_unlock(&v->lock);
+                if (off >= v->size)
+                        break;
+                n = v->size - off < VERIFY_CHUNK ? (size_t)(v->size - off) : VERIFY_CHUNK;
+                data = lseek(v->fd, (off_t)off, SEEK_DATA); /* its return only: no one uses the offset */
+                if ((data < 0 && errno == ENXIO) || (data >= 0 && (uint64_t)data >= off + n))
+                        continue; /* a hole: never written, zero in the image */
+                if (data < 0) {
+                        r = -errno;
                         break;
                 }
-                if ((hole = lseek(fd, data, SEEK_HOLE)) < 0 || (uint64_t)hole > size)
-                        hole = (off_t)size;
-                for (; data < hole && r == 0;) {
-                        size_t n = (size_t)(hole - data) < CHUNK ? (size_t)(hole - data) : CHUNK;
-                        ssize_t got = pread(fd, a, n, data);
-                        if (got != (ssize_t)n) {
-                                r = got < 0 ? -errno : -EIO;
-                                break;
-                        }
-                        got = rbd_read(img, (uint64_t)data, n, b);
-                        if (got != (ssize_t)n)
-                                r = got < 0 ? (int)got : -EIO;
-                        else if (memcmp(a, b, n) != 0)
-                                r = gantry_error_set(err, EUCLEAN, "verify: the image differs from %s at byte %lld",
-                                                     path, (long long)data);
-                        data += (off_t)n;
+                got = pread(v->fd, a, n, (off_t)off); /* holes inside read as zeros, as in the image */
+                if (got != (ssize_t)n) {
+                        r = got < 0 ? -errno : -EIO;
+                        break;
+                }
+                got = rbd_read(v->img, off, n, b);
+                if (got != (ssize_t)n) {
+                        r = got < 0 ? (int)got : -EIO;
+                        break;
+                }
+                if (memcmp(a, b, n) != 0) {
+                        r = -EUCLEAN;
+                        pthread_mutex_lock(&v->lock);
+                        v->bad_at = off;
+                        pthread_mutex_unlock(&v->lock);
                 }
         }
-out:
-        if (r < 0 && !err->err)
-                gantry_error_set(err, r, "verify against %s: %s", path, strerror(-r));
-        if (fd >= 0)
-                close(fd);
+        pthread_mutex_lock(&v->lock);
+        if (r < 0 && v->r == 0)
+                v->r = r;
+        pthread_mutex_unlock(&v->lock);
         free(a);
         free(b);
-        return r;
+        return NULL;
+}
+
+/* Compares every data chunk of @path with the same range of @img, @threads at a time. -EUCLEAN on a difference. */
+static int verify(const char *path, rbd_image_t img, uint64_t size, unsigned threads, struct gantry_error *err)
+{
+        struct verify v = { .img = img, .size = size };
+        pthread_t tids[GANTRY_TIER_IN_FLIGHT_MAX];
+        unsigned n = 0;
+
+        v.fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (v.fd < 0)
+                return gantry_error_set(err, errno, "verify: opening %s: %s", path, strerror(errno));
+        pthread_mutex_init(&v.lock, NULL);
+        if (threads < 1)
+                threads = 1;
+        if (threads > GANTRY_TIER_IN_FLIGHT_MAX)
+                threads = GANTRY_TIER_IN_FLIGHT_MAX;
+        for (; n < threads; n++)
+                if (pthread_create(&tids[n], NULL, verify_worker, &v) != 0)
+                        break;
+        if (n == 0)
+                verify_worker(&v);
+        for (unsigned i = 0; i < n; i++)
+                pthread_join(tids[i], NULL);
+        pthread_mutex_destroy(&v.lock);
+        close(v.fd);
+        if (v.r == -EUCLEAN)
+                return gantry_error_set(err, EUCLEAN, "verify: the image differs from %s at byte %llu", path,
+                                        (unsigned long long)v.bad_at);
+        if (v.r < 0)
+                return gantry_error_set(err, v.r, "verify against %s: %s", path, strerror(-v.r));
+        return 0;
 }
 
 /* ---- the worker ---- */
@@ -313,7 +367,7 @@ static int run(struct tgt_drainer *w, struct job *j, struct gantry_tier_progress
                 gantry_error_set(err, r, "copying between %s and %s: %s", j->path, j->image, strerror(-r));
                 goto out;
         }
-        if (ctx->durable->verify && (r = verify(j->path, img, j->size, err)) < 0)
+        if (ctx->durable->verify && (r = verify(j->path, img, j->size, ctx->durable->in_flight, err)) < 0)
                 j->position[0] = '\0';
         /* the point-in-time image a dataset volume is cloned from, and a restore reads */
         if (r == 0 && !restore && (r = rbd_snap_create(img, TGT_DRAINED_SNAP)) == -EEXIST)

@@ -5,7 +5,7 @@
  *   { "clusterID": "perf", "monitors": ["10.0.0.1:3300"],
  *     "userID": "gantry-drain", "keyFile": "/etc/gantry-target/ceph.key",
  *     "pool": "rbd", "dataPool": "ecdata",
- *     "bandwidthMBps": 2000, "inFlight": 8, "verify": true }
+ *     "bandwidthMBps": 2000, "inFlight": 32, "verify": true }
  *
  * clusterID is the driver config's name of the same cluster: the controller
  * restores a drained snapshot as a dataset volume (an RBD clone) there.
@@ -122,7 +122,7 @@ int tgt_durable_load(const char *path, struct tgt_durable **ret, struct gantry_e
                 r = gantry_error_set(err, EINVAL, "%s: inFlight: an integer from 1 to 64", path);
                 goto out;
         }
-        d->in_flight = v ? (unsigned)json_integer_value(v) : 8;
+        d->in_flight = v ? (unsigned)json_integer_value(v) : 32;
         v = json_object_get(doc, "verify");
         if (v && !json_is_boolean(v)) {
                 r = gantry_error_set(err, EINVAL, "%s: verify: true or false", path);
