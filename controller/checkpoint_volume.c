@@ -550,12 +550,14 @@ int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1_
         if ((r = ckpt_lock_try(uuid, err)) < 0)
                 return r;
 
-        /* idempotency: the volume may exist (or be half made) on a candidate */
-        for (size_t i = 0; i < n && !found; i++) {
-                ckpt_ref_init(cands[i], uuid, &ref);
+        /* idempotency: the volume may exist (or be half made) on a candidate; a copy's candidates
+           follow its source, so the same name from another source is looked for everywhere */
+        for (size_t i = 0; i < (req->volume_content_source ? c->n_targets : n) && !found; i++) {
+                const struct gantry_target_config *t = req->volume_content_source ? &c->targets[i] : cands[i];
+                ckpt_ref_init(t, uuid, &ref);
                 r = ckpt_get_subsystem(call, &ref, &subsys, err);
                 if (r == 0)
-                        found = cands[i];
+                        found = t;
                 else if (r != -ENODEV)
                         goto out; /* cannot tell whether it exists there: do not create a twin */
         }

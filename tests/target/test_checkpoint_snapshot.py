@@ -228,6 +228,11 @@ class CheckpointSnapshotTest(unittest.TestCase):
         self.assertEqual(code, grpc.StatusCode.ALREADY_EXISTS, msg)
         code, msg = self.code_of("CreateVolume", create_req("pvc-clone", size=16 * MiB, leaf="leaf-2"))
         self.assertEqual(code, grpc.StatusCode.ALREADY_EXISTS, msg)
+        # ... also when that other source is on another target: no twin there
+        elsewhere = self.volume("pvc-src-3", leaf="leaf-1")
+        code, msg = self.code_of("CreateVolume", self.clone_req("pvc-clone", volume_id=elsewhere.volume_id))
+        self.assertEqual(code, grpc.StatusCode.ALREADY_EXISTS, msg)
+        self.assertEqual(len([f for f in os.listdir(self.a.lvs) if f.startswith("vol-")]), 1)
 
     def test_clone_larger_than_its_source_and_not_smaller(self):
         v = self.volume("pvc-src-grow")
