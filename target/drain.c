@@ -418,6 +418,22 @@ static void finish(struct tgt_drainer *w, struct job *j, int r, const struct gan
                 tgt_state_save(w->ctx, &err);
         }
         tgt_rpc_unlock();
+        if (w->ctx->metrics) {
+                char labels[64];
+                snprintf(labels, sizeof(labels), "kind=\"%s\",result=\"%s\"", j->field, r == 0 ? "complete" : "failed");
+                gantry_metrics_counter_add(w->ctx->metrics, "gantry_target_copies_total",
+                                           "Drains into and restores from the durable tier that ended, by result",
+                                           labels, 1);
+                snprintf(labels, sizeof(labels), "kind=\"%s\"", j->field);
+                gantry_metrics_counter_add(w->ctx->metrics, "gantry_target_copy_bytes_total",
+                                           "Bytes drains and restores wrote (zero runs and holes skipped)", labels,
+                                           (double)p->bytes_written);
+                gantry_metrics_counter_add(w->ctx->metrics, "gantry_target_copy_seconds_total",
+                                           "Seconds drains and restores ran (copy and verify)", labels, seconds);
+                gantry_metrics_gauge_set(w->ctx->metrics, "gantry_target_copy_last_rate_bytes",
+                                         "Bytes/s read by the last drain or restore that ended", labels,
+                                         seconds > 0 ? (double)p->bytes_read / seconds : 0);
+        }
         if (r == 0)
                 log_info(strcmp(j->field, "drain") == 0 ? "target.drain_complete" : "target.restore_complete",
                          "bdev=%s image=%s bytes=%llu written=%llu seconds=%.3f rate=\"%s\"", j->key, j->image,

@@ -36,6 +36,7 @@ static void usage(FILE *f)
                 "  --token-file FILE      require \"Authorization: Bearer <contents>\"\n"
                 "  --tls-cert FILE        serve HTTPS with this PEM certificate ...\n"
                 "  --tls-key FILE         ... and this PEM key\n"
+                "  --metrics-addr H:P     serve Prometheus metrics (drains, restores) at http://H:P/metrics\n"
                 "  --durable FILE         the Ceph cluster checkpoint snapshots drain into (JSON;\n"
                 "                         docs/targets.md)\n"
                 "  --log-level LEVEL      debug, info, warn, error (default info)\n"
@@ -136,12 +137,15 @@ int main(int argc, char **argv)
                 { "token-file", required_argument, NULL, 't' }, { "tls-cert", required_argument, NULL, 'C' },
                 { "tls-key", required_argument, NULL, 'K' }, { "log-level", required_argument, NULL, 'L' },
                 { "durable", required_argument, NULL, 'D' },
+                { "metrics-addr", required_argument, NULL, 'M' },
                 { "version", no_argument, NULL, 'V' },       { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         struct tgt_context ctx = { 0 };
         struct tgt_server_options so = { .listen = "127.0.0.1:8009" };
-        const char *token_file = NULL, *cert_file = NULL, *key_file = NULL, *durable_file = NULL;
+        const char *token_file = NULL, *cert_file = NULL, *key_file = NULL, *durable_file = NULL,
+                   *metrics_addr = NULL;
+        struct gantry_metrics_server *metrics_server = NULL;
         char *token = NULL, *cert = NULL, *key = NULL;
         struct gantry_error err = { 0 };
         struct tgt_server *server = NULL;
@@ -166,6 +170,7 @@ int main(int argc, char **argv)
                         break;
                 case 't': token_file = optarg; break;
                 case 'D': durable_file = optarg; break;
+                case 'M': metrics_addr = optarg; break;
                 case 'C': cert_file = optarg; break;
                 case 'K': key_file = optarg; break;
                 case 'L':
@@ -222,6 +227,16 @@ int main(int argc, char **argv)
         so.token = token;
         so.tls_cert = cert;
         so.tls_key = key;
+        if (metrics_addr) {
+                int mport = 0;
+                ctx.metrics = gantry_metrics_new();
+                if (!ctx.metrics ||
+                    (r = gantry_metrics_server_start(ctx.metrics, metrics_addr, &metrics_server, &mport)) < 0) {
+                        fprintf(stderr, "gantry-target: --metrics-addr %s: cannot serve\n", metrics_addr);
+                        goto out;
+                }
+                log_info("target.metrics_listening", "port=%d", mport);
+        }
         if ((r = tgt_drainer_start(&ctx, &err)) < 0 || (r = tgt_server_start(&ctx, &so, &server, &port, &err)) < 0) {
                 fprintf(stderr, "gantry-target: %s\n", err.msg);
                 goto out;
@@ -237,6 +252,8 @@ int main(int argc, char **argv)
 out:
         tgt_server_stop(server);
         tgt_drainer_stop(&ctx);
+        gantry_metrics_server_stop(metrics_server);
+        gantry_metrics_free(ctx.metrics);
         if (ctx.durable)
                 explicit_bzero(ctx.durable->key, strlen(ctx.durable->key));
         tgt_durable_free(ctx.durable);

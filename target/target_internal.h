@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "metrics.h"
 #include "progress.h"
 
 #define TGT_NAME_MAX 64     /* bdev / lvol / lvstore names */
@@ -67,6 +68,7 @@ struct tgt_context {
         json_t *state; /* { "bdevs": {name: {...}}, "subsystems": {nqn: {...}} } */
         struct tgt_durable *durable; /* NULL: no durable tier, no drains */
         struct tgt_drainer *drainer; /* the drain worker, when durable */
+        struct gantry_metrics *metrics; /* drains and restores (--metrics-addr), or NULL */
 };
 
 /* ---- state.c: the desired state document ---- */

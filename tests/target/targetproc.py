@@ -53,7 +53,7 @@ class Target:
         if self.durable:
             with open(os.path.join(self.dir, "durable.json"), "w") as f:
                 json.dump(self.durable, f)
-            args += ["--durable", os.path.join(self.dir, "durable.json")]
+            args += ["--durable", os.path.join(self.dir, "durable.json"), "--metrics-addr", "127.0.0.1:0"]
         if self.tls:
             self.cert = os.path.join(self.dir, "cert.pem")
             key = os.path.join(self.dir, "key.pem")
@@ -73,6 +73,10 @@ class Target:
                 m = re.findall(r"event=target.listening port=(\d+)", f.read())
             if m:
                 self.port = int(m[-1])
+                with open(self.log) as f:
+                    f.seek(offset)
+                    mp = re.findall(r"event=target.metrics_listening port=(\d+)", f.read())
+                self.metrics_port = int(mp[-1]) if mp else None
                 return self
             if self.proc.poll() is not None:
                 raise RuntimeError("gantry-target exited: " + open(self.log).read())
@@ -97,6 +101,11 @@ class Target:
         if rc != 0:
             with open(self.log) as f:
                 raise RuntimeError("gantry-target exited %s:\n%s" % (rc, f.read()[-4000:]))
+
+    def metrics(self):
+        """The Prometheus text of --metrics-addr (durable targets serve it)."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=20) as r:
+            return r.read().decode()
 
     def kill9(self):
         """SIGKILL, as a crash: no shutdown code runs."""

@@ -150,6 +150,10 @@ class CheckpointDrainTest(unittest.TestCase):
             done = [l for l in f if "event=target.drain_complete" in l and self.image_of(s) in l]
         self.assertEqual(len(done), 1)
         self.assertRegex(done[0], r"written=9437184 seconds=[0-9.]+ rate=")  # the data bytes: zeros are not written
+        metrics = self.t.metrics()
+        self.assertRegex(metrics, r'gantry_target_copies_total\{kind="drain",result="complete"\} [1-9]')
+        self.assertRegex(metrics, r'gantry_target_copy_bytes_total\{kind="drain"\} [1-9]')
+        self.assertRegex(metrics, r'gantry_target_copy_seconds_total\{kind="drain"\} [0-9.]*[1-9]')
         # DeleteSnapshot removes the durable copy too
         self.call("DeleteSnapshot", csi_pb2.DeleteSnapshotRequest(snapshot_id=s.snapshot_id))
         self.assertNotIn(self.image_of(s), env.rbd_images("perf"))
