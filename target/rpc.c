@@ -332,6 +332,23 @@ static int m_bdev_lvol_delete(struct tgt_context *ctx, json_t *p, json_t **ret, 
         return delete_bdev(ctx, p, "lvol", ret, err);
 }
 
+/* Records the new bdev @b (stolen; NULL: out of memory) as @uuid and saves; on failure @path goes. */
+static int keep_bdev(struct tgt_context *ctx, const char *uuid, json_t *b, const char *path, struct gantry_error *err)
+{
+        int r;
+
+        if (!b || json_object_set_new(tgt_state_bdevs(ctx), uuid, b) < 0) {
+                unlink(path);
+                return gantry_error_set(err, ENOMEM, "out of memory");
+        }
+        if ((r = tgt_state_save(ctx, err)) < 0) {
+                json_object_del(tgt_state_bdevs(ctx), uuid);
+                unlink(path);
+                return r;
+        }
+        return 0;
+}
+
 /* Whether the namespace using bdev @key is open to a host (a host allowed, or any). */
 static bool bdev_published(const struct tgt_context *ctx, const char *key)
 {
@@ -396,15 +413,8 @@ static int copy_bdev(struct tgt_context *ctx, const char *src, const char *name,
                       "filename", path, "size", json_object_get(sb, "size"), "thin", 1, "block_size", 512,
                       "lvs", lvs->name, "source", src_alias, "created", (json_int_t)now.tv_sec, "created_ns",
                       (int)now.tv_nsec, "reflinked", reflinked);
-        if (!b || json_object_set_new(tgt_state_bdevs(ctx), uuid, b) < 0) {
-                unlink(path);
-                return gantry_error_set(err, ENOMEM, "out of memory");
-        }
-        if ((r = tgt_state_save(ctx, err)) < 0) {
-                json_object_del(tgt_state_bdevs(ctx), uuid);
-                unlink(path);
+        if ((r = keep_bdev(ctx, uuid, b, path, err)) < 0)
                 return r;
-        }
         log_info("target.bdev_copied", "bdev=%s alias=%s kind=%s source=%s reflink=%d", uuid, alias, kind,
                  src_alias, reflinked);
         *ret = json_string(uuid);
@@ -603,15 +613,8 @@ static int m_bdev_lvol_restore(struct tgt_context *ctx, json_t *p, json_t **ret,
                       512, "lvs", lvs->name, "source", source, "created", (json_int_t)time(NULL), "created_ns", 0,
                       "restore", "image", image, "state", "running", "position", "", "started",
                       (json_int_t)time(NULL), "bytes_done", (json_int_t)0);
-        if (!b || json_object_set_new(tgt_state_bdevs(ctx), uuid, b) < 0) {
-                unlink(path);
-                return gantry_error_set(err, ENOMEM, "out of memory");
-        }
-        if ((r = tgt_state_save(ctx, err)) < 0) {
-                json_object_del(tgt_state_bdevs(ctx), uuid);
-                unlink(path);
+        if ((r = keep_bdev(ctx, uuid, b, path, err)) < 0)
                 return r;
-        }
         log_info("target.restore_queued", "bdev=%s alias=%s image=%s size=%llu", uuid, alias, image,
                  (unsigned long long)size);
         tgt_drainer_kick(ctx);

@@ -7,9 +7,7 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 import time
 import unittest
 
@@ -19,9 +17,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "ceph"))
 import ceph_env as env  # noqa: E402
-from ckpt_helpers import create_req, write_config  # noqa: E402
-from csi_client import Plugin, csi_pb2  # noqa: E402
-from targetproc import Target  # noqa: E402
+from ckpt_helpers import TargetsTestCase, create_req  # noqa: E402
+from csi_client import csi_pb2  # noqa: E402
 
 MiB = 1 << 20
 SIZE = 64 * MiB
@@ -36,60 +33,21 @@ def pattern(seed, n):
     return bytes(out[:n])
 
 
-class CheckpointDrainTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix=f"gantry-checkpoint-drain-{os.getpid()}-")
-        cls.t = cls.b = cls.plugin = None
-        try:
-            with open(env.CONFIG) as f:
-                perf = next(c for c in json.load(f)["clusters"] if c["clusterID"] == "perf")
-            cls.durable = {"clusterID": "perf", "monitors": perf["monitors"], "userID": perf["userID"],
-                           "keyFile": perf["keyFile"], "pool": "rbd", "dataPool": "ecdata",
-                           "bandwidthMBps": CAP_MBPS, "inFlight": 4}
-            cls.t = Target(workdir=os.path.join(cls.dir, "a"), durable=cls.durable).start()
-            cls.b = Target(workdir=os.path.join(cls.dir, "b"), durable=cls.durable).start()
-            for t in (cls.t, cls.b):
-                with open(os.path.join(t.dir, "token.client"), "w") as f:
-                    f.write(t.token + "\n")
-            cfg = write_config(os.path.join(cls.dir, "gantry.json"), [
-                ("tgt-a", cls.t.url, os.path.join(cls.t.dir, "token.client"), [("127.0.0.1", "4420")], "leaf-1"),
-                ("tgt-b", cls.b.url, os.path.join(cls.b.dir, "token.client"), [("127.0.0.2", "4420")], "leaf-2")])
-            with open(cfg) as f:  # and the fixture's clusters, for dataset volumes
-                both = json.load(f)
-            with open(env.CONFIG) as f:
-                both["clusters"] = json.load(f)["clusters"]
-            with open(cfg, "w") as f:
-                json.dump(both, f)
-            os.makedirs(os.path.join(cls.dir, "csi"))
-            cls.plugin = Plugin(mode="controller", node_id=None, config=cfg,
-                                workdir=os.path.join(cls.dir, "csi")).start()
-        except BaseException:
-            cls.stop_all()
-            raise
+def fixture_config():
+    with open(env.CONFIG) as f:
+        return json.load(f)
 
-    @classmethod
-    def tearDownClass(cls):
-        rc, log = cls.stop_all()
-        if rc != 0:
-            raise RuntimeError("gantry-csi exited %s:\n%s" % (rc, log[-4000:]))
 
-    @classmethod
-    def stop_all(cls):
-        rc, log = 0, ""
-        try:
-            if cls.plugin:
-                rc = cls.plugin.stop()
-                log = cls.plugin.read_log()
-            for t in (cls.t, cls.b):
-                if t:
-                    t.cleanup()
-        finally:
-            shutil.rmtree(cls.dir, ignore_errors=True)
-        return rc, log
+PERF = next(c for c in fixture_config()["clusters"] if c["clusterID"] == "perf") if env.DIR else {}
+DURABLE = {"clusterID": "perf", "monitors": PERF.get("monitors"), "userID": PERF.get("userID"),
+           "keyFile": PERF.get("keyFile"), "pool": "rbd", "dataPool": "ecdata", "bandwidthMBps": CAP_MBPS,
+           "inFlight": 4}
 
-    def call(self, method, req):
-        return self.plugin.call(method, req, timeout=60)
+
+class CheckpointDrainTest(TargetsTestCase):
+    TARGETS = (("t", "tgt-a", "leaf-1", "127.0.0.1", {"durable": DURABLE}),
+               ("b", "tgt-b", "leaf-2", "127.0.0.2", {"durable": DURABLE}))
+    CLUSTERS = fixture_config()["clusters"] if env.DIR else None  # for dataset volumes
 
     def volume(self, name):
         v = self.call("CreateVolume", create_req(name, size=SIZE, leaf="leaf-1")).volume

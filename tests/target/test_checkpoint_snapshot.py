@@ -6,17 +6,14 @@ idempotency). The targets use a stand-in configfs directory; their backing
 files are real files, so the contents of copies are checked byte for byte."""
 import fcntl
 import os
-import shutil
 import sys
-import tempfile
 import unittest
 
 import grpc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ckpt_helpers import create_req, publish_req, write_config  # noqa: E402
-from csi_client import Plugin, csi_pb2  # noqa: E402
-from targetproc import Target  # noqa: E402
+from ckpt_helpers import TargetsTestCase, create_req, publish_req  # noqa: E402
+from csi_client import csi_pb2  # noqa: E402
 
 FICLONE = 0x40049409
 MiB = 1 << 20
@@ -40,58 +37,15 @@ def reflinks_in(directory):
                 os.unlink(p)
 
 
-class CheckpointSnapshotTest(unittest.TestCase):
+class CheckpointSnapshotTest(TargetsTestCase):
+    TARGETS = (("a", "tgt-a", "leaf-1", "127.0.0.1", {}), ("b", "tgt-b", "leaf-2", "127.0.0.2", {}))
+
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix=f"gantry-checkpoint-snap-{os.getpid()}-")
-        cls.a = cls.b = cls.plugin = None
-        try:
-            cls.a = Target(workdir=os.path.join(cls.dir, "a")).start()
-            cls.b = Target(workdir=os.path.join(cls.dir, "b")).start()
-            for t in (cls.a, cls.b):
-                with open(os.path.join(t.dir, "token.client"), "w") as f:
-                    f.write(t.token + "\n")
-            cfg = write_config(os.path.join(cls.dir, "gantry.json"), [
-                ("tgt-a", cls.a.url, os.path.join(cls.a.dir, "token.client"), [("127.0.0.1", "4420")], "leaf-1"),
-                ("tgt-b", cls.b.url, os.path.join(cls.b.dir, "token.client"), [("127.0.0.2", "4420")], "leaf-2"),
-            ])
-            os.makedirs(os.path.join(cls.dir, "csi"))
-            cls.plugin = Plugin(mode="controller", node_id=None, config=cfg,
-                                workdir=os.path.join(cls.dir, "csi")).start()
-            cls.reflink = reflinks_in(cls.a.lvs)
-        except BaseException:
-            cls.stop_all()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        rc, log = cls.stop_all()
-        if rc != 0:  # under ASan a leak makes the exit non-zero
-            raise RuntimeError("gantry-csi exited %s:\n%s" % (rc, log[-4000:]))
-
-    @classmethod
-    def stop_all(cls):
-        rc, log = 0, ""
-        try:
-            if cls.plugin:
-                rc = cls.plugin.stop()
-                log = cls.plugin.read_log()
-            for t in (cls.a, cls.b):
-                if t:
-                    t.cleanup()
-        finally:
-            shutil.rmtree(cls.dir, ignore_errors=True)
-        return rc, log
+        super().setUpClass()
+        cls.reflink = reflinks_in(cls.a.lvs)
 
     # ---- helpers ----
-
-    def call(self, method, req):
-        return self.plugin.call(method, req, timeout=30)
-
-    def code_of(self, method, req):
-        with self.assertRaises(grpc.RpcError) as e:
-            self.call(method, req)
-        return e.exception.code(), e.exception.details()
 
     def volume(self, name, leaf="leaf-1", size=16 * MiB, **kw):
         v = self.call("CreateVolume", create_req(name, size=size, leaf=leaf, **kw)).volume
