@@ -311,6 +311,8 @@ static int delete_bdev(struct tgt_context *ctx, json_t *p, const char *kind, jso
                 return gantry_error_set(err, EINVAL, "name: %s is not a %s bdev", name, kind);
         if (tgt_state_bdev_in_use(ctx, key))
                 return gantry_error_set(err, EBUSY, "name: %s is used by a namespace", name);
+        if (json_object_get(b, "restore"))
+                tgt_drainer_cancel(ctx, key); /* a restore copying now stops at once (else at its next save) */
         if (json_object_get(b, "drain") && ctx->durable && !tgt_drainer_cancel(ctx, key) &&
             (r = tgt_durable_remove(ctx, json_string_value(json_object_get(json_object_get(b, "drain"), "image")),
                                     err)) < 0)
