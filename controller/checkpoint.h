@@ -21,6 +21,8 @@
 
 /* Whether @volume_id is a checkpoint volume ID ("0002-..."). */
 bool gantry_checkpoint_is_volume_id(const char *volume_id);
+/* Whether @snapshot_id is a checkpoint snapshot ID ("0003-..."). */
+bool gantry_checkpoint_is_snapshot_id(const char *snapshot_id);
 
 int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolumeRequest *req,
                                     Csi__V1__CreateVolumeResponse *resp, struct gantry_error *err);
@@ -50,3 +52,44 @@ int gantry_checkpoint_check_capability(const Csi__V1__VolumeCapability *cap, con
                                        struct gantry_error *err);
 int gantry_checkpoint_get_capacity(struct gantry_csi_call *call, const Csi__V1__GetCapacityRequest *req,
                                    Csi__V1__GetCapacityResponse *resp, struct gantry_error *err);
+
+/* Checkpoint snapshots (checkpoint_snapshot.c). */
+int gantry_checkpoint_create_snapshot(struct gantry_csi_call *call, const Csi__V1__CreateSnapshotRequest *req,
+                                      Csi__V1__CreateSnapshotResponse *resp, struct gantry_error *err);
+int gantry_checkpoint_delete_snapshot(struct gantry_csi_call *call, const Csi__V1__DeleteSnapshotRequest *req,
+                                      struct gantry_error *err);
+
+/*
+ * The checkpoint tier's part of ListVolumes / ListSnapshots (checkpoint_list.c):
+ * appends at most @max entries after @token ("" from the start, else a token
+ * gantry_checkpoint_is_list_token accepts) to those already in @resp, and
+ * sets resp->next_token when more follow. ListSnapshots honours the request's
+ * snapshot_id and source_volume_id filters (checkpoint IDs only).
+ */
+bool gantry_checkpoint_is_list_token(const char *token);
+int gantry_checkpoint_list_volumes(struct gantry_csi_call *call, const char *token, size_t max,
+                                   Csi__V1__ListVolumesResponse *resp, struct gantry_error *err);
+int gantry_checkpoint_list_snapshots(struct gantry_csi_call *call, const Csi__V1__ListSnapshotsRequest *req,
+                                     const char *token, size_t max, Csi__V1__ListSnapshotsResponse *resp,
+                                     struct gantry_error *err);
+
+/* The RBD snapshot gantry-target leaves on a verified drain's image (target's TGT_DRAINED_SNAP). */
+#define GANTRY_CHECKPOINT_DRAINED_SNAP "drained"
+
+/* Where a checkpoint snapshot's durable copy is. */
+struct gantry_checkpoint_durable {
+        char cluster_id[65]; /* the driver config's clusterID */
+        char pool[128];
+        char image[120]; /* gantry-ckpt-snap-<uuid> */
+        char snap[32];
+        uint64_t size;
+};
+
+/*
+ * The durable copy of checkpoint snapshot @snapshot_id (named @field in
+ * errors), for a dataset volume cloned from it: NOT_FOUND when the snapshot
+ * does not exist, INVALID_ARGUMENT when its target has no durable tier,
+ * FAILED_PRECONDITION while the drain is not complete.
+ */
+int gantry_checkpoint_snapshot_durable(struct gantry_csi_call *call, const char *snapshot_id, const char *field,
+                                       struct gantry_checkpoint_durable *ret, struct gantry_error *err);

@@ -148,7 +148,7 @@ static int bdev_size(const struct gantry_csi_call *call, const struct gantry_tar
         return 0;
 }
 
-static const char *namespace_bdev(json_t *subsys)
+const char *ckpt_namespace_bdev(json_t *subsys)
 {
         return json_string_value(json_object_get(json_array_get(json_object_get(subsys, "namespaces"), 0),
                                                  "bdev_name"));
@@ -169,9 +169,138 @@ static bool has_listener(json_t *subsys, const struct gantry_target_address *a)
         return false;
 }
 
+/* What a new volume is copied from (CreateVolume's volume_content_source), on its target. */
+struct ckpt_source {
+        const struct gantry_target_config *target;
+        char bdev[80];   /* the source bdev's name on the target */
+        char alias[160]; /* "<lvs>/<lvol>", what the copy records as its source */
+        char lvs[65];
+        int64_t size;
+        bool snapshot;       /* a snapshot (else a volume) */
+        bool fast;           /* the target still holds its copy */
+        bool drained;        /* a verified copy is in the durable tier: */
+        char cluster_id[65]; /*   its cluster (the target's --durable clusterID), */
+        char image[160];     /*   and image */
+};
+
+/*
+ * Finds the checkpoint volume or snapshot @cs names. NOT_FOUND when it does
+ * not exist (or no checkpoint volume or snapshot can have the ID);
+ * INVALID_ARGUMENT for a dataset source, which this tier cannot copy.
+ */
+static int resolve_source(const struct gantry_csi_call *call, const Csi__V1__VolumeContentSource *cs,
+                          struct ckpt_source *ret, struct gantry_error *err)
+{
+        bool snap = cs->type_case == CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_SNAPSHOT;
+        const char *field = snap ? "volume_content_source.snapshot.snapshot_id"
+                                 : "volume_content_source.volume.volume_id";
+        const char *id = snap ? (cs->snapshot ? cs->snapshot->snapshot_id : NULL)
+                              : (cs->volume ? cs->volume->volume_id : NULL);
+        struct gantry_error why = { 0 };
+        json_t *subsys = NULL, *bdev = NULL, *a;
+        char lvol[64];
+        struct ckpt_ref ref;
+        int r;
+
+        if (cs->type_case != CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_SNAPSHOT &&
+            cs->type_case != CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_VOLUME)
+                return gantry_error_set(err, EINVAL, "volume_content_source: snapshot or volume required");
+        if (!id || !*id)
+                return gantry_error_set(err, EINVAL, "%s: required", field);
+        if (!(snap ? gantry_checkpoint_is_snapshot_id(id) : gantry_checkpoint_is_volume_id(id))) {
+                if (strncmp(id, "0001-", 5) == 0)
+                        return gantry_error_set(err, EINVAL, "%s: a dataset %s cannot be copied into a "
+                                                             "checkpoint volume", field, snap ? "snapshot" : "volume");
+                return gantry_error_set(err, ENOENT, "%s: %s does not exist", field, id);
+        }
+        r = snap ? ckpt_snapshot_id_decode(call->config, id, field, &ref, &why)
+                 : ckpt_id_decode(call->config, id, field, &ref, &why);
+        if (r < 0)
+                return gantry_error_set(err, ENOENT, "%s: %s does not exist (%s)", field, id, why.msg);
+        if (snap) {
+                snprintf(lvol, sizeof(lvol), "snap-%s", ref.uuid);
+        } else {
+                r = ckpt_get_subsystem(call, &ref, &subsys, err);
+                if (r == -ENODEV || (r == 0 && !ckpt_namespace_bdev(subsys)))
+                        r = gantry_error_set(err, ENOENT, "%s: volume %s does not exist", field, id);
+                if (r < 0)
+                        goto out;
+                snprintf(lvol, sizeof(lvol), "vol-%s", ref.uuid);
+        }
+        r = ckpt_find_lvol(call, ref.target, lvol, &bdev, err);
+        if (r == -ENODEV)
+                r = gantry_error_set(err, ENOENT, "%s: %s does not exist", field, id);
+        if (r < 0)
+                goto out;
+        memset(ret, 0, sizeof(*ret));
+        ret->target = ref.target;
+        ret->size = ckpt_bdev_bytes(bdev);
+        snprintf(ret->bdev, sizeof(ret->bdev), "%s", json_string_value(json_object_get(bdev, "name")) ?: "");
+        a = json_array_get(json_object_get(bdev, "aliases"), 0);
+        snprintf(ret->alias, sizeof(ret->alias), "%s", json_string_value(a) ?: "");
+        snprintf(ret->lvs, sizeof(ret->lvs), "%.*s", (int)strcspn(ret->alias, "/"), ret->alias);
+        ret->snapshot = snap;
+        ret->fast = !json_is_false(json_object_get(json_object_get(json_object_get(bdev, "driver_specific"), "lvol"),
+                                                   "fast_copy"));
+        if (snap && ckpt_bdev_drain(bdev)) {
+                json_t *d = ckpt_bdev_drain(bdev);
+                ret->drained = strcmp(json_string_value(json_object_get(d, "state")) ?: "", "complete") == 0;
+                snprintf(ret->cluster_id, sizeof(ret->cluster_id), "%s",
+                         json_string_value(json_object_get(d, "cluster_id")) ?: "");
+                snprintf(ret->image, sizeof(ret->image), "%s", json_string_value(json_object_get(d, "image")) ?: "");
+        }
+out:
+        json_decref(subsys);
+        json_decref(bdev);
+        return r;
+}
+
+/*
+ * Starts (or finds) the restore of snapshot @src from the durable tier into
+ * lvol @lvol of @lvs on @t. Returns 0 with the bdev name in *@ret_name once
+ * the restore is complete and verified; -EINPROGRESS (ABORTED: the
+ * provisioner retries) with the progress line while it runs.
+ */
+static int restore_volume(const struct gantry_csi_call *call, const struct gantry_target_config *t,
+                          const struct ckpt_source *src, const char *lvs, const char *lvol, json_t **ret_name,
+                          struct gantry_error *err)
+{
+        json_t *name = NULL, *bdev = NULL, *st;
+        const char *state;
+        int r;
+
+        r = gantry_target_call(t, "bdev_lvol_restore",
+                               json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "lvol_name", lvol, "lvs_name", lvs, "image",
+                                         src->image, "cluster_id", src->cluster_id, "source", src->alias, "size",
+                                         (json_int_t)src->size),
+                               ckpt_timeout_ms(call), &name, err);
+        if (r == -EEXIST)
+                return gantry_error_set(err, EEXIST, "name: a volume of this name exists with another source");
+        if (r < 0)
+                return r;
+        if ((r = ckpt_find_lvol(call, t, lvol, &bdev, err)) < 0) {
+                json_decref(name);
+                return r == -ENODEV ? gantry_error_set(err, EIO, "target %s: %s vanished", t->id, lvol) : r;
+        }
+        st = json_object_get(json_object_get(json_object_get(bdev, "driver_specific"), "lvol"), "restore");
+        state = json_string_value(json_object_get(st, "state")) ?: "";
+        if (strcmp(state, "complete") != 0) {
+                r = gantry_error_set(err, EINPROGRESS, "restoring %s from ceph %s into target %s: %s", src->alias,
+                                     src->cluster_id, t->id, json_string_value(json_object_get(st, "progress")) ?: state);
+                log_info("controller.checkpoint_restore", "target=%s lvol=%s image=%s state=%s", t->id, lvol,
+                         src->image, state);
+                json_decref(name);
+                name = NULL;
+        }
+        json_decref(bdev);
+        *ret_name = name;
+        return r;
+}
+
 /* Brings the volume on @ref->target to complete; each step is skipped when done. */
 static int ensure_volume(const struct gantry_csi_call *call, const struct ckpt_ref *ref,
-                         const struct ckpt_params *p, int64_t size, struct gantry_error *err)
+                         const struct ckpt_params *p, const struct ckpt_source *src, bool restore, int64_t size,
+                         struct gantry_error *err)
 {
         const struct gantry_target_config *t = ref->target;
         int64_t tmo = ckpt_timeout_ms(call);
@@ -195,13 +324,31 @@ static int ensure_volume(const struct gantry_csi_call *call, const struct ckpt_r
                 return r == -ENODEV ? gantry_error_set(err, EIO, "target %s: subsystem %s vanished",
                                                        t->id, ref->nqn)
                                     : r;
-        if (!namespace_bdev(subsys)) {
-                r = gantry_target_call(t, "bdev_lvol_create",
-                                       json_pack("{s:s, s:I, s:b, s:s, s:s}", "lvol_name", lvol,
-                                                 "size_in_mib", (json_int_t)(size >> 20),
-                                                 "thin_provision", p->thin, "lvs_name", p->lvs,
-                                                 "clear_method", "none"),
-                                       tmo, &res, err);
+        if (!ckpt_namespace_bdev(subsys)) {
+                if (restore) /* from the durable tier, in the background: ABORTED with progress until done */
+                        r = restore_volume(call, t, src, p->lvs, lvol, &res, err);
+                else if (src) /* a copy on the target (docs/targets.md: reflink, or a copy of an idle source) */
+                        r = gantry_target_call(t, "bdev_lvol_clone",
+                                               json_pack("{s:s, s:s}", "snapshot_name", src->bdev, "clone_name",
+                                                         lvol),
+                                               tmo, &res, err);
+                else
+                        r = gantry_target_call(t, "bdev_lvol_create",
+                                               json_pack("{s:s, s:I, s:b, s:s, s:s}", "lvol_name", lvol,
+                                                         "size_in_mib", (json_int_t)(size >> 20),
+                                                         "thin_provision", p->thin, "lvs_name", p->lvs,
+                                                         "clear_method", "none"),
+                                               tmo, &res, err);
+                if (r == 0 && src && size > src->size) {
+                        json_t *ok = NULL;
+                        r = gantry_target_call(t, "bdev_lvol_resize",
+                                               json_pack("{s:s, s:I}", "name", alias, "size_in_mib",
+                                                         (json_int_t)(size >> 20)),
+                                               tmo, &ok, err);
+                        json_decref(ok);
+                }
+                if (r == -ENOTEMPTY)
+                        gantry_error_prefix(err, "volume_content_source");
                 if (r == -EEXIST) { /* SPDK: it exists; find its name */
                         r = gantry_target_call(t, "bdev_get_bdevs", json_pack("{s:s}", "name", alias), tmo,
                                                &res, err);
@@ -290,6 +437,26 @@ static int fill_volume(struct gantry_csi_call *call, const struct ckpt_ref *ref,
         return 0;
 }
 
+/* ALREADY_EXISTS when volume @uuid on @t was not copied from @src (NULL: from nothing). */
+static int same_source(const struct gantry_csi_call *call, const struct gantry_target_config *t, const char *uuid,
+                       const struct ckpt_source *src, const char *name, struct gantry_error *err)
+{
+        char lvol[64];
+        json_t *bdev = NULL;
+        const char *from;
+        int r;
+
+        snprintf(lvol, sizeof(lvol), "vol-%s", uuid);
+        if ((r = ckpt_find_lvol(call, t, lvol, &bdev, err)) < 0)
+                return r == -ENODEV ? 0 : r;
+        from = ckpt_bdev_source(bdev);
+        if ((from || src) && (!from || !src || strcmp(from, src->alias) != 0))
+                r = gantry_error_set(err, EEXIST, "name: volume %s exists with another volume_content_source",
+                                     name);
+        json_decref(bdev);
+        return r;
+}
+
 int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolumeRequest *req,
                                     Csi__V1__CreateVolumeResponse *resp, struct gantry_error *err)
 {
@@ -299,6 +466,8 @@ int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1_
         const char *leaf = NULL, *fs_type = NULL;
         char uuid[GANTRY_NVMF_UUID_LEN + 1], field[64];
         int64_t size = CKPT_DEFAULT_SIZE, limit = 0, best_free = -1, have = 0;
+        struct ckpt_source src = { 0 };
+        bool restore = false;
         struct ckpt_params p;
         struct ckpt_ref ref;
         json_t *subsys = NULL;
@@ -323,9 +492,8 @@ int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1_
                 return r;
         if (p.fs_type)
                 fs_type = p.fs_type;
-        if (req->volume_content_source)
-                return gantry_error_set(err, EINVAL, "volume_content_source: checkpoint volumes "
-                                                     "cannot be created from a snapshot or volume");
+        if (c->n_targets == 0)
+                return gantry_error_set(err, EINVAL, "parameters.tier: no NVMe-oF targets in the config");
         if (req->capacity_range) {
                 if (req->capacity_range->required_bytes < 0 || req->capacity_range->limit_bytes < 0)
                         return gantry_error_set(err, EINVAL, "capacity_range: must not be negative");
@@ -333,13 +501,21 @@ int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1_
                         size = req->capacity_range->required_bytes;
                 limit = req->capacity_range->limit_bytes;
         }
+        if (req->volume_content_source) {
+                if ((r = resolve_source(call, req->volume_content_source, &src, err)) < 0)
+                        return r;
+                if (!req->capacity_range || req->capacity_range->required_bytes == 0)
+                        size = src.size;
+                if (size < src.size)
+                        return gantry_error_set(err, ERANGE, "capacity_range.required_bytes: %lld is smaller "
+                                                             "than the source (%lld bytes)",
+                                                (long long)size, (long long)src.size);
+        }
         size = (size + (1 << 20) - 1) & ~((int64_t)(1 << 20) - 1); /* whole MiB */
         if (limit && size > limit)
                 return gantry_error_set(err, ERANGE, "capacity_range.limit_bytes: %lld is below the "
                                                      "volume size rounded to MiB (%lld)",
                                         (long long)limit, (long long)size);
-        if (c->n_targets == 0)
-                return gantry_error_set(err, EINVAL, "parameters.tier: no NVMe-oF targets in the config");
         if (req->accessibility_requirements) {
                 leaf = topology_leaf(req->accessibility_requirements->preferred,
                                      req->accessibility_requirements->n_preferred);
@@ -352,21 +528,41 @@ int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1_
                 log_info("controller.checkpoint_no_target_on_leaf", "leaf=%s", leaf);
                 n = candidates(c, NULL, cands);
         }
+        if (req->volume_content_source) {
+                bool near = false;
+                for (size_t i = 0; i < n; i++)
+                        near |= cands[i] == src.target;
+                /* a snapshot drained into Ceph restores on a target near the consumer, or when the
+                   target let its copy go; everything else is copied on the source's target */
+                restore = src.snapshot && src.drained && (!src.fast || !near);
+                if (!restore) {
+                        if (!src.fast) {
+                                r = gantry_error_set(err, ENOENT, "volume_content_source: the snapshot has neither "
+                                                                 "a copy on its target nor a durable copy");
+                                return r;
+                        }
+                        cands[0] = src.target;
+                        n = 1;
+                        p.lvs = src.lvs; /* the copy lives next to its source */
+                }
+        }
         gantry_nvmf_volume_uuid(req->name, uuid);
         if ((r = ckpt_lock_try(uuid, err)) < 0)
                 return r;
 
-        /* idempotency: the volume may exist (or be half made) on a candidate */
-        for (size_t i = 0; i < n && !found; i++) {
-                ckpt_ref_init(cands[i], uuid, &ref);
+        /* idempotency: the volume may exist (or be half made) on a candidate; a copy's candidates
+           follow its source, so the same name from another source is looked for everywhere */
+        for (size_t i = 0; i < (req->volume_content_source ? c->n_targets : n) && !found; i++) {
+                const struct gantry_target_config *t = req->volume_content_source ? &c->targets[i] : cands[i];
+                ckpt_ref_init(t, uuid, &ref);
                 r = ckpt_get_subsystem(call, &ref, &subsys, err);
                 if (r == 0)
-                        found = cands[i];
+                        found = t;
                 else if (r != -ENODEV)
                         goto out; /* cannot tell whether it exists there: do not create a twin */
         }
         if (found) {
-                const char *bdev = namespace_bdev(subsys);
+                const char *bdev = ckpt_namespace_bdev(subsys);
                 if (bdev && (r = bdev_size(call, found, bdev, &have, err)) < 0)
                         goto out;
                 if (bdev && (have < size || (limit && have > limit))) {
@@ -374,6 +570,9 @@ int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1_
                                              req->name, (long long)have);
                         goto out;
                 }
+                if (bdev && (r = same_source(call, found, ref.uuid, req->volume_content_source ? &src : NULL,
+                                             req->name, err)) < 0)
+                        goto out;
                 if (bdev)
                         size = have;
                 best = found;
@@ -399,9 +598,11 @@ int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1_
                 }
         }
         ckpt_ref_init(best, uuid, &ref);
-        if ((r = ensure_volume(call, &ref, &p, size, err)) < 0)
+        if ((r = ensure_volume(call, &ref, &p, req->volume_content_source ? &src : NULL, restore, size, err)) < 0)
                 goto out;
         r = fill_volume(call, &ref, size, fs_type, resp, err);
+        if (r == 0)
+                resp->volume->content_source = req->volume_content_source; /* the request outlives the answer */
         if (r == 0)
                 log_info("controller.checkpoint_created", "name=%s target=%s nqn=%s size=%lld", req->name,
                          best->id, ref.nqn, (long long)size);
@@ -467,8 +668,8 @@ int gantry_checkpoint_delete_volume(struct gantry_csi_call *call, const Csi__V1_
                                                      "nqn")));
                         goto out;
                 }
-                if (namespace_bdev(subsys))
-                        snprintf(bdev, sizeof(bdev), "%s", namespace_bdev(subsys));
+                if (ckpt_namespace_bdev(subsys))
+                        snprintf(bdev, sizeof(bdev), "%s", ckpt_namespace_bdev(subsys));
                 r = gantry_target_call(ref.target, "nvmf_delete_subsystem", json_pack("{s:s}", "nqn", ref.nqn),
                                        ckpt_timeout_ms(call), &res, err);
                 json_decref(res);
@@ -530,7 +731,7 @@ int gantry_checkpoint_expand_volume(struct gantry_csi_call *call,
                 r = gantry_error_set(err, ENOENT, "volume_id: volume does not exist");
         if (r < 0)
                 goto out;
-        bdev = namespace_bdev(subsys);
+        bdev = ckpt_namespace_bdev(subsys);
         if (!bdev) {
                 r = gantry_error_set(err, ENOENT, "volume_id: volume has no namespace");
                 goto out;
@@ -622,7 +823,7 @@ int gantry_checkpoint_get_volume(struct gantry_csi_call *call, const Csi__V1__Co
                 return gantry_error_set(err, ENOENT, "volume_id: volume does not exist");
         if (r < 0)
                 return r;
-        bdev = namespace_bdev(subsys);
+        bdev = ckpt_namespace_bdev(subsys);
         if (bdev && (r = bdev_size(call, ref.target, bdev, &size, err)) < 0)
                 goto out;
         v = gantry_csi_call_alloc(call, sizeof(*v));

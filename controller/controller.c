@@ -18,6 +18,8 @@
 #include "controller_internal.h"
 #include "log.h"
 
+#define LIST_MAX 4096 /* entries in one list answer, whatever max_entries says */
+
 int gantry_dataset_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
                                     struct gantry_error *err)
 {
@@ -178,29 +180,81 @@ static int create_snapshot(struct gantry_csi_call *call, const ProtobufCMessage 
 
         /* the volume exists: not NOT_FOUND, but a request this tier cannot serve (yet) */
         if (is_checkpoint_id(req->source_volume_id))
-                return gantry_error_set(err, EINVAL,
-                                        "source_volume_id: tier checkpoint volumes have no "
-                                        "snapshots (snapshots are served for tier dataset only)");
+                return gantry_checkpoint_create_snapshot(call, req, (void *)response, err);
         return gantry_dataset_create_snapshot(call, req, (void *)response, err);
 }
 
 static int delete_snapshot(struct gantry_csi_call *call, const ProtobufCMessage *request,
                            ProtobufCMessage *response, struct gantry_error *err)
 {
+        const Csi__V1__DeleteSnapshotRequest *req = (const void *)request;
+
         (void)response;
-        return gantry_dataset_delete_snapshot(call, (const void *)request, err);
+        if (gantry_checkpoint_is_snapshot_id(req->snapshot_id))
+                return gantry_checkpoint_delete_snapshot(call, req, err);
+        return gantry_dataset_delete_snapshot(call, req, err);
 }
 
+/* Entries one list answer holds: max_entries, 0 meaning the driver's own limit. */
+static int list_max(int32_t max_entries, size_t *ret, struct gantry_error *err)
+{
+        if (max_entries < 0)
+                return gantry_error_set(err, EINVAL, "max_entries: must not be negative");
+        *ret = max_entries == 0 || max_entries > LIST_MAX ? LIST_MAX : (size_t)max_entries;
+        return 0;
+}
+
+/*
+ * Both lists are the dataset tier's entries, then the checkpoint tier's: a
+ * page the dataset tier fills ends with its token; the checkpoint tier's
+ * tokens ("ckpt/...") skip the dataset tier.
+ */
 static int list_snapshots(struct gantry_csi_call *call, const ProtobufCMessage *request,
                           ProtobufCMessage *response, struct gantry_error *err)
 {
-        return gantry_dataset_list_snapshots(call, (const void *)request, (void *)response, err);
+        const Csi__V1__ListSnapshotsRequest *req = (const void *)request;
+        Csi__V1__ListSnapshotsResponse *resp = (void *)response;
+        const char *token = req->starting_token ? req->starting_token : "";
+        size_t max = 0;
+        int r;
+
+        if ((r = list_max(req->max_entries, &max, err)) < 0)
+                return r;
+        if (req->snapshot_id && *req->snapshot_id)
+                return gantry_checkpoint_is_snapshot_id(req->snapshot_id)
+                               ? gantry_checkpoint_list_snapshots(call, req, "", max, resp, err)
+                               : gantry_dataset_list_snapshots(call, req, resp, err);
+        if (is_checkpoint_id(req->source_volume_id))
+                return gantry_checkpoint_list_snapshots(call, req, token, max, resp, err);
+        if ((req->source_volume_id && *req->source_volume_id) || !gantry_checkpoint_is_list_token(token)) {
+                if ((r = gantry_dataset_list_snapshots(call, req, resp, err)) < 0)
+                        return r;
+                if ((req->source_volume_id && *req->source_volume_id) || (resp->next_token && *resp->next_token))
+                        return 0;
+                token = "";
+        }
+        return gantry_checkpoint_list_snapshots(call, req, token, max - resp->n_entries, resp, err);
 }
 
 static int list_volumes(struct gantry_csi_call *call, const ProtobufCMessage *request,
                         ProtobufCMessage *response, struct gantry_error *err)
 {
-        return gantry_dataset_list_volumes(call, (const void *)request, (void *)response, err);
+        const Csi__V1__ListVolumesRequest *req = (const void *)request;
+        Csi__V1__ListVolumesResponse *resp = (void *)response;
+        const char *token = req->starting_token ? req->starting_token : "";
+        size_t max = 0;
+        int r;
+
+        if ((r = list_max(req->max_entries, &max, err)) < 0)
+                return r;
+        if (!gantry_checkpoint_is_list_token(token)) {
+                if ((r = gantry_dataset_list_volumes(call, req, resp, err)) < 0)
+                        return r;
+                if (resp->next_token && *resp->next_token)
+                        return 0;
+                token = "";
+        }
+        return gantry_checkpoint_list_volumes(call, token, max - resp->n_entries, resp, err);
 }
 
 static int get_capacity(struct gantry_csi_call *call, const ProtobufCMessage *request,

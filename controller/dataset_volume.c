@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "controller_internal.h"
 #include "log.h"
 
@@ -83,6 +84,33 @@ static int image_size(rados_ioctx_t io, const char *image, const char *snap, uin
         return r;
 }
 
+/*
+ * A checkpoint snapshot as the source of a dataset volume: its drained image
+ * in the durable tier (gantry-target's --durable cluster, which must be in
+ * this config with credentials), cloned from the image's "drained" snapshot.
+ */
+static int checkpoint_source(struct gantry_csi_call *call, const char *field, struct source *s,
+                             struct gantry_error *err)
+{
+        struct gantry_checkpoint_durable d;
+        int r;
+
+        if ((r = gantry_checkpoint_snapshot_durable(call, s->id, field, &d, err)) < 0)
+                return r;
+        r = gantry_dataset_target_open_pool(call->config, d.cluster_id, d.pool, NULL, 0, &s->t, err);
+        if (r < 0)
+                return gantry_error_prefix(err, field);
+        snprintf(s->image, sizeof(s->image), "%s", d.image);
+        snprintf(s->snap, sizeof(s->snap), "%s", d.snap);
+        r = image_size(s->t.io, s->image, s->snap, &s->size);
+        if (r == -ENOENT)
+                return gantry_error_set(err, ENOENT, "%s: the durable copy %s/%s@%s is gone", field, d.pool,
+                                        d.image, d.snap);
+        if (r < 0)
+                return gantry_ceph_error(err, r, "open source image", s->image);
+        return 0;
+}
+
 /* Resolves the content source (NOT_FOUND when it does not exist), before any side effect. */
 static int resolve_source(struct gantry_csi_call *call, const Csi__V1__CreateVolumeRequest *req,
                           const char *dest_cluster, struct source *s, struct gantry_error *err)
@@ -103,6 +131,8 @@ static int resolve_source(struct gantry_csi_call *call, const Csi__V1__CreateVol
                                : "volume_content_source.volume.volume_id";
         if (!s->id || !*s->id)
                 return gantry_error_set(err, EINVAL, "%s: required", field);
+        if (s->is_snapshot && gantry_checkpoint_is_snapshot_id(s->id))
+                return checkpoint_source(call, field, s, err);
         if (gantry_id_decode(s->id, &ref) < 0)
                 return gantry_error_set(err, ENOENT, "%s: %s does not exist (not an ID of this driver)",
                                         field, s->id);

@@ -91,6 +91,10 @@ static const struct field fields[] = {
           false, REQUIRED, "checkpoint start to next start, minutes"),
         F(SEC_CHECKPOINT, "mtbfHours", "mtbf-hours", checkpoint.mtbf_hours, 0, 1e7, false, false, 0,
           "cluster mean time between failures, hours"),
+        F(SEC_CHECKPOINT, "drainGBps", "drain-gbytes", checkpoint.drain_gbytes, 0, 1e5, false, false, 0,
+          "durable tier write GB/s for drains (0: none)"),
+        F(SEC_CHECKPOINT, "drainCapGBps", "drain-cap-gbytes", checkpoint.drain_cap_gbytes, 0, 1e5, false,
+          false, 0, "sum of the targets' drain caps, GB/s (0: none)"),
 };
 
 #define N_FIELDS (sizeof(fields) / sizeof(fields[0]))

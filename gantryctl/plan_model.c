@@ -159,6 +159,22 @@ void gantry_plan_path(double size_gb, double gbytes, double interval_s, double m
         *ret = p;
 }
 
+void gantry_plan_drain(double size_gb, double window_s, double interval_s, double drain_gbytes,
+                       double cap_gbytes, struct gantry_plan_drain *ret)
+{
+        struct gantry_plan_drain d = { 0 };
+
+        if (drain_gbytes > 0) {
+                d.gbytes = cap_gbytes > 0 ? fmin(drain_gbytes, cap_gbytes) : drain_gbytes;
+                d.drain_s = size_gb / d.gbytes;
+                d.busy_s = window_s + d.drain_s;
+                d.fits = d.busy_s <= interval_s;
+                d.slack_s = interval_s - d.busy_s;
+                d.needed_gbytes = interval_s > window_s ? size_gb / (interval_s - window_s) : 0;
+        }
+        *ret = d;
+}
+
 void gantry_plan_checkpoint(const struct gantry_plan_cluster *c,
                             const struct gantry_plan_checkpoint_in *in,
                             struct gantry_plan_checkpoint_out *ret)
@@ -178,6 +194,8 @@ void gantry_plan_checkpoint(const struct gantry_plan_cluster *c,
                                  &t->gds);
                 gantry_plan_path(o.size_gb, t->path_gbytes * in->bounce_efficiency, interval_s,
                                  mtbf_s, &t->bounce);
+                gantry_plan_drain(o.size_gb, t->gds.window_s, interval_s, in->drain_gbytes,
+                                  in->drain_cap_gbytes, &t->drain);
         }
         *ret = o;
 }

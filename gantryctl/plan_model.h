@@ -103,6 +103,22 @@ struct gantry_plan_checkpoint_in {
         double bounce_efficiency; /* GPU -> host bounce buffer -> NIC */
         double interval_min;      /* checkpoint start to next start */
         double mtbf_hours;        /* cluster mean time between failures; 0: none */
+        double drain_gbytes;      /* durable tier's write GB/s for drains; 0: no drain planned */
+        double drain_cap_gbytes;  /* sum of the targets' drain caps (bandwidthMBps); 0: no cap */
+};
+
+/*
+ * The drain of one checkpoint from the fast tier into the durable one: it
+ * starts when the burst (the window) ends and must end before the next
+ * checkpoint starts, or drains pile up (and, capped, still slow bursts).
+ */
+struct gantry_plan_drain {
+        double gbytes;            /* min(durable write, cap) */
+        double drain_s;           /* checkpoint size / gbytes */
+        double busy_s;            /* window + drain: burst start to drained */
+        bool fits;                /* busy_s <= interval */
+        double slack_s;           /* interval - busy_s (negative: falls behind) */
+        double needed_gbytes;     /* size / (interval - window): the least drain rate that fits; 0: none can */
 };
 
 struct gantry_plan_path {
@@ -118,6 +134,7 @@ struct gantry_plan_tier_out {
         double path_gbytes;       /* min(tier write, fabric) before efficiency */
         bool fabric_limited;
         struct gantry_plan_path gds, bounce;
+        struct gantry_plan_drain drain; /* after a GDS burst; all 0 without drain_gbytes */
 };
 
 struct gantry_plan_checkpoint_out {
@@ -144,6 +161,10 @@ void gantry_plan_reads(const struct gantry_plan_cluster *c, const struct gantry_
 /* The capacity section; inputs validated (k, m, replicas >= 1, fill in (0,1]). */
 void gantry_plan_capacity(const struct gantry_plan_capacity_in *in,
                           struct gantry_plan_capacity_out *ret);
+
+/* The drain of a @size_gb checkpoint after a @window_s burst, every @interval_s. */
+void gantry_plan_drain(double size_gb, double window_s, double interval_s, double drain_gbytes,
+                       double cap_gbytes, struct gantry_plan_drain *ret);
 
 /* Checkpoint size in GB: size_gb when given, else params x bytes x multiplier. */
 double gantry_plan_checkpoint_size_gb(const struct gantry_plan_checkpoint_in *in);

@@ -120,6 +120,18 @@ static void table_path(FILE *f, const char *label, const struct gantry_plan_path
                     duration(p->optimal_interval_s, b, sizeof(b)));
 }
 
+static void table_drain(FILE *f, const struct gantry_plan_drain *d)
+{
+        char a[32], b[32];
+
+        row(f, "  drain to the durable tier", "%.1f GB/s, %s after the burst, done %s %s the next", d->gbytes,
+            duration(d->drain_s, a, sizeof(a)), duration(fabs(d->slack_s), b, sizeof(b)),
+            d->fits ? "before" : "AFTER");
+        if (!d->fits)
+                row(f, "  drain rate that fits", d->needed_gbytes > 0 ? "%.1f GB/s" : "none (burst >= interval)",
+                    d->needed_gbytes);
+}
+
 static void table_checkpoint(FILE *f, const struct gantry_plan_input *in,
                              const struct gantry_plan_checkpoint_out *o)
 {
@@ -136,6 +148,8 @@ static void table_checkpoint(FILE *f, const struct gantry_plan_input *in,
                 table_path(f, label, &o->tiers[i].gds, c->mtbf_hours);
                 snprintf(label, sizeof(label), "  bounce buffer (x%.2f)", c->bounce_efficiency);
                 table_path(f, label, &o->tiers[i].bounce, c->mtbf_hours);
+                if (c->drain_gbytes > 0)
+                        table_drain(f, &o->tiers[i].drain);
         }
 }
 
@@ -217,13 +231,20 @@ static json_t *json_checkpoint(const struct gantry_plan_checkpoint_in *in,
 {
         json_t *tiers = json_array();
 
-        for (int i = 0; tiers && i < in->n_tiers; i++)
-                json_array_append_new(tiers, json_pack("{s:s, s:f, s:b, s:o, s:o}", "name",
-                                                       in->tiers[i].name, "pathGBps",
-                                                       o->tiers[i].path_gbytes, "fabricLimited",
-                                                       o->tiers[i].fabric_limited, "gds",
-                                                       json_path(&o->tiers[i].gds), "bounce",
-                                                       json_path(&o->tiers[i].bounce)));
+        for (int i = 0; tiers && i < in->n_tiers; i++) {
+                const struct gantry_plan_drain *d = &o->tiers[i].drain;
+                json_t *t = json_pack("{s:s, s:f, s:b, s:o, s:o}", "name", in->tiers[i].name, "pathGBps",
+                                      o->tiers[i].path_gbytes, "fabricLimited", o->tiers[i].fabric_limited,
+                                      "gds", json_path(&o->tiers[i].gds), "bounce",
+                                      json_path(&o->tiers[i].bounce));
+                if (t && in->drain_gbytes > 0)
+                        json_object_set_new(t, "drain",
+                                            json_pack("{s:f, s:f, s:f, s:b, s:f, s:f}", "GBps", d->gbytes,
+                                                      "drainSeconds", d->drain_s, "busySeconds", d->busy_s,
+                                                      "fits", d->fits, "slackSeconds", d->slack_s,
+                                                      "neededGBps", d->needed_gbytes));
+                json_array_append_new(tiers, t);
+        }
         return json_pack("{s:f, s:f, s:o}", "sizeGB", o->size_gb, "fabricGBps", o->fabric_gbytes,
                          "tiers", tiers);
 }

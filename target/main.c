@@ -39,6 +39,9 @@ static void usage(FILE *f)
                 "  --token-file FILE      require \"Authorization: Bearer <contents>\"\n"
                 "  --tls-cert FILE        serve HTTPS with this PEM certificate ...\n"
                 "  --tls-key FILE         ... and this PEM key\n"
+                "  --metrics-addr H:P     serve Prometheus metrics (drains, restores) at http://H:P/metrics\n"
+                "  --durable FILE         the Ceph cluster checkpoint snapshots drain into (JSON;\n"
+                "                         docs/targets.md)\n"
                 "  --log-level LEVEL      debug, info, warn, error (default info)\n"
                 "  --version, --help\n");
 }
@@ -127,12 +130,16 @@ int main(int argc, char **argv)
                 { "state", required_argument, NULL, 's' },   { "lvstore", required_argument, NULL, 'v' },
                 { "token-file", required_argument, NULL, 't' }, { "tls-cert", required_argument, NULL, 'C' },
                 { "tls-key", required_argument, NULL, 'K' }, { "log-level", required_argument, NULL, 'L' },
+                { "durable", required_argument, NULL, 'D' },
+                { "metrics-addr", required_argument, NULL, 'M' },
                 { "version", no_argument, NULL, 'V' },       { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         struct tgt_context ctx = { 0 };
         struct tgt_server_options so = { .listen = "127.0.0.1:8009" };
-        const char *token_file = NULL, *cert_file = NULL, *key_file = NULL;
+        const char *token_file = NULL, *cert_file = NULL, *key_file = NULL, *durable_file = NULL,
+                   *metrics_addr = NULL;
+        struct gantry_metrics_server *metrics_server = NULL;
         char *token = NULL, *cert = NULL, *key = NULL;
         struct gantry_error err = { 0 };
         struct tgt_server *server = NULL;
@@ -156,6 +163,8 @@ int main(int argc, char **argv)
                         }
                         break;
                 case 't': token_file = optarg; break;
+                case 'D': durable_file = optarg; break;
+                case 'M': metrics_addr = optarg; break;
                 case 'C': cert_file = optarg; break;
                 case 'K': key_file = optarg; break;
                 case 'L':
@@ -195,6 +204,10 @@ int main(int argc, char **argv)
         if (!ctx.configfs_real)
                 log_warn("target.configfs_standin", "root=%s note=not_configfs_no_kernel_target",
                          ctx.configfs);
+        if (durable_file && (r = tgt_durable_load(durable_file, &ctx.durable, &err)) < 0) {
+                fprintf(stderr, "gantry-target: --durable %s\n", err.msg);
+                goto out;
+        }
         if ((r = tgt_state_load(&ctx, &err)) < 0 || (r = tgt_state_drop_unfinished(&ctx, &err)) < 0 ||
             (r = tgt_rpc_reapply(&ctx, &err)) < 0) {
                 fprintf(stderr, "gantry-target: %s\n", err.msg);
@@ -209,12 +222,23 @@ int main(int argc, char **argv)
         so.token = token;
         so.tls_cert = cert;
         so.tls_key = key;
-        if ((r = tgt_server_start(&ctx, &so, &server, &port, &err)) < 0) {
+        if (metrics_addr) {
+                int mport = 0;
+                ctx.metrics = gantry_metrics_new();
+                if (!ctx.metrics ||
+                    (r = gantry_metrics_server_start(ctx.metrics, metrics_addr, &metrics_server, &mport)) < 0) {
+                        fprintf(stderr, "gantry-target: --metrics-addr %s: cannot serve\n", metrics_addr);
+                        goto out;
+                }
+                log_info("target.metrics_listening", "port=%d", mport);
+        }
+        if ((r = tgt_drainer_start(&ctx, &err)) < 0 || (r = tgt_server_start(&ctx, &so, &server, &port, &err)) < 0) {
                 fprintf(stderr, "gantry-target: %s\n", err.msg);
                 goto out;
         }
-        log_info("target.listening", "port=%d tls=%d auth=%s lvstores=%zu state=%s", port, cert != NULL,
-                 token ? "bearer" : "none", ctx.n_lvstores, ctx.state_path);
+        log_info("target.listening", "port=%d tls=%d auth=%s lvstores=%zu state=%s durable=%s", port,
+                 cert != NULL, token ? "bearer" : "none", ctx.n_lvstores, ctx.state_path,
+                 ctx.durable ? ctx.durable->cluster_id : "none");
         do
                 r = sigwait(&set, &sig);
         while (r != 0);
@@ -222,6 +246,12 @@ int main(int argc, char **argv)
         rc = 0;
 out:
         tgt_server_stop(server);
+        tgt_drainer_stop(&ctx);
+        gantry_metrics_server_stop(metrics_server);
+        gantry_metrics_free(ctx.metrics);
+        if (ctx.durable)
+                explicit_bzero(ctx.durable->key, strlen(ctx.durable->key));
+        tgt_durable_free(ctx.durable);
         if (token)
                 explicit_bzero(token, strlen(token));
         free(token);

@@ -23,12 +23,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "target_internal.h"
 
 static pthread_mutex_t rpc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void tgt_rpc_lock(void)
+{
+        pthread_mutex_lock(&rpc_lock);
+}
+
+void tgt_rpc_unlock(void)
+{
+        pthread_mutex_unlock(&rpc_lock);
+}
+
+static json_t *drain_status(struct tgt_context *ctx, const char *key, json_t *d);
 
 /* ---- parameter decoding ---- */
 
@@ -304,11 +317,18 @@ static int delete_bdev(struct tgt_context *ctx, json_t *p, const char *kind, jso
                 *ret = json_true();
                 return 0;
         }
-        if (strcmp(json_string_value(json_object_get(b, "kind")), kind) != 0)
+        if (strcmp(json_string_value(json_object_get(b, "kind")), kind) != 0 &&
+            !(strcmp(kind, "lvol") == 0 && strcmp(json_string_value(json_object_get(b, "kind")), "snapshot") == 0))
                 return gantry_error_set(err, EINVAL, "name: %s is not a %s bdev", name, kind);
         if (tgt_state_bdev_in_use(ctx, key))
                 return gantry_error_set(err, EBUSY, "name: %s is used by a namespace", name);
-        if (strcmp(kind, "lvol") == 0 &&
+        if (json_object_get(b, "restore"))
+                tgt_drainer_cancel(ctx, key); /* a restore copying now stops at once (else at its next save) */
+        if (json_object_get(b, "drain") && ctx->durable && !tgt_drainer_cancel(ctx, key) &&
+            (r = tgt_durable_remove(ctx, json_string_value(json_object_get(json_object_get(b, "drain"), "image")),
+                                    err)) < 0)
+                return r; /* the durable copy goes with the snapshot (a drain copying now: the worker removes it) */
+        if (json_object_get(b, "lvs") &&
             unlink(json_string_value(json_object_get(b, "filename"))) < 0 && errno != ENOENT)
                 return gantry_error_set(err, errno, "removing the backing file of %s: %s", name,
                                         strerror(errno));
@@ -323,6 +343,296 @@ static int delete_bdev(struct tgt_context *ctx, json_t *p, const char *kind, jso
 static int m_bdev_lvol_delete(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
 {
         return delete_bdev(ctx, p, "lvol", ret, err);
+}
+
+/* Records the new bdev @b (stolen; NULL: out of memory) as @uuid and saves; on failure @path goes. */
+static int keep_bdev(struct tgt_context *ctx, const char *uuid, json_t *b, const char *path, struct gantry_error *err)
+{
+        int r;
+
+        if (!b || json_object_set_new(tgt_state_bdevs(ctx), uuid, b) < 0) {
+                unlink(path);
+                return gantry_error_set(err, ENOMEM, "out of memory");
+        }
+        if ((r = tgt_state_save(ctx, err)) < 0) {
+                json_object_del(tgt_state_bdevs(ctx), uuid);
+                unlink(path);
+                return r;
+        }
+        return 0;
+}
+
+/* Whether the namespace using bdev @key is open to a host (a host allowed, or any). */
+static bool bdev_published(const struct tgt_context *ctx, const char *key)
+{
+        json_t *s, *ns;
+        const char *nqn;
+        size_t i;
+
+        json_object_foreach(tgt_state_subsystems(ctx), nqn, s) {
+                json_array_foreach(json_object_get(s, "namespaces"), i, ns) {
+                        const char *b = json_string_value(json_object_get(ns, "bdev_name"));
+                        if (b && strcmp(b, key) == 0 &&
+                            (json_array_size(json_object_get(s, "hosts")) > 0 ||
+                             json_is_true(json_object_get(s, "allow_any_host"))))
+                                return true;
+                }
+        }
+        return false;
+}
+
+/*
+ * Copies bdev @src (an lvol or a snapshot) into a new bdev @name of @kind in
+ * the source's lvstore, point in time (clone.c), and records it with
+ * @extra's fields. Idempotent: an existing @name made from the same source
+ * answers as the first call did; from another source it is -EEXIST.
+ */
+static int copy_bdev(struct tgt_context *ctx, const char *src, const char *name, const char *kind,
+                     const char *field, json_t **ret, struct gantry_error *err)
+{
+        const char *src_key = NULL, *key = NULL, *src_alias;
+        const struct tgt_lvstore *lvs;
+        char alias[2 * TGT_NAME_MAX + 2], path[4096], uuid[37];
+        struct timespec now;
+        bool reflinked = false;
+        json_t *sb, *b;
+        int r;
+
+        if (!valid_name(name, TGT_NAME_MAX))
+                return gantry_error_set(err, EINVAL, "%s: only [A-Za-z0-9._-], not starting with '.'", field);
+        sb = tgt_state_find_bdev(ctx, src, &src_key);
+        if (!sb || !json_object_get(sb, "lvs"))
+                return gantry_error_set(err, ENODEV, "%s: no lvol or snapshot %s", field, src);
+        lvs = tgt_lvstore_find(ctx, json_string_value(json_object_get(sb, "lvs")));
+        if (!lvs)
+                return gantry_error_set(err, ENODEV, "%s: the lvstore of %s is not configured", field, src);
+        src_alias = json_string_value(json_object_get(sb, "alias"));
+        snprintf(alias, sizeof(alias), "%s/%s", lvs->name, name);
+        snprintf(path, sizeof(path), "%s/%s", lvs->dir, name);
+        b = tgt_state_find_bdev(ctx, alias, &key);
+        if (b) {
+                if (strcmp(json_string_value(json_object_get(b, "source")) ?: "", src_alias) != 0)
+                        return gantry_error_set(err, EEXIST, "%s: %s exists with another source", field, alias);
+                *ret = json_string(key);
+                return 0;
+        }
+        r = tgt_file_clone(json_string_value(json_object_get(sb, "filename")), path,
+                           !bdev_published(ctx, src_key), &reflinked, err);
+        if (r < 0)
+                return r;
+        clock_gettime(CLOCK_REALTIME, &now);
+        random_uuid(uuid);
+        b = json_pack("{s:s, s:s, s:s, s:O, s:b, s:i, s:s, s:s, s:I, s:i, s:b}", "kind", kind, "alias", alias,
+                      "filename", path, "size", json_object_get(sb, "size"), "thin", 1, "block_size", 512,
+                      "lvs", lvs->name, "source", src_alias, "created", (json_int_t)now.tv_sec, "created_ns",
+                      (int)now.tv_nsec, "reflinked", reflinked);
+        if ((r = keep_bdev(ctx, uuid, b, path, err)) < 0)
+                return r;
+        log_info("target.bdev_copied", "bdev=%s alias=%s kind=%s source=%s reflink=%d", uuid, alias, kind,
+                 src_alias, reflinked);
+        *ret = json_string(uuid);
+        return 0;
+}
+
+/* SPDK's bdev_lvol_snapshot: a read-only point-in-time copy of an lvol. */
+static int m_bdev_lvol_snapshot(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
+{
+        const char *lvol, *snap;
+        json_t *b;
+        int r;
+
+        if ((r = get_str(p, "", "lvol_name", true, 2 * TGT_NAME_MAX + 1, &lvol, err)) < 0 ||
+            (r = get_str(p, "", "snapshot_name", true, TGT_NAME_MAX, &snap, err)) < 0)
+                return r;
+        b = tgt_state_find_bdev(ctx, lvol, NULL);
+        if (b && strcmp(json_string_value(json_object_get(b, "kind")), "lvol") != 0)
+                return gantry_error_set(err, EINVAL, "lvol_name: %s is not an lvol", lvol);
+        return copy_bdev(ctx, lvol, snap, "snapshot", "snapshot_name", ret, err);
+}
+
+/* SPDK's bdev_lvol_clone: a new writable lvol from a snapshot (here: or from an lvol). */
+static int m_bdev_lvol_clone(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
+{
+        const char *src, *clone;
+        int r;
+
+        if ((r = get_str(p, "", "snapshot_name", true, 2 * TGT_NAME_MAX + 1, &src, err)) < 0 ||
+            (r = get_str(p, "", "clone_name", true, TGT_NAME_MAX, &clone, err)) < 0)
+                return r;
+        return copy_bdev(ctx, src, clone, "lvol", "clone_name", ret, err);
+}
+
+/* ---- drains into the durable tier (drain.c does the copying) ---- */
+
+/* What bdev_lvol_check_drain answers for bdev @key's drain @d (live numbers while it copies). */
+static json_t *drain_status(struct tgt_context *ctx, const char *key, json_t *d)
+{
+        struct gantry_tier_progress p = { 0 };
+        const char *state = json_string_value(json_object_get(d, "state")) ?: "none";
+        char line[160];
+        json_t *o;
+
+        if (!d)
+                return json_pack("{s:s}", "state", "none");
+        p.bytes_done = (uint64_t)json_integer_value(json_object_get(d, "bytes_done"));
+        p.bytes_total = (uint64_t)json_integer_value(json_object_get(d, "bytes_total"));
+        p.eta_seconds = -1;
+        if (tgt_drainer_live(ctx, key, &p))
+                gantry_tier_progress_format(&p, line, sizeof(line));
+        else if (strcmp(state, "running") == 0)
+                snprintf(line, sizeof(line), "queued at %llu %%",
+                         p.bytes_total ? (unsigned long long)(p.bytes_done * 100 / p.bytes_total) : 0ull);
+        else if (strcmp(state, "complete") == 0)
+                snprintf(line, sizeof(line), "100 %%, verified");
+        else
+                snprintf(line, sizeof(line), "failed: %s", json_string_value(json_object_get(d, "error")) ?: "?");
+        o = json_pack("{s:s, s:s, s:s, s:O, s:I, s:I, s:f, s:f, s:s, s:O}", "state", state, "cluster_id",
+                      ctx->durable ? ctx->durable->cluster_id : "", "pool", ctx->durable ? ctx->durable->pool : "",
+                      "image", json_object_get(d, "image"), "bytes_done", (json_int_t)p.bytes_done, "bytes_total",
+                      (json_int_t)p.bytes_total, "rate", p.rate, "eta_seconds", p.eta_seconds, "progress", line,
+                      "seconds", json_object_get(d, "seconds") ?: json_integer(0));
+        if (o && json_object_get(d, "error"))
+                json_object_set(o, "error", json_object_get(d, "error"));
+        if (o && json_object_get(d, "retain_local"))
+                json_object_set(o, "retain_local", json_object_get(d, "retain_local"));
+        return o;
+}
+
+static json_t *find_snapshot(struct tgt_context *ctx, const char *name, const char **ret_key,
+                             struct gantry_error *err)
+{
+        json_t *b = tgt_state_find_bdev(ctx, name, ret_key);
+
+        if (!b)
+                gantry_error_set(err, ENODEV, "snapshot_name: no snapshot %s", name);
+        else if (strcmp(json_string_value(json_object_get(b, "kind")), "snapshot") != 0)
+                gantry_error_set(err, EINVAL, "snapshot_name: %s is not a snapshot", name);
+        else
+                return b;
+        return NULL;
+}
+
+/*
+ * Starts (or finds, or resumes after a failure) the drain of a snapshot into
+ * the durable tier. retain_local false: the snapshot's file on this target
+ * is removed once the drain is verified (the durable copy is the snapshot).
+ */
+static int m_bdev_lvol_start_drain(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
+{
+        const char *name, *key = NULL, *alias, *lvol;
+        bool retain = true;
+        json_t *b, *d;
+        int r;
+
+        if ((r = get_str(p, "", "snapshot_name", true, 2 * TGT_NAME_MAX + 1, &name, err)) < 0 ||
+            (r = get_bool(p, "retain_local", true, &retain, err)) < 0)
+                return r;
+        if (!ctx->durable)
+                return gantry_error_set(err, EOPNOTSUPP, "no durable tier: gantry-target runs without --durable");
+        if (!(b = find_snapshot(ctx, name, &key, err)))
+                return -err->err;
+        d = json_object_get(b, "drain");
+        if (!d || strcmp(json_string_value(json_object_get(d, "state")) ?: "", "failed") == 0) {
+                alias = json_string_value(json_object_get(b, "alias")) ?: key;
+                lvol = strchr(alias, '/') ? strchr(alias, '/') + 1 : alias;
+                if (!d) {
+                        char image[160];
+                        snprintf(image, sizeof(image), "gantry-ckpt-%s", lvol);
+                        d = json_pack("{s:s, s:s, s:I, s:I}", "image", image, "position", "", "started",
+                                      (json_int_t)time(NULL), "bytes_done", (json_int_t)0);
+                        if (!d || json_object_set_new(b, "drain", d) < 0)
+                                return gantry_error_set(err, ENOMEM, "out of memory");
+                }
+                json_object_set_new(d, "state", json_string("running"));
+                json_object_set_new(d, "retain_local", json_boolean(retain));
+                json_object_del(d, "error");
+                if ((r = tgt_state_save(ctx, err)) < 0)
+                        return r;
+                log_info("target.drain_queued", "bdev=%s image=%s", key,
+                         json_string_value(json_object_get(d, "image")));
+                tgt_drainer_kick(ctx);
+        }
+        *ret = drain_status(ctx, key, d);
+        return *ret ? 0 : gantry_error_set(err, ENOMEM, "out of memory");
+}
+
+static int m_bdev_lvol_check_drain(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
+{
+        const char *name, *key = NULL;
+        json_t *b;
+        int r;
+
+        if ((r = get_str(p, "", "snapshot_name", true, 2 * TGT_NAME_MAX + 1, &name, err)) < 0)
+                return r;
+        if (!(b = find_snapshot(ctx, name, &key, err)))
+                return -err->err;
+        *ret = drain_status(ctx, key, json_object_get(b, "drain"));
+        return *ret ? 0 : gantry_error_set(err, ENOMEM, "out of memory");
+}
+
+/*
+ * Restores a drained snapshot from the durable tier into a new lvol (a file
+ * here), in the background: the lvol answers at once with its name, and its
+ * "restore" status (bdev_get_bdevs: driver_specific.lvol.restore) turns
+ * "complete" when the copy is done and verified; until then no namespace may
+ * use it. @source is recorded as the lvol's origin (the snapshot's alias).
+ */
+static int m_bdev_lvol_restore(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
+{
+        const char *lvol, *lvs_name, *image, *cluster, *source, *key = NULL;
+        const struct tgt_lvstore *lvs;
+        char alias[2 * TGT_NAME_MAX + 2], path[4096], uuid[37];
+        uint64_t size;
+        json_t *b, *d;
+        int r;
+
+        if ((r = get_str(p, "", "lvol_name", true, TGT_NAME_MAX, &lvol, err)) < 0 ||
+            (r = get_str(p, "", "lvs_name", true, TGT_NAME_MAX, &lvs_name, err)) < 0 ||
+            (r = get_str(p, "", "image", true, 128, &image, err)) < 0 ||
+            (r = get_str(p, "", "cluster_id", true, 64, &cluster, err)) < 0 ||
+            (r = get_str(p, "", "source", true, 2 * TGT_NAME_MAX + 1, &source, err)) < 0 ||
+            (r = size_param(p, &size, err)) < 0)
+                return r;
+        if (!valid_name(lvol, TGT_NAME_MAX))
+                return gantry_error_set(err, EINVAL, "lvol_name: only [A-Za-z0-9._-], not starting with '.'");
+        if (!ctx->durable)
+                return gantry_error_set(err, EOPNOTSUPP, "no durable tier: gantry-target runs without --durable");
+        if (strcmp(cluster, ctx->durable->cluster_id) != 0)
+                return gantry_error_set(err, EINVAL, "cluster_id: this target's durable tier is %s, not %s",
+                                        ctx->durable->cluster_id, cluster);
+        if (!(lvs = tgt_lvstore_find(ctx, lvs_name)))
+                return gantry_error_set(err, ENODEV, "lvs_name: no such lvstore");
+        snprintf(alias, sizeof(alias), "%s/%s", lvs->name, lvol);
+        snprintf(path, sizeof(path), "%s/%s", lvs->dir, lvol);
+        b = tgt_state_find_bdev(ctx, alias, &key);
+        if (b) {
+                d = json_object_get(b, "restore");
+                if (strcmp(json_string_value(json_object_get(b, "source")) ?: "", source) != 0 || !d)
+                        return gantry_error_set(err, EEXIST, "lvol_name: %s exists with another source", alias);
+                if (strcmp(json_string_value(json_object_get(d, "state")) ?: "", "failed") == 0) {
+                        json_object_set_new(d, "state", json_string("running"));
+                        if ((r = tgt_state_save(ctx, err)) < 0)
+                                return r;
+                        tgt_drainer_kick(ctx);
+                }
+                *ret = json_string(key);
+                return 0;
+        }
+        if ((r = tgt_bdev_file_create(path, size, true, err)) < 0)
+                return r;
+        random_uuid(uuid);
+        b = json_pack("{s:s, s:s, s:s, s:I, s:b, s:i, s:s, s:s, s:I, s:i, s:{s:s, s:s, s:s, s:I, s:I}}", "kind",
+                      "lvol", "alias", alias, "filename", path, "size", (json_int_t)size, "thin", 1, "block_size",
+                      512, "lvs", lvs->name, "source", source, "created", (json_int_t)time(NULL), "created_ns", 0,
+                      "restore", "image", image, "state", "running", "position", "", "started",
+                      (json_int_t)time(NULL), "bytes_done", (json_int_t)0);
+        if ((r = keep_bdev(ctx, uuid, b, path, err)) < 0)
+                return r;
+        log_info("target.restore_queued", "bdev=%s alias=%s image=%s size=%llu", uuid, alias, image,
+                 (unsigned long long)size);
+        tgt_drainer_kick(ctx);
+        *ret = json_string(uuid);
+        return 0;
 }
 
 static int m_bdev_lvol_resize(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
@@ -438,7 +748,7 @@ static int m_bdev_aio_delete(struct tgt_context *ctx, json_t *p, json_t **ret, s
 static int m_bdev_get_bdevs(struct tgt_context *ctx, json_t *p, json_t **ret, struct gantry_error *err)
 {
         const char *name, *key;
-        json_t *arr, *b;
+        json_t *arr, *b, *o;
         int r;
 
         if ((r = get_str(p, "", "name", false, 2 * TGT_NAME_MAX + 1, &name, err)) < 0)
@@ -454,15 +764,31 @@ static int m_bdev_get_bdevs(struct tgt_context *ctx, json_t *p, json_t **ret, st
 
                 if (name && strcmp(name, key) != 0 && !(alias && strcmp(name, alias) == 0))
                         continue;
-                tgt_bdev_path_size(file, &size);
-                json_array_append_new(
-                        arr, json_pack("{s:s, s:[s*], s:s, s:I, s:I, s:s, s:{s:s, s:b}}", "name", key,
-                                       "aliases", alias, "product_name",
-                                       alias ? "Logical Volume" : "AIO disk", "block_size", bs,
-                                       "num_blocks", (json_int_t)(size / (uint64_t)(bs ? bs : 512)),
-                                       "uuid", alias ? key : "", "driver_specific", "filename",
-                                       file, "thin_provision",
-                                       json_is_true(json_object_get(b, "thin"))));
+                if (tgt_bdev_path_size(file, &size) < 0) /* a snapshot whose fast copy was let go */
+                        size = (uint64_t)json_integer_value(json_object_get(b, "size"));
+                o = json_pack("{s:s, s:[s*], s:s, s:I, s:I, s:s, s:{s:s, s:b}}", "name", key, "aliases", alias,
+                              "product_name", alias ? "Logical Volume" : "AIO disk", "block_size", bs,
+                              "num_blocks", (json_int_t)(size / (uint64_t)(bs ? bs : 512)), "uuid",
+                              alias ? key : "", "driver_specific", "filename", file, "thin_provision",
+                              json_is_true(json_object_get(b, "thin")));
+                if (o && json_object_get(b, "source")) /* a snapshot or a clone: where it came from */
+                        json_object_set_new(json_object_get(o, "driver_specific"), "lvol",
+                                            json_pack("{s:b, s:O, s:O, s:O}", "snapshot",
+                                                      strcmp(json_string_value(json_object_get(b, "kind")),
+                                                             "snapshot") == 0,
+                                                      "base_bdev", json_object_get(b, "source"),
+                                                      "creation_time", json_object_get(b, "created"),
+                                                      "creation_time_ns", json_object_get(b, "created_ns")));
+                if (o && json_object_get(b, "restore"))
+                        json_object_set_new(json_object_get(json_object_get(o, "driver_specific"), "lvol"), "restore",
+                                            drain_status(ctx, key, json_object_get(b, "restore")));
+                if (o && json_object_get(b, "drain"))
+                        json_object_set_new(json_object_get(json_object_get(o, "driver_specific"), "lvol"), "drain",
+                                            drain_status(ctx, key, json_object_get(b, "drain")));
+                if (o && json_is_true(json_object_get(b, "evicted")))
+                        json_object_set_new(json_object_get(json_object_get(o, "driver_specific"), "lvol"),
+                                            "fast_copy", json_false());
+                json_array_append_new(arr, o);
         }
         if (name && json_array_size(arr) == 0) {
                 json_decref(arr);
@@ -718,6 +1044,11 @@ static int m_nvmf_subsystem_add_ns(struct tgt_context *ctx, json_t *p, json_t **
         }
         if (tgt_state_bdev_in_use(ctx, key))
                 return gantry_error_set(err, EBUSY, "namespace.bdev_name: %s is used by another subsystem", bdev);
+        if (json_object_get(tgt_state_find_bdev(ctx, key, NULL), "restore") &&
+            strcmp(json_string_value(json_object_get(json_object_get(tgt_state_find_bdev(ctx, key, NULL), "restore"),
+                                                     "state")) ?: "",
+                   "complete") != 0)
+                return gantry_error_set(err, EBUSY, "namespace.bdev_name: %s is still being restored", bdev);
         for (nsid = has_nsid ? nsid : 1; !has_nsid; nsid++) {
                 bool taken = false;
                 json_array_foreach(list, i, ns)
@@ -825,6 +1156,11 @@ static const struct {
         { "bdev_lvol_create", m_bdev_lvol_create },
         { "bdev_lvol_delete", m_bdev_lvol_delete },
         { "bdev_lvol_resize", m_bdev_lvol_resize },
+        { "bdev_lvol_snapshot", m_bdev_lvol_snapshot },
+        { "bdev_lvol_clone", m_bdev_lvol_clone },
+        { "bdev_lvol_start_drain", m_bdev_lvol_start_drain },
+        { "bdev_lvol_check_drain", m_bdev_lvol_check_drain },
+        { "bdev_lvol_restore", m_bdev_lvol_restore },
         { "bdev_lvol_get_lvstores", m_bdev_lvol_get_lvstores },
         { "bdev_aio_create", m_bdev_aio_create },
         { "bdev_aio_delete", m_bdev_aio_delete },

@@ -15,10 +15,13 @@
 #pragma once
 
 #include <jansson.h>
+#include <rados/librados.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "error.h"
+#include "metrics.h"
+#include "progress.h"
 
 #define TGT_NAME_MAX 64     /* bdev / lvol / lvstore names */
 #define TGT_NQN_MAX 223     /* NVMe spec */
@@ -38,6 +41,24 @@ struct tgt_lvstore {
         char uuid[37];
 };
 
+/* The durable tier checkpoints drain into (--durable FILE; durable.c). */
+struct tgt_durable {
+        char *cluster_id; /* the driver config's clusterID of the same cluster */
+        char *mon_host;   /* "host:port,host:port" */
+        char *user;       /* cephx user id, without "client." */
+        char *key;        /* its secret (never logged) */
+        char *pool;       /* images (and their metadata) */
+        char *data_pool;  /* EC data pool, or NULL */
+        uint64_t bandwidth; /* bytes/s of all drains and restores together; 0: no cap */
+        unsigned in_flight;
+        bool verify;        /* read every image back before a drain is complete */
+};
+
+struct tgt_drainer;
+
+/* The RBD snapshot a verified drain leaves on its image: what restores read and dataset volumes clone. */
+#define TGT_DRAINED_SNAP "drained"
+
 struct tgt_context {
         char *configfs; /* e.g. /sys/kernel/config/nvmet */
         char *state_path;
@@ -45,6 +66,9 @@ struct tgt_context {
         struct tgt_lvstore lvstores[TGT_MAX_LVSTORES];
         size_t n_lvstores;
         json_t *state; /* { "bdevs": {name: {...}}, "subsystems": {nqn: {...}} } */
+        struct tgt_durable *durable; /* NULL: no durable tier, no drains */
+        struct tgt_drainer *drainer; /* the drain worker, when durable */
+        struct gantry_metrics *metrics; /* drains and restores (--metrics-addr), or NULL */
 };
 
 /* ---- state.c: the desired state document ---- */
@@ -89,6 +113,16 @@ int tgt_bdev_path_size(const char *path, uint64_t *ret_size);
 /* Total and free bytes of the filesystem holding @dir. */
 int tgt_lvstore_space(const struct tgt_lvstore *lvs, uint64_t *ret_total, uint64_t *ret_free);
 
+/* ---- clone.c: point-in-time copies of backing files ---- */
+
+/*
+ * Copies file @src to a new file @dst: a reflink when the filesystem can;
+ * otherwise a sparse byte copy when @allow_copy (the source is idle), else
+ * -ENOTEMPTY with @err saying why. *ret_reflinked says which was done.
+ */
+int tgt_file_clone(const char *src, const char *dst, bool allow_copy, bool *ret_reflinked,
+                   struct gantry_error *err);
+
 /* ---- nvmet.c: configfs ---- */
 
 /* Whether @path is on configfs (statfs magic). */
@@ -104,7 +138,31 @@ int tgt_nvmet_remove(struct tgt_context *ctx, const char *nqn, struct gantry_err
 /* Asks nvmet to re-read the size of the namespaces backed by @path (after a grow). */
 void tgt_nvmet_revalidate(struct tgt_context *ctx, const char *path);
 
+/* ---- durable.c, drain.c: the durable tier and the drain worker ---- */
+
+/* Reads --durable @path. Returns 0 or -errno with @err naming the file and field. */
+int tgt_durable_load(const char *path, struct tgt_durable **ret, struct gantry_error *err);
+void tgt_durable_free(struct tgt_durable *d);
+/* An ioctx on the durable pool (new; the caller destroys it), connecting on first use. */
+int tgt_durable_connect(struct tgt_context *ctx, rados_ioctx_t *ret_io, struct gantry_error *err);
+/* Removes RBD image @image from the durable pool; a missing image is success. */
+int tgt_durable_remove(struct tgt_context *ctx, const char *image, struct gantry_error *err);
+/* Starts the drain worker (a no-op without a durable tier); it resumes running drains. */
+int tgt_drainer_start(struct tgt_context *ctx, struct gantry_error *err);
+/* Wakes the worker after a drain was started. Takes no lock the caller may hold but rpc.c's. */
+void tgt_drainer_kick(struct tgt_context *ctx);
+/* The live progress of bdev @key's drain when it is the one copying now. */
+bool tgt_drainer_live(struct tgt_context *ctx, const char *key, struct gantry_tier_progress *ret);
+/* Cancels bdev @key's drain when it is copying now (the worker then removes its image). */
+bool tgt_drainer_cancel(struct tgt_context *ctx, const char *key);
+/* Stops the worker (a running drain stays "running" in the state, resumed at start). */
+void tgt_drainer_stop(struct tgt_context *ctx);
+
 /* ---- rpc.c: the JSON-RPC methods ---- */
+
+/* rpc.c's lock over the state document, for the drain worker. */
+void tgt_rpc_lock(void);
+void tgt_rpc_unlock(void);
 
 /*
  * Handles one JSON-RPC request body (@body, @len bytes) and returns the

@@ -158,6 +158,60 @@ static void test_example4_checkpoint(void **state)
         assert_near(o.tiers[1].gds.window_s, 980.0 / 54);
 }
 
+/* Example 4 gains a drain: can Ceph absorb each 980 GB checkpoint within the 30 min? */
+static void test_checkpoint_drain_fits(void **state)
+{
+        struct gantry_plan_cluster c = { .gpus = 1024, .gpus_per_node = 8, .node_nic_gbps = 200,
+                                         .oversubscription = 2 };
+        struct gantry_plan_checkpoint_in in = { .params_billion = 70, .bytes_per_param = 2,
+                                                .optimizer_multiplier = 7, .tiers = { { "nvmeof", 200 } },
+                                                .n_tiers = 1, .gds_efficiency = 0.9, .bounce_efficiency = 0.6,
+                                                .interval_min = 30, .drain_gbytes = 60,
+                                                .drain_cap_gbytes = 32 };
+        struct gantry_plan_checkpoint_out o;
+        const struct gantry_plan_drain *d = &o.tiers[0].drain;
+
+        (void)state;
+        gantry_plan_checkpoint(&c, &in, &o);
+        /* 16 targets x 2 GB/s cap = 32 GB/s < Ceph's 60: the cap rules */
+        assert_near(d->gbytes, 32);
+        /* 980 GB / 32 GB/s = 30.625 s */
+        assert_near(d->drain_s, 30.625);
+        /* burst 980 / 180 = 5.4444 s, then the drain: 36.0694 s of 1800 */
+        assert_near(d->busy_s, 980.0 / 180 + 30.625);
+        assert_true(d->fits);
+        assert_near(d->slack_s, 1800 - (980.0 / 180 + 30.625));
+        /* the least rate that fits: 980 / (1800 - 5.4444) = 0.54612 GB/s */
+        assert_near(d->needed_gbytes, 980 / (1800 - 980.0 / 180));
+}
+
+/* 6 TB every 10 minutes into 10 GB/s of Ceph: the drains fall behind. */
+static void test_checkpoint_drain_falls_behind(void **state)
+{
+        struct gantry_plan_cluster c = { .gpus = 1024, .gpus_per_node = 8, .node_nic_gbps = 200,
+                                         .oversubscription = 2 };
+        struct gantry_plan_checkpoint_in in = { .size_gb = 6000, .tiers = { { "nvmeof", 200 } }, .n_tiers = 1,
+                                                .gds_efficiency = 0.9, .bounce_efficiency = 0.6,
+                                                .interval_min = 10, .drain_gbytes = 10 };
+        struct gantry_plan_checkpoint_out o;
+        const struct gantry_plan_drain *d = &o.tiers[0].drain;
+
+        (void)state;
+        gantry_plan_checkpoint(&c, &in, &o);
+        /* no cap: 10 GB/s; 6000 / 10 = 600 s, after a 6000 / 180 = 33.333 s burst */
+        assert_near(d->gbytes, 10);
+        assert_near(d->drain_s, 600);
+        assert_near(d->busy_s, 6000.0 / 180 + 600);
+        assert_false(d->fits);
+        assert_near(d->slack_s, -6000.0 / 180);
+        /* 6000 / (600 - 33.333) = 10.588 GB/s would fit */
+        assert_near(d->needed_gbytes, 6000 / (600 - 6000.0 / 180));
+        /* no drain asked: nothing computed */
+        in.drain_gbytes = 0;
+        gantry_plan_checkpoint(&c, &in, &o);
+        assert_near(o.tiers[0].drain.drain_s, 0);
+}
+
 /* A small cluster whose fabric is slower than the tier: the path is the fabric. */
 static void test_checkpoint_fabric_limited_and_window_over_interval(void **state)
 {
@@ -210,6 +264,8 @@ int main(void)
                 cmocka_unit_test(test_example2_reads_cached_uplink_bound),
                 cmocka_unit_test(test_example3_capacity),
                 cmocka_unit_test(test_example4_checkpoint),
+                cmocka_unit_test(test_checkpoint_drain_fits),
+                cmocka_unit_test(test_checkpoint_drain_falls_behind),
                 cmocka_unit_test(test_checkpoint_fabric_limited_and_window_over_interval),
                 cmocka_unit_test(test_single_storage_node_cannot_rebuild),
         };

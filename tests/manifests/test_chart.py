@@ -419,6 +419,21 @@ class ChartTest(unittest.TestCase):
                          default[("DaemonSet", NS, "gantry-target")]["spec"]["template"]["spec"]
                          ["containers"][0]["args"])
 
+    def test_target_durable_tier(self):
+        docs = by_key(docs_of(render("--set", "target.durable.secretName=gantry-target-durable")))
+        tgt = docs[("DaemonSet", NS, "gantry-target")]["spec"]["template"]["spec"]
+        self.assertIn("--durable=/etc/gantry-target-durable/durable.json", tgt["containers"][0]["args"])
+        vol = [v for v in tgt["volumes"] if v["name"] == "durable"]
+        self.assertEqual(vol[0]["secret"]["secretName"], "gantry-target-durable")
+        mounts = {m["name"]: m["mountPath"] for m in tgt["containers"][0]["volumeMounts"]}
+        self.assertEqual(mounts["durable"], "/etc/gantry-target-durable")
+        default = by_key(docs_of(render()))
+        self.assertNotIn("--durable=/etc/gantry-target-durable/durable.json",
+                         default[("DaemonSet", NS, "gantry-target")]["spec"]["template"]["spec"]
+                         ["containers"][0]["args"])
+        vsc = default[("VolumeSnapshotClass", None, "gantry-checkpoint-snapshot")]
+        self.assertEqual(vsc["parameters"], {"fastCopyRetention": "untilDrained"})
+
     def test_kubelet_dir(self):
         docs = by_key(docs_of(render("--set", "node.kubeletDir=/var/lib/k0s/kubelet")))
         ds = docs[("DaemonSet", NS, "gantry-node")]["spec"]["template"]["spec"]

@@ -1,11 +1,18 @@
-"""Requests and config for checkpoint-tier tests (shared by the host tests
-and the VM test)."""
+"""Requests, config and the suite base class for checkpoint-tier tests
+(shared by the host tests and the VM test)."""
 import json
 import os
+import shutil
 import sys
+import tempfile
+import unittest
+
+import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conformance"))
-from csi_client import csi_pb2  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from csi_client import Plugin, csi_pb2  # noqa: E402
+from targetproc import Target  # noqa: E402
 
 LEAF = "network.topology.nvidia.com/leaf"
 
@@ -52,3 +59,70 @@ def publish_req(volume_id, node_id):
     req = csi_pb2.ControllerPublishVolumeRequest(volume_id=volume_id, node_id=node_id)
     req.volume_capability.CopyFrom(mount_cap())
     return req
+
+
+class TargetsTestCase(unittest.TestCase):
+    """A suite against real gantry-target processes and one gantry-csi
+    controller: TARGETS lists (attribute, target id, leaf, traddr, Target
+    keyword arguments); each target is started as cls.<attribute>, the driver
+    config names them (plus CLUSTERS, driver-config clusters, when set), and
+    cls.plugin is gantry-csi --mode controller on it. Everything is stopped
+    and removed at the end, also after a failed setUpClass; a non-zero exit of
+    gantry-csi (a leak under ASan) fails the suite."""
+    TARGETS = ()
+    CLUSTERS = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix=f"gantry-{cls.__name__}-{os.getpid()}-")
+        cls.started, cls.plugin = [], None
+        try:
+            entries = []
+            for attr, tid, leaf, traddr, kw in cls.TARGETS:
+                t = Target(workdir=os.path.join(cls.dir, attr), **kw).start()
+                cls.started.append(t)
+                setattr(cls, attr, t)
+                tok = os.path.join(t.dir, "token.client")
+                with open(tok, "w") as f:
+                    f.write(t.token + "\n")
+                entries.append((tid, t.url, tok, [(traddr, "4420")], leaf, getattr(t, "cert", None)))
+            cfg = write_config(os.path.join(cls.dir, "gantry.json"), entries)
+            if cls.CLUSTERS:
+                with open(cfg) as f:
+                    doc = json.load(f)
+                doc["clusters"] = cls.CLUSTERS
+                with open(cfg, "w") as f:
+                    json.dump(doc, f)
+            os.makedirs(os.path.join(cls.dir, "csi"))
+            cls.plugin = Plugin(mode="controller", node_id=None, config=cfg,
+                                workdir=os.path.join(cls.dir, "csi")).start()
+        except BaseException:
+            cls.stop_all()  # a failed setUpClass gets no tearDownClass
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        rc, log = cls.stop_all()
+        if rc != 0:  # under ASan a leak makes the exit non-zero
+            raise RuntimeError("gantry-csi exited %s:\n%s" % (rc, log[-4000:]))
+
+    @classmethod
+    def stop_all(cls):
+        rc, log = 0, ""
+        try:
+            if cls.plugin:
+                rc = cls.plugin.stop()
+                log = cls.plugin.read_log()
+            for t in cls.started:
+                t.cleanup()
+        finally:
+            shutil.rmtree(cls.dir, ignore_errors=True)
+        return rc, log
+
+    def call(self, method, req, timeout=60):
+        return self.plugin.call(method, req, timeout=timeout)
+
+    def code_of(self, method, req):
+        with self.assertRaises(grpc.RpcError) as e:
+            self.call(method, req)
+        return e.exception.code(), e.exception.details()

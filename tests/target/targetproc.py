@@ -26,7 +26,8 @@ class Target:
     """gantry-target on 127.0.0.1:<port> (default: a free one) with a stand-in
     configfs root, or the real one when @configfs is given (in the VM)."""
 
-    def __init__(self, token="tok-" + str(os.getpid()), tls=False, workdir=None, configfs=None, port=0):
+    def __init__(self, token="tok-" + str(os.getpid()), tls=False, workdir=None, configfs=None, port=0,
+                 durable=None):
         self.dir = workdir or tempfile.mkdtemp(prefix=f"gantry-checkpoint-{os.getpid()}-")
         self.cfs = configfs or os.path.join(self.dir, "cfs")
         self.lvs = os.path.join(self.dir, "lvs")
@@ -37,6 +38,7 @@ class Target:
             self.port = port
         self.token = token
         self.tls = tls
+        self.durable = durable  # a --durable config dict (drains into Ceph), or None
         self.proc = None
         self.log = os.path.join(self.dir, "target.log")
 
@@ -48,6 +50,10 @@ class Target:
             with open(os.path.join(self.dir, "token"), "w") as f:
                 f.write(self.token + "\n")
             args += ["--token-file", os.path.join(self.dir, "token")]
+        if self.durable:
+            with open(os.path.join(self.dir, "durable.json"), "w") as f:
+                json.dump(self.durable, f)
+            args += ["--durable", os.path.join(self.dir, "durable.json"), "--metrics-addr", "127.0.0.1:0"]
         if self.tls:
             self.cert = os.path.join(self.dir, "cert.pem")
             key = os.path.join(self.dir, "key.pem")
@@ -68,6 +74,10 @@ class Target:
                 m = re.findall(r"event=target.listening port=(\d+)", f.read())
             if m:
                 self.port = int(m[-1])
+                with open(self.log) as f:
+                    f.seek(offset)
+                    mp = re.findall(r"event=target.metrics_listening port=(\d+)", f.read())
+                self.metrics_port = int(mp[-1]) if mp else None
                 return self
             if self.proc.poll() is not None:
                 raise RuntimeError("gantry-target exited: " + open(self.log).read())
@@ -92,6 +102,18 @@ class Target:
         if rc != 0:
             with open(self.log) as f:
                 raise RuntimeError("gantry-target exited %s:\n%s" % (rc, f.read()[-4000:]))
+
+    def metrics(self):
+        """The Prometheus text of --metrics-addr (durable targets serve it)."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=20) as r:
+            return r.read().decode()
+
+    def kill9(self):
+        """SIGKILL, as a crash: no shutdown code runs."""
+        self.proc.kill()
+        self.proc.wait()
+        self.logf.close()
+        self.proc = None
 
     def cleanup(self):
         try:

@@ -1,0 +1,124 @@
+"""Checkpoint drain throughput (label bench, needs the ceph fixture): the same
+backing file drained by gantry-target into the fixture's "perf" cluster
+(pool rbd, data in the EC pool ecdata) against `rbd import` of that file into
+the same pools, in one run; with and without the read-back verify. Then the
+fast tier's write burst (a new file written and fsync'ed in the lvstore)
+alone and while a capped drain runs. Prints figures and ratios; asserts
+nothing about time."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "ceph"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "target"))
+import ceph_env as env  # noqa: E402
+from targetproc import Target  # noqa: E402
+
+MiB = 1 << 20
+SIZE = int(os.environ.get("GANTRY_BENCH_DRAIN_MIB", "512")) * MiB
+BURST = 256 * MiB
+
+
+def durable(verify, cap_mbps=0):
+    with open(env.CONFIG) as f:
+        perf = next(c for c in json.load(f)["clusters"] if c["clusterID"] == "perf")
+    return {"clusterID": "perf", "monitors": perf["monitors"], "userID": perf["userID"],
+            "keyFile": perf["keyFile"], "pool": "rbd", "dataPool": "ecdata", "verify": verify,
+            "bandwidthMBps": cap_mbps, "inFlight": int(os.environ.get("GANTRY_BENCH_DRAIN_IN_FLIGHT", "32"))}  # the default
+
+
+def make_snapshot(t, src, name):
+    """An lvol filled with @src's bytes, and its snapshot; returns the snapshot's bdev name."""
+    t.call("bdev_lvol_create", lvol_name=name, lvs_name="gantry", size=SIZE, thin_provision=True)
+    shutil.copyfile(src, os.path.join(t.lvs, name))
+    return t.call("bdev_lvol_snapshot", lvol_name="gantry/" + name, snapshot_name="snap-" + name)
+
+
+def drain(t, snap, timeout=1800):
+    t0 = time.monotonic()
+    t.call("bdev_lvol_start_drain", snapshot_name=snap)
+    while time.monotonic() - t0 < timeout:
+        st = t.call("bdev_lvol_check_drain", snapshot_name=snap)
+        if st["state"] == "complete":
+            return time.monotonic() - t0, st
+        if st["state"] == "failed":
+            raise RuntimeError("drain failed: %s" % st)
+        time.sleep(0.05)
+    raise RuntimeError("drain not complete in %d s" % timeout)
+
+
+def burst(directory, name):
+    """Writes BURST bytes into a new file and fsyncs it; returns MB/s."""
+    block = os.urandom(4 * MiB)
+    path = os.path.join(directory, name)
+    t0 = time.monotonic()
+    with open(path, "wb") as f:
+        for _ in range(BURST // len(block)):
+            f.write(block)
+        f.flush()
+        os.fsync(f.fileno())
+    dt = time.monotonic() - t0
+    os.unlink(path)
+    return BURST / dt / 1e6
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="gantry-bench-drain-")
+    targets = []
+    try:
+        src = os.path.join(work, "checkpoint.bin")
+        with open(src, "wb") as f:  # incompressible, no holes, no zeros: every byte moves
+            for _ in range(SIZE // (4 * MiB)):
+                f.write(os.urandom(4 * MiB))
+        image = "bench-import-%d" % os.getpid()
+        t0 = time.monotonic()
+        env.tool("rbd", "perf", "import", "--data-pool", "ecdata", "--object-size", "4M", src, "rbd/" + image)
+        t_import = time.monotonic() - t0
+        env.tool("rbd", "perf", "rm", "rbd/" + image)
+
+        results = {}
+        for verify in (False, True):
+            t = Target(workdir=os.path.join(work, "t-%d" % verify), durable=durable(verify)).start()
+            targets.append(t)
+            snap = make_snapshot(t, src, "vol-bench-%d" % verify)
+            secs, st = drain(t, snap)
+            results[verify] = secs
+            with open(t.log) as f:
+                print("  " + [l.strip() for l in f if "event=target.drain_complete" in l][-1])
+            t.call("bdev_lvol_delete", name=snap)  # removes the image too
+
+        # the fast tier's burst, alone and during a capped drain
+        cap = 50  # MB/s: the drain outlasts the three bursts
+        t = Target(workdir=os.path.join(work, "t-burst"), durable=durable(False, cap)).start()
+        targets.append(t)
+        snap = make_snapshot(t, src, "vol-burst")
+        alone = sorted(burst(t.lvs, "burst-alone") for _ in range(3))[1]  # the median of 3
+        t.call("bdev_lvol_start_drain", snapshot_name=snap)
+        while t.call("bdev_lvol_check_drain", snapshot_name=snap)["bytes_done"] == 0:
+            time.sleep(0.05)
+        during = sorted(burst(t.lvs, "burst-during") for _ in range(3))[1]
+        drain(t, snap)
+        t.call("bdev_lvol_delete", name=snap)
+
+        mb = SIZE / 1e6
+        print("bench_drain: %d MiB of random data, pool rbd, data pool ecdata (k=2 m=1), 3 OSDs" % (SIZE // MiB))
+        print("  rbd import                   %6.2f s  %7.1f MB/s" % (t_import, mb / t_import))
+        print("  drain (gantry-target)        %6.2f s  %7.1f MB/s  ratio %.2f vs rbd import" %
+              (results[False], mb / results[False], t_import / results[False]))
+        print("  drain + verify (read back)   %6.2f s  %7.1f MB/s  ratio %.2f vs rbd import" %
+              (results[True], mb / results[True], t_import / results[True]))
+        print("  fast-tier burst (%d MiB, fsync) alone %7.1f MB/s; during a drain capped at %d MB/s %7.1f MB/s"
+              "  ratio %.2f" % (BURST // MiB, alone, cap, during, during / alone))
+    finally:
+        for t in targets:
+            t.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
