@@ -97,7 +97,15 @@ static int promotions(const struct gantry_config *config, struct table *t)
 
 static int (*const row_sources[])(const struct gantry_config *, struct table *) = {
         promotions,
-        /* #15: drains, from each configured target's JSON-RPC, as kind "drain" records */
+        /*
+         * #15: drains. For each configured target (config->targets), call its
+         * JSON-RPC `bdev_get_bdevs` (controller/target_client.h) and turn each
+         * snapshot's driver_specific.lvol.drain {state, cluster_id, pool, image,
+         * bytes_done, bytes_total, rate, eta_seconds, error} into a record of
+         * kind "drain" (source: "<target id>/<snapshot>", destination:
+         * "<cluster_id>/<pool>/<image>") with add_row(target id, "-", ...);
+         * an unreachable target goes to add_error() like a cluster.
+         */
 };
 
 static void bytes(uint64_t n, char *buf, size_t size)
