@@ -113,8 +113,14 @@ class TargetsTestCase(unittest.TestCase):
             if cls.plugin:
                 rc = cls.plugin.stop()
                 log = cls.plugin.read_log()
-            for t in cls.started:
-                t.cleanup()
+            failed = []
+            for t in cls.started:  # every one, even after one failed (a leak under ASan)
+                try:
+                    t.cleanup()
+                except RuntimeError as e:
+                    failed.append(e)
+            if failed:
+                raise failed[0]
         finally:
             shutil.rmtree(cls.dir, ignore_errors=True)
         return rc, log
