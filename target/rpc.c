@@ -470,7 +470,7 @@ static json_t *drain_status(struct tgt_context *ctx, const char *key, json_t *d)
         struct gantry_tier_progress p = { 0 };
         const char *state = json_string_value(json_object_get(d, "state")) ?: "none";
         char line[160];
-        json_t *o;
+        json_t *o, *zero;
 
         if (!d)
                 return json_pack("{s:s}", "state", "none");
@@ -486,11 +486,13 @@ static json_t *drain_status(struct tgt_context *ctx, const char *key, json_t *d)
                 snprintf(line, sizeof(line), "100 %%, verified");
         else
                 snprintf(line, sizeof(line), "failed: %s", json_string_value(json_object_get(d, "error")) ?: "?");
+        zero = json_integer(0); /* "seconds" before the first run; O takes its own reference */
         o = json_pack("{s:s, s:s, s:s, s:O, s:I, s:I, s:f, s:f, s:s, s:O}", "state", state, "cluster_id",
                       ctx->durable ? ctx->durable->cluster_id : "", "pool", ctx->durable ? ctx->durable->pool : "",
                       "image", json_object_get(d, "image"), "bytes_done", (json_int_t)p.bytes_done, "bytes_total",
                       (json_int_t)p.bytes_total, "rate", p.rate, "eta_seconds", p.eta_seconds, "progress", line,
-                      "seconds", json_object_get(d, "seconds") ?: json_integer(0));
+                      "seconds", json_object_get(d, "seconds") ?: zero);
+        json_decref(zero);
         if (o && json_object_get(d, "error"))
                 json_object_set(o, "error", json_object_get(d, "error"));
         if (o && json_object_get(d, "retain_local"))

@@ -113,8 +113,14 @@ class TargetsTestCase(unittest.TestCase):
             if cls.plugin:
                 rc = cls.plugin.stop()
                 log = cls.plugin.read_log()
-            for t in cls.started:
-                t.cleanup()
+            failed = None
+            for t in cls.started:  # every target is stopped, even after one exited badly
+                try:
+                    t.cleanup()
+                except Exception as e:  # noqa: BLE001 -- raised once all are stopped
+                    failed = failed or e
+            if failed:
+                raise failed
         finally:
             shutil.rmtree(cls.dir, ignore_errors=True)
         return rc, log
