@@ -15,9 +15,15 @@
  * Rows come from row sources, each yielding records of tier/record.h:
  *   "promote"  dataset promotions, from the "gantry.copies" omap object of
  *              every pool of every configured cluster (controller/copy_list.c)
- *   "drain"    checkpoint drains (#15): to be added as a second source that
- *              asks each configured target's JSON-RPC for its drains and
- *              yields them in the same record shape -- see row_sources[].
+ *   "drain"    checkpoint drains (#13, #15): snapshots gantry-target copies
+ *              into Ceph, from `bdev_get_bdevs` (driver_specific.lvol.drain)
+ *              of every configured target, over the controller's target
+ *              client; source "<target id>/<snapshot>", destination
+ *              "<cluster>/<pool>/<image>", kept in "<target id>/-"
+ *   "restore"  the reverse copies (driver_specific.lvol.restore): a drained
+ *              image filled back into a new namespace on a target
+ * A cluster or target that cannot be read is listed under "errors" (and on
+ * stderr), the others are still shown, and the exit status is 1.
  *
  * A copy whose record has not been updated for STALE_S while it says
  * "copying" is shown as stalled: its controller died or restarted, and the
@@ -40,10 +46,12 @@
 #include "log.h"
 #include "progress.h"
 #include "record.h"
+#include "target_client.h"
 
 #define DEFAULT_CONFIG "/etc/gantry/gantry.json"
 #define STALE_S 30
 #define MAX_ROWS 100000
+#define TARGET_TIMEOUT_MS 5000
 
 struct row {
         char where[160]; /* cluster/pool the record is kept in, or the target */
@@ -95,17 +103,80 @@ static int promotions(const struct gantry_config *config, struct table *t)
         return gantry_controller_list_copies(config, add_row, add_error, t);
 }
 
+/*
+ * One target's drain or restore status (bdev_get_bdevs:
+ * driver_specific.lvol.drain / .restore) as a record: the target's states
+ * running/complete/failed become copying/done/failed. A drain goes from the
+ * target's snapshot to Ceph, a restore the other way.
+ */
+static void target_copy(const char *target_id, json_t *bdev, const char *kind, json_t *d,
+                        struct gantry_tier_record *ret)
+{
+        const char *name = json_string_value(json_object_get(bdev, "name")) ?: "";
+        const char *alias = json_string_value(json_array_get(json_object_get(bdev, "aliases"), 0));
+        const char *state = json_string_value(json_object_get(d, "state")) ?: "";
+        char local[512], remote[512];
+
+        memset(ret, 0, sizeof(*ret));
+        snprintf(ret->kind, sizeof(ret->kind), "%s", kind);
+        snprintf(ret->id, sizeof(ret->id), "%s", name);
+        snprintf(ret->name, sizeof(ret->name), "%s", alias ?: name);
+        snprintf(ret->state, sizeof(ret->state), "%s",
+                 strcmp(state, "running") == 0 ? "copying" : strcmp(state, "complete") == 0 ? "done" : state);
+        snprintf(local, sizeof(local), "%s/%s", target_id, alias ?: name);
+        snprintf(remote, sizeof(remote), "%s/%s/%s", json_string_value(json_object_get(d, "cluster_id")) ?: "",
+                 json_string_value(json_object_get(d, "pool")) ?: "",
+                 json_string_value(json_object_get(d, "image")) ?: "");
+        snprintf(ret->source, sizeof(ret->source), "%s", strcmp(kind, "drain") == 0 ? local : remote);
+        snprintf(ret->destination, sizeof(ret->destination), "%s", strcmp(kind, "drain") == 0 ? remote : local);
+        ret->bytes_done = (uint64_t)json_integer_value(json_object_get(d, "bytes_done"));
+        ret->bytes_total = (uint64_t)json_integer_value(json_object_get(d, "bytes_total"));
+        ret->rate = json_number_value(json_object_get(d, "rate"));
+        ret->eta = json_object_get(d, "eta_seconds") ? json_number_value(json_object_get(d, "eta_seconds")) : -1;
+        snprintf(ret->error, sizeof(ret->error), "%s", json_string_value(json_object_get(d, "error")) ?: "");
+}
+
+/* Drains and restores: asked of each configured target over its JSON-RPC. */
+static int target_copies(const struct gantry_config *config, struct table *t)
+{
+        static const char *const kinds[] = { "drain", "restore" };
+        struct gantry_tier_record rec;
+        int ret = 0;
+
+        for (size_t i = 0; i < config->n_targets; i++) {
+                const struct gantry_target_config *tc = &config->targets[i];
+                struct gantry_error err = { 0 };
+                json_t *bdevs = NULL, *b, *d;
+                size_t k;
+                int r;
+
+                if ((r = gantry_target_call(tc, "bdev_get_bdevs", NULL, TARGET_TIMEOUT_MS, &bdevs, &err)) < 0) {
+                        add_error(tc->id, err.msg[0] ? err.msg : strerror(-r), t);
+                        ret = -EIO;
+                        continue;
+                }
+                json_array_foreach(bdevs, k, b) {
+                        for (size_t j = 0; j < sizeof(kinds) / sizeof(kinds[0]); j++) {
+                                d = json_object_get(json_object_get(json_object_get(b, "driver_specific"), "lvol"),
+                                                    kinds[j]);
+                                if (!json_is_object(d) || !json_string_value(json_object_get(d, "state")) ||
+                                    strcmp(json_string_value(json_object_get(d, "state")), "none") == 0)
+                                        continue;
+                                target_copy(tc->id, b, kinds[j], d, &rec);
+                                if ((r = add_row(tc->id, "-", &rec, t)) < 0) {
+                                        add_error(tc->id, strerror(-r), t);
+                                        ret = -EIO;
+                                }
+                        }
+                }
+                json_decref(bdevs);
+        }
+        return ret;
+}
+
 static int (*const row_sources[])(const struct gantry_config *, struct table *) = {
         promotions,
-        /*
-         * #15: drains. For each configured target (config->targets), call its
-         * JSON-RPC `bdev_get_bdevs` (controller/target_client.h) and turn each
-         * snapshot's driver_specific.lvol.drain {state, cluster_id, pool, image,
-         * bytes_done, bytes_total, rate, eta_seconds, error} into a record of
-         * kind "drain" (source: "<target id>/<snapshot>", destination:
-         * "<cluster_id>/<pool>/<image>") with add_row(target id, "-", ...);
-         * an unreachable target goes to add_error() like a cluster.
-         */
+        target_copies,
 };
 
 static void bytes(uint64_t n, char *buf, size_t size)
@@ -190,8 +261,9 @@ static void usage(FILE *f)
         fprintf(f, "usage: gantryctl tier status [--config FILE] [--json]\n"
                    "       gantryctl tier promote --from CLUSTER/POOL/IMAGE[@SNAP] --to CLUSTER/POOL/IMAGE\n"
                    "                              [--data-pool POOL] [--config FILE]\n"
-                   "status lists every tiering copy (dataset promotions between clusters) with its\n"
-                   "source, destination, bytes done, rate, ETA and state, from the records in Ceph.\n"
+                   "status lists every tiering copy (dataset promotions between clusters, from the\n"
+                   "records in Ceph; checkpoint drains and restores, asked of every configured\n"
+                   "target) with its source, destination, bytes done, rate, ETA and state.\n"
                    "promote copies one image into a new one in another cluster, resumably (Ctrl-C\n"
                    "stops it; the same command resumes).\n"
                    "Default config: " DEFAULT_CONFIG " (the driver config of gantry-csi).\n");

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 import unittest
@@ -19,6 +20,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "ceph"))
 import ceph_env as env  # noqa: E402
 from ckpt_helpers import TargetsTestCase, create_req  # noqa: E402
 from csi_client import csi_pb2  # noqa: E402
+from targetproc import BUILD  # noqa: E402
 
 MiB = 1 << 20
 SIZE = 64 * MiB
@@ -86,6 +88,21 @@ class CheckpointDrainTest(TargetsTestCase):
     def image_of(self, s):
         return "gantry-ckpt-snap-" + s.snapshot_id[-36:]
 
+    def tier_status(self, *args):
+        """`gantryctl tier status` on the suite's driver config (both targets, "perf"): its stdout."""
+        p = subprocess.run([os.path.join(BUILD, "bin", "gantryctl"), "tier", "status", "--config",
+                            os.path.join(self.dir, "gantry.json"), *args],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout
+
+    def drain_row(self, s):
+        doc = json.loads(self.tier_status("--json"))
+        self.assertEqual(doc["errors"], [])
+        rows = [r for r in doc["copies"] if r["kind"] == "drain" and s.snapshot_id[-36:] in r["source"]]
+        self.assertEqual(len(rows), 1, doc)
+        return rows[0]
+
     def test_snapshot_drains_into_the_ec_pool_and_is_ready_once_verified(self):
         v = self.volume("pvc-drain-1")
         want = self.write_checkpoint(v, "one", [(0, 3 * MiB), (20 * MiB, 5 * MiB), (SIZE - MiB, MiB)])
@@ -93,8 +110,24 @@ class CheckpointDrainTest(TargetsTestCase):
         first = self.call("CreateSnapshot", req).snapshot
         self.addCleanup(self.call, "DeleteSnapshot", csi_pb2.DeleteSnapshotRequest(snapshot_id=first.snapshot_id))
         self.assertFalse(first.ready_to_use)  # at 8 MB/s: not yet
+        # gantryctl tier status asks both targets: the drain is listed from tgt-a while it runs
+        row = self.drain_row(first)
+        self.assertIn(row["state"], ("copying", "done"), row)
+        self.assertEqual(row["source"], "tgt-a/gantry/snap-" + first.snapshot_id[-36:])
+        self.assertEqual(row["destination"], "perf/rbd/" + self.image_of(first))
+        self.assertEqual(row["keptIn"], "tgt-a/-")
+        self.assertIn(row["bytesTotal"], (0, SIZE), row)  # 0 while queued, before the worker sized it
+        self.assertLessEqual(row["bytesDone"], SIZE)
         s = self.until_ready(req)
         self.assertEqual(s.snapshot_id, first.snapshot_id)
+        row = self.drain_row(s)
+        self.assertEqual((row["state"], row["bytesDone"], row["bytesTotal"]), ("done", SIZE, SIZE), row)
+        self.assertEqual(row["progress"], "done")
+        table = [l.split() for l in self.tier_status().splitlines() if s.snapshot_id[-36:] in l]
+        self.assertEqual(len(table), 1, table)
+        self.assertEqual(table[0][:2], ["drain", "done"])
+        self.assertEqual(table[0][-3:], ["tgt-a/gantry/snap-" + s.snapshot_id[-36:], "->",
+                                         "perf/rbd/" + self.image_of(s)])
         d = self.drain_of(s)
         self.assertEqual(d["state"], "complete", d)
         self.assertEqual((d["cluster_id"], d["pool"]), ("perf", "rbd"))
