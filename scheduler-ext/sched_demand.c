@@ -107,6 +107,28 @@ static int sc_rate(struct gantry_sched_state *st, const char *sc_name, enum tier
         return r;
 }
 
+/*
+ * Whether the data of a dataset volume is where its attributes say (#13): a
+ * PVC still unbound with a data source is being made from it, which for a
+ * source in another cluster is a promotion copy in progress (CreateVolume
+ * answers ABORTED until it is done; the PV only appears then); a PV
+ * annotated gantry.io/copy-state other than "done" names a copy that is not
+ * (or no longer) complete. Such a volume is scored as if its data were
+ * nowhere near yet: it attracts no pod to its cluster's leaves.
+ */
+static bool data_in_place(const json_t *pvc, const json_t *pv)
+{
+        const json_t *spec = json_object_get(pvc, "spec");
+        const char *state;
+
+        if (!pv)
+                return !json_is_object(json_object_get(spec, "dataSource")) &&
+                       !json_is_object(json_object_get(spec, "dataSourceRef"));
+        state = s_(json_object_get(json_object_get(pv, "metadata"), "annotations"),
+                   GANTRY_ANN_COPY_STATE);
+        return !state || !strcmp(state, "done");
+}
+
 /* Fills @vol from a PV's CSI attributes, or an unbound PVC's StorageClass. 1 if Gantry's. */
 static int resolve_volume(struct gantry_sched_state *st, const char *ns, const char *claim,
                           struct volume *vol, struct gantry_error *err)
@@ -140,6 +162,8 @@ static int resolve_volume(struct gantry_sched_state *st, const char *ns, const c
         tier = s_(attrs, "tier");
         vol->tier = tier && !strcmp(tier, "checkpoint") ? TIER_CHECKPOINT : TIER_DATASET;
         backend = s_(attrs, vol->tier == TIER_CHECKPOINT ? "targetID" : "clusterID");
+        if (vol->tier == TIER_DATASET && !data_in_place(pvc, pv))
+                backend = NULL;
         snprintf(vol->backend, sizeof(vol->backend), "%s", backend ? backend : "");
         r = sc_rate(st, sc_name, vol->tier, &vol->gbps_per_gpu, err);
         if (r == 0)

@@ -7,7 +7,11 @@
  *             its kind is Job, JobSet, PodGroup or ends in "Job" (PyTorchJob)
  *   volumes   each persistentVolumeClaim -> PVC -> PV (spec.csi, driver
  *             csi.gantry.io) -> volumeAttributes tier + clusterID / targetID:
- *             the backend; an unbound PVC uses its StorageClass's parameters
+ *             the backend; an unbound PVC uses its StorageClass's parameters.
+ *             A dataset whose data is not there yet has no backend: an
+ *             unbound PVC with a dataSource / dataSourceRef (a promotion
+ *             copy in progress), or a PV annotated gantry.io/copy-state
+ *             with a value other than "done"
  *   Gbps      annotation gantry.io/dataset-read-gbps (split over the pod's
  *             dataset volumes) and gantry.io/checkpoint-write-gbps (over its
  *             checkpoint volumes); without the annotation, each Gantry volume
@@ -36,6 +40,7 @@
 #define GANTRY_SC_READ_PER_GPU "gantry.io/read-gbps-per-gpu"   /* dataset tier */
 #define GANTRY_SC_WRITE_PER_GPU "gantry.io/write-gbps-per-gpu" /* checkpoint tier */
 #define GANTRY_LABEL_JOB "gantry.io/job"
+#define GANTRY_ANN_COPY_STATE "gantry.io/copy-state" /* on a PV: "done" or absent = in place */
 #define GANTRY_CSI_DRIVER "csi.gantry.io"
 
 /* A demand with storage for its strings (the placement library borrows them). */

@@ -128,6 +128,55 @@ static void test_rates_from_storage_class(void **state)
         assert_true(fabs(d.d.flows[2].gbps - 8) < 1e-9);
 }
 
+/* #13: a promoted copy counts where it is only once it is done. */
+static void test_copy_in_progress_has_no_backend(void **state)
+{
+        struct fx *f = *state;
+        struct gantry_sched_demand d;
+        struct gantry_error err;
+
+        /* pending with a data source: the promotion's copy is still running */
+        apply(f->st, GANTRY_OBJ_PVC,
+              "{\"metadata\":{\"name\":\"copying\",\"namespace\":\"ml\"},\"spec\":"
+              "{\"storageClassName\":\"ds\",\"dataSource\":{\"apiGroup\":"
+              "\"snapshot.storage.k8s.io\",\"kind\":\"VolumeSnapshot\",\"name\":\"s1\"}}}");
+        apply(f->st, GANTRY_OBJ_PVC,
+              "{\"metadata\":{\"name\":\"copying-ref\",\"namespace\":\"ml\"},\"spec\":"
+              "{\"storageClassName\":\"ds\",\"dataSourceRef\":{\"kind\":"
+              "\"PersistentVolumeClaim\",\"name\":\"bound\"}}}");
+        /* bound to a PV whose copy is done, is demoted, or says nothing */
+        apply(f->st, GANTRY_OBJ_PV,
+              "{\"metadata\":{\"name\":\"pv-done\",\"annotations\":{\"gantry.io/copy-state\":"
+              "\"done\"}},\"spec\":{\"storageClassName\":\"ds\",\"csi\":{\"driver\":"
+              "\"csi.gantry.io\",\"volumeAttributes\":{\"tier\":\"dataset\",\"clusterID\":\"perf\"}}}}");
+        apply(f->st, GANTRY_OBJ_PV,
+              "{\"metadata\":{\"name\":\"pv-demoted\",\"annotations\":{\"gantry.io/copy-state\":"
+              "\"demoted\"}},\"spec\":{\"storageClassName\":\"ds\",\"csi\":{\"driver\":"
+              "\"csi.gantry.io\",\"volumeAttributes\":{\"tier\":\"dataset\",\"clusterID\":\"perf\"}}}}");
+        apply(f->st, GANTRY_OBJ_PVC,
+              "{\"metadata\":{\"name\":\"done\",\"namespace\":\"ml\"},\"spec\":{\"storageClassName\":"
+              "\"ds\",\"volumeName\":\"pv-done\",\"dataSource\":{\"kind\":\"VolumeSnapshot\","
+              "\"name\":\"s1\"}}}");
+        apply(f->st, GANTRY_OBJ_PVC,
+              "{\"metadata\":{\"name\":\"demoted\",\"namespace\":\"ml\"},\"spec\":"
+              "{\"storageClassName\":\"ds\",\"volumeName\":\"pv-demoted\"}}");
+        assert_int_equal(demand_of(f, NULL,
+                                   "[{\"name\":\"a\",\"persistentVolumeClaim\":{\"claimName\":\"copying\"}},"
+                                   "{\"name\":\"b\",\"persistentVolumeClaim\":{\"claimName\":\"copying-ref\"}},"
+                                   "{\"name\":\"c\",\"persistentVolumeClaim\":{\"claimName\":\"done\"}},"
+                                   "{\"name\":\"d\",\"persistentVolumeClaim\":{\"claimName\":\"demoted\"}},"
+                                   "{\"name\":\"e\",\"persistentVolumeClaim\":{\"claimName\":\"bound\"}}]",
+                                   &d, &err), 0);
+        assert_int_equal(d.d.n_flows, 5);
+        /* still charged (NIC, uplink) at the class's rate, but near no backend */
+        assert_null(d.d.flows[0].backend);
+        assert_true(fabs(d.d.flows[0].gbps - 12) < 1e-9);
+        assert_null(d.d.flows[1].backend);
+        assert_string_equal(d.d.flows[2].backend, "perf"); /* done: counts where it is */
+        assert_null(d.d.flows[3].backend);
+        assert_string_equal(d.d.flows[4].backend, "ceph-b"); /* no annotation: in place */
+}
+
 static void test_annotations_split_and_job(void **state)
 {
         struct fx *f = *state;
@@ -402,6 +451,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_rates_from_storage_class, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_copy_in_progress_has_no_backend, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_annotations_split_and_job, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_values_name_the_field, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_node_labels, setup, teardown),
