@@ -16,9 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum section { SEC_CLUSTER, SEC_READS, SEC_CAPACITY, SEC_CHECKPOINT, SEC_COUNT };
+enum section { SEC_CLUSTER, SEC_READS, SEC_CAPACITY, SEC_CHECKPOINT, SEC_PROMOTION, SEC_COUNT };
 
-static const char *const section_keys[SEC_COUNT] = { "cluster", "reads", "capacity", "checkpoint" };
+static const char *const section_keys[SEC_COUNT] = { "cluster", "reads", "capacity", "checkpoint",
+                                                     "promotion" };
 
 #define REQUIRED NAN /* a default of NaN: the field must be given */
 #define OPTIONAL 0.0 /* 0 means "not given" for either-or fields */
@@ -95,6 +96,20 @@ static const struct field fields[] = {
           "durable tier write GB/s for drains (0: none)"),
         F(SEC_CHECKPOINT, "drainCapGBps", "drain-cap-gbytes", checkpoint.drain_cap_gbytes, 0, 1e5, false,
           false, 0, "sum of the targets' drain caps, GB/s (0: none)"),
+        F(SEC_PROMOTION, "datasetGB", "promote-gb", promotion.dataset_gb, 0, 1e9, true, false, REQUIRED,
+          "dataset to promote (its allocated bytes), GB"),
+        F(SEC_PROMOTION, "sourceReadGBps", "source-read-gbytes", promotion.source_read_gbytes, 0, 1e5,
+          true, false, REQUIRED, "source cluster's read GB/s left for copies"),
+        F(SEC_PROMOTION, "destinationWriteGBps", "dest-write-gbytes", promotion.dest_write_gbytes, 0,
+          1e5, true, false, REQUIRED, "destination cluster's write GB/s"),
+        F(SEC_PROMOTION, "copyReadMBps", "copy-read-mbps", promotion.read_cap_mbps, 0, 1e8, false,
+          false, 0, "the source's clusters[].copy.readMBps (0: no cap)"),
+        F(SEC_PROMOTION, "linkGbps", "link-gbps", promotion.link_gbps, 0, 1e6, false, false, 0,
+          "network between the clusters, Gbit/s (0: not a limit)"),
+        F(SEC_PROMOTION, "copierGBps", "copier-gbytes", promotion.copier_gbytes, 0, 1e5, false, false, 0,
+          "one copy's own top speed, GB/s (bench/tier; 0: not a limit)"),
+        F(SEC_PROMOTION, "promotions", "promotions", promotion.promotions, 1, 1e4, false, true, 1,
+          "copies from the source at once (they share it all)"),
 };
 
 #define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -223,7 +238,7 @@ static int parse_json(struct parse *p, const char *text, struct gantry_error *er
                                 break;
                 if (s == SEC_COUNT) {
                         r = gantry_error_set(err, EINVAL, "%s: unknown section (cluster, reads, "
-                                             "capacity, checkpoint)", key);
+                                             "capacity, checkpoint, promotion)", key);
                         goto out;
                 }
                 r = parse_json_section(p, s, v, err);
@@ -266,9 +281,9 @@ static int finish(struct parse *p, struct gantry_error *err)
 
         for (int s = 0; s < SEC_COUNT; s++)
                 want[s] = section_touched(p, s);
-        if (!want[SEC_READS] && !want[SEC_CAPACITY] && !want[SEC_CHECKPOINT])
+        if (!want[SEC_READS] && !want[SEC_CAPACITY] && !want[SEC_CHECKPOINT] && !want[SEC_PROMOTION])
                 return gantry_error_set(err, EINVAL, "nothing to plan: give the fields of reads, "
-                                        "capacity or checkpoint (see --help)");
+                                        "capacity, checkpoint or promotion (see --help)");
         want[SEC_CLUSTER] = want[SEC_CLUSTER] || want[SEC_READS] || want[SEC_CHECKPOINT];
         for (size_t i = 0; i < N_FIELDS; i++) {
                 const struct field *f = &fields[i];
@@ -282,6 +297,7 @@ static int finish(struct parse *p, struct gantry_error *err)
         in->has_reads = want[SEC_READS];
         in->has_capacity = want[SEC_CAPACITY];
         in->has_checkpoint = want[SEC_CHECKPOINT];
+        in->has_promotion = want[SEC_PROMOTION];
 
         if (in->has_reads) {
                 bool by_samples = in->reads.samples_per_s > 0 || in->reads.bytes_per_sample > 0;
@@ -360,7 +376,7 @@ static int load_file(struct parse *p, const char *path, struct gantry_error *err
 json_t *gantry_plan_input_json(const struct gantry_plan_input *in)
 {
         bool want[SEC_COUNT] = { in->has_reads || in->has_checkpoint, in->has_reads, in->has_capacity,
-                                 in->has_checkpoint };
+                                 in->has_checkpoint, in->has_promotion };
         json_t *root = json_object(), *sec[SEC_COUNT] = { NULL }, *tiers;
 
         if (!root)

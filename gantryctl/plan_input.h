@@ -16,11 +16,12 @@
 #include "plan_model.h"
 
 struct gantry_plan_input {
-        bool has_reads, has_capacity, has_checkpoint;
+        bool has_reads, has_capacity, has_checkpoint, has_promotion;
         struct gantry_plan_cluster cluster;
         struct gantry_plan_reads_in reads;
         struct gantry_plan_capacity_in capacity;
         struct gantry_plan_checkpoint_in checkpoint;
+        struct gantry_plan_promotion_in promotion;
         /* output options */
         bool json;
         const char *svg_path; /* borrowed from argv; NULL: no chart */

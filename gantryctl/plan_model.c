@@ -199,3 +199,55 @@ void gantry_plan_checkpoint(const struct gantry_plan_cluster *c,
         }
         *ret = o;
 }
+
+static const char *const copy_limit_names[GANTRY_PLAN_COPY_LIMIT_COUNT] = {
+        [GANTRY_PLAN_COPY_SOURCE] = "source reads",
+        [GANTRY_PLAN_COPY_DESTINATION] = "destination writes",
+        [GANTRY_PLAN_COPY_CAP] = "copy.readMBps cap",
+        [GANTRY_PLAN_COPY_LINK] = "link between the clusters",
+        [GANTRY_PLAN_COPY_COPIER] = "one copier",
+};
+
+static const char *const copy_limit_keys[GANTRY_PLAN_COPY_LIMIT_COUNT] = {
+        [GANTRY_PLAN_COPY_SOURCE] = "sourceReads",
+        [GANTRY_PLAN_COPY_DESTINATION] = "destinationWrites",
+        [GANTRY_PLAN_COPY_CAP] = "copyReadCap",
+        [GANTRY_PLAN_COPY_LINK] = "link",
+        [GANTRY_PLAN_COPY_COPIER] = "copier",
+};
+
+const char *gantry_plan_copy_limit_name(enum gantry_plan_copy_limit l)
+{
+        return (unsigned)l < GANTRY_PLAN_COPY_LIMIT_COUNT ? copy_limit_names[l] : "unknown";
+}
+
+const char *gantry_plan_copy_limit_key(enum gantry_plan_copy_limit l)
+{
+        return (unsigned)l < GANTRY_PLAN_COPY_LIMIT_COUNT ? copy_limit_keys[l] : "unknown";
+}
+
+void gantry_plan_promotion(const struct gantry_plan_promotion_in *in,
+                           struct gantry_plan_promotion_out *ret)
+{
+        struct gantry_plan_promotion_out o = { 0 };
+        double n = in->promotions, uncapped = INFINITY;
+
+        /* the cap is one token bucket per source cluster: its copies share it */
+        o.limit_gbytes[GANTRY_PLAN_COPY_SOURCE] = in->source_read_gbytes / n;
+        o.limit_gbytes[GANTRY_PLAN_COPY_DESTINATION] = in->dest_write_gbytes / n;
+        o.limit_gbytes[GANTRY_PLAN_COPY_CAP] = in->read_cap_mbps > 0 ? in->read_cap_mbps / 1000 / n
+                                                                      : INFINITY;
+        o.limit_gbytes[GANTRY_PLAN_COPY_LINK] = in->link_gbps > 0 ? in->link_gbps / 8 / n : INFINITY;
+        o.limit_gbytes[GANTRY_PLAN_COPY_COPIER] = in->copier_gbytes > 0 ? in->copier_gbytes : INFINITY;
+        o.bottleneck = GANTRY_PLAN_COPY_SOURCE;
+        for (int i = 0; i < GANTRY_PLAN_COPY_LIMIT_COUNT; i++) {
+                if (o.limit_gbytes[i] < o.limit_gbytes[o.bottleneck])
+                        o.bottleneck = i;
+                if (i != GANTRY_PLAN_COPY_CAP)
+                        uncapped = fmin(uncapped, o.limit_gbytes[i]);
+        }
+        o.rate_gbytes = o.limit_gbytes[o.bottleneck];
+        o.seconds = in->dataset_gb / o.rate_gbytes;
+        o.uncapped_seconds = in->dataset_gb / uncapped;
+        *ret = o;
+}

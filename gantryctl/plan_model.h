@@ -1,6 +1,7 @@
 /*
  * The sizing formulas behind `gantryctl plan`: dataset reads, capacity under
- * erasure coding against replication, and checkpoint windows.
+ * erasure coding against replication, checkpoint windows, and the time a
+ * dataset promotion (tiering, #13) takes between two clusters.
  *
  * Pure arithmetic on plain structs: no I/O, no allocation, so tests can check
  * each result against a hand calculation and docs/planning.md can explain
@@ -143,6 +144,34 @@ struct gantry_plan_checkpoint_out {
         struct gantry_plan_tier_out tiers[GANTRY_PLAN_MAX_TIERS];
 };
 
+/* What may bound a promotion's copy, per promotion. */
+enum gantry_plan_copy_limit {
+        GANTRY_PLAN_COPY_SOURCE = 0,     /* the source cluster's reads */
+        GANTRY_PLAN_COPY_DESTINATION,    /* the destination cluster's writes */
+        GANTRY_PLAN_COPY_CAP,            /* clusters[].copy.readMBps of the source */
+        GANTRY_PLAN_COPY_LINK,           /* the network between the clusters */
+        GANTRY_PLAN_COPY_COPIER,         /* one copier's own pace (its objects in flight) */
+        GANTRY_PLAN_COPY_LIMIT_COUNT,
+};
+
+struct gantry_plan_promotion_in {
+        double dataset_gb;        /* bytes the copy moves (the allocated extents), GB */
+        double source_read_gbytes; /* the source cluster's aggregate read GB/s left for copies */
+        double dest_write_gbytes; /* the destination's aggregate write GB/s */
+        double read_cap_mbps;     /* the source's clusters[].copy.readMBps; 0: no cap */
+        double link_gbps;         /* network between the clusters, Gbit/s; 0: not a limit */
+        double copier_gbytes;     /* one copy's own top speed, GB/s (bench/tier); 0: not a limit */
+        double promotions;        /* copies at once from this source, sharing all of the above */
+};
+
+struct gantry_plan_promotion_out {
+        double limit_gbytes[GANTRY_PLAN_COPY_LIMIT_COUNT]; /* per promotion; INFINITY: none given */
+        double rate_gbytes;       /* the smallest limit */
+        enum gantry_plan_copy_limit bottleneck;
+        double seconds;           /* dataset / rate */
+        double uncapped_seconds;  /* the same without the cap (= seconds when the cap does not bind) */
+};
+
 /* Name of a limit for tables ("storage", "storage NICs", ...). */
 const char *gantry_plan_limit_name(enum gantry_plan_limit l);
 /* Its JSON key ("storage", "storageNics", "leafUplinks", "nodeNics"). */
@@ -180,3 +209,16 @@ void gantry_plan_path(double size_gb, double gbytes, double interval_s, double m
 void gantry_plan_checkpoint(const struct gantry_plan_cluster *c,
                             const struct gantry_plan_checkpoint_in *in,
                             struct gantry_plan_checkpoint_out *ret);
+
+/* Name and JSON key of a promotion limit ("copy.readMBps cap", "copyReadCap"). */
+const char *gantry_plan_copy_limit_name(enum gantry_plan_copy_limit l);
+const char *gantry_plan_copy_limit_key(enum gantry_plan_copy_limit l);
+
+/*
+ * The promotion estimate: the copy runs at the smallest of the source's
+ * reads, the destination's writes, the read cap and the link, each shared
+ * evenly by @in->promotions copies at once, and one copier's own pace. Inputs validated (sizes and
+ * bandwidths > 0, promotions >= 1). Fills *ret.
+ */
+void gantry_plan_promotion(const struct gantry_plan_promotion_in *in,
+                           struct gantry_plan_promotion_out *ret);

@@ -25,6 +25,8 @@ void gantry_plan_compute(const struct gantry_plan_input *in, struct gantry_plan_
                 gantry_plan_capacity(&in->capacity, &r.capacity);
         if (in->has_checkpoint)
                 gantry_plan_checkpoint(&in->cluster, &in->checkpoint, &r.checkpoint);
+        if (in->has_promotion)
+                gantry_plan_promotion(&in->promotion, &r.promotion);
         *ret = r;
 }
 
@@ -153,6 +155,26 @@ static void table_checkpoint(FILE *f, const struct gantry_plan_input *in,
         }
 }
 
+static void table_promotion(FILE *f, const struct gantry_plan_input *in,
+                            const struct gantry_plan_promotion_out *o)
+{
+        const struct gantry_plan_promotion_in *p = &in->promotion;
+        char a[32], b[32], limits[256] = "";
+        size_t used = 0;
+
+        fprintf(f, "Promotion (%g GB, %g at once from the source)\n", p->dataset_gb, p->promotions);
+        for (int i = 0; i < GANTRY_PLAN_COPY_LIMIT_COUNT && used < sizeof(limits); i++)
+                if (isfinite(o->limit_gbytes[i]))
+                        used += snprintf(limits + used, sizeof(limits) - used, "%s%s %.2f", used ? ", " : "",
+                                         gantry_plan_copy_limit_name(i), o->limit_gbytes[i]);
+        row(f, "limits per promotion", "%s GB/s", limits);
+        row(f, "copy rate", "%.2f GB/s  (bottleneck: %s)", o->rate_gbytes,
+            gantry_plan_copy_limit_name(o->bottleneck));
+        row(f, "estimated time", "%s", duration(o->seconds, a, sizeof(a)));
+        if (o->bottleneck == GANTRY_PLAN_COPY_CAP)
+                row(f, "without the cap", "%s", duration(o->uncapped_seconds, b, sizeof(b)));
+}
+
 void gantry_plan_report_table(FILE *f, const struct gantry_plan_input *in,
                               const struct gantry_plan_result *res)
 {
@@ -170,6 +192,11 @@ void gantry_plan_report_table(FILE *f, const struct gantry_plan_input *in,
         if (in->has_checkpoint) {
                 fputs(sep, f);
                 table_checkpoint(f, in, &res->checkpoint);
+                sep = "\n";
+        }
+        if (in->has_promotion) {
+                fputs(sep, f);
+                table_promotion(f, in, &res->promotion);
         }
 }
 
@@ -249,6 +276,20 @@ static json_t *json_checkpoint(const struct gantry_plan_checkpoint_in *in,
                          "tiers", tiers);
 }
 
+static json_t *json_promotion(const struct gantry_plan_promotion_out *o)
+{
+        json_t *limits = json_object();
+
+        /* a limit that was not given is left out (JSON has no infinity) */
+        for (int i = 0; limits && i < GANTRY_PLAN_COPY_LIMIT_COUNT; i++)
+                if (isfinite(o->limit_gbytes[i]))
+                        json_object_set_new(limits, gantry_plan_copy_limit_key(i),
+                                            json_real(o->limit_gbytes[i]));
+        return json_pack("{s:o, s:f, s:s, s:f, s:f}", "limitsGBps", limits, "rateGBps", o->rate_gbytes,
+                         "bottleneck", gantry_plan_copy_limit_key(o->bottleneck), "seconds", o->seconds,
+                         "uncappedSeconds", o->uncapped_seconds);
+}
+
 json_t *gantry_plan_report_json(const struct gantry_plan_input *in,
                                 const struct gantry_plan_result *res)
 {
@@ -267,6 +308,8 @@ json_t *gantry_plan_report_json(const struct gantry_plan_input *in,
                                               json_scheme(&res->capacity.mirror)));
         if (in->has_checkpoint)
                 json_object_set_new(j, "checkpoint", json_checkpoint(&in->checkpoint, &res->checkpoint));
+        if (in->has_promotion)
+                json_object_set_new(j, "promotion", json_promotion(&res->promotion));
         return j;
 }
 

@@ -14,6 +14,7 @@ struct gantry_plan_result {
         struct gantry_plan_reads_out reads;
         struct gantry_plan_capacity_out capacity;
         struct gantry_plan_checkpoint_out checkpoint;
+        struct gantry_plan_promotion_out promotion;
 };
 
 /* Runs the sections @in asks for. */

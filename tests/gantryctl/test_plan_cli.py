@@ -88,6 +88,37 @@ class PlanCli(unittest.TestCase):
         self.assertIn(bad + ": capacity.ecK: must be a number >= 1", r.stderr)
         self.assertEqual(r.stdout, "")
 
+    def test_promotion_estimate(self):
+        # docs/operations.md's ImageNet: 150 GB, capacity cluster 12 GB/s,
+        # NVMe cluster 40 GB/s, copy.readMBps 2000: the cap binds, 75 s
+        args = ("plan", "--promote-gb", "150", "--source-read-gbytes", "12",
+                "--dest-write-gbytes", "40", "--copy-read-mbps", "2000", "--link-gbps", "100")
+        r = run(*args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"copy rate +2\.00 GB/s  \(bottleneck: copy.readMBps cap\)")
+        self.assertRegex(r.stdout, r"estimated time +1m 15s")
+        self.assertRegex(r.stdout, r"without the cap +12\.5s")
+        r = run(*args, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual(doc["promotion"]["bottleneck"], "copyReadCap")
+        self.assertAlmostEqual(doc["promotion"]["seconds"], 75)
+        self.assertAlmostEqual(doc["promotion"]["limitsGBps"]["link"], 12.5)
+        self.assertNotIn("copier", doc["promotion"]["limitsGBps"])  # not given: no limit
+        self.assertNotIn("cluster", doc["inputs"])  # a promotion needs no GPU cluster
+        # the destination binds without the cap; the file's fields, flags override
+        f = os.path.join(self.tmp.name, "promote.json")
+        with open(f, "w") as out:
+            json.dump(doc["inputs"], out)
+        r = run("plan", "--input", f, "--copy-read-mbps", "0", "--dest-write-gbytes", "5", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)["promotion"]
+        self.assertEqual((doc["bottleneck"], doc["seconds"]), ("destinationWrites", 30))
+        # a missing bandwidth is named
+        r = run("plan", "--promote-gb", "150", "--source-read-gbytes", "12")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("promotion.destinationWriteGBps (--dest-write-gbytes): required", r.stderr)
+
     def test_unwritable_svg(self):
         r = run("plan", "--raw-tb", "10", "--svg", os.path.join(self.tmp.name, "no", "x.svg"))
         self.assertEqual(r.returncode, 1)

@@ -257,6 +257,56 @@ static void test_single_storage_node_cannot_rebuild(void **state)
         assert_string_equal(gantry_plan_limit_name(o.bottleneck), "leaf uplinks");
 }
 
+/* docs/operations.md's ImageNet promotion: 150 GB from an HDD cluster into NVMe. */
+static void test_promotion_cap_binds(void **state)
+{
+        struct gantry_plan_promotion_in in = { .dataset_gb = 150, .source_read_gbytes = 12,
+                                               .dest_write_gbytes = 40, .read_cap_mbps = 2000,
+                                               .link_gbps = 100, .promotions = 1 };
+        struct gantry_plan_promotion_out o;
+
+        (void)state;
+        gantry_plan_promotion(&in, &o);
+        /* limits: 12, 40, 2000 MB/s = 2 GB/s, 100 Gbit/s / 8 = 12.5 GB/s */
+        assert_near(o.limit_gbytes[GANTRY_PLAN_COPY_CAP], 2);
+        assert_near(o.limit_gbytes[GANTRY_PLAN_COPY_LINK], 12.5);
+        assert_true(isinf(o.limit_gbytes[GANTRY_PLAN_COPY_COPIER]));
+        assert_int_equal(o.bottleneck, GANTRY_PLAN_COPY_CAP);
+        assert_near(o.rate_gbytes, 2);
+        /* 150 / 2 = 75 s; without the cap the source's 12 GB/s: 12.5 s */
+        assert_near(o.seconds, 75);
+        assert_near(o.uncapped_seconds, 12.5);
+        assert_string_equal(gantry_plan_copy_limit_name(o.bottleneck), "copy.readMBps cap");
+
+        /* four at once share the cap: 0.5 GB/s each, 300 s */
+        in.promotions = 4;
+        gantry_plan_promotion(&in, &o);
+        assert_near(o.rate_gbytes, 0.5);
+        assert_near(o.seconds, 300);
+}
+
+/* No cap, a slow destination, then one copier's own pace below it. */
+static void test_promotion_destination_then_copier_bind(void **state)
+{
+        struct gantry_plan_promotion_in in = { .dataset_gb = 20000, .source_read_gbytes = 30,
+                                               .dest_write_gbytes = 5, .promotions = 2 };
+        struct gantry_plan_promotion_out o;
+
+        (void)state;
+        gantry_plan_promotion(&in, &o);
+        /* two copies share 5 GB/s of writes: 2.5 each; 20 TB / 2.5 = 8000 s */
+        assert_int_equal(o.bottleneck, GANTRY_PLAN_COPY_DESTINATION);
+        assert_near(o.rate_gbytes, 2.5);
+        assert_near(o.seconds, 8000);
+        assert_near(o.uncapped_seconds, o.seconds);
+        assert_true(isinf(o.limit_gbytes[GANTRY_PLAN_COPY_CAP]));
+        /* a copier measured at 1.6 GB/s is not shared: it binds first */
+        in.copier_gbytes = 1.6;
+        gantry_plan_promotion(&in, &o);
+        assert_int_equal(o.bottleneck, GANTRY_PLAN_COPY_COPIER);
+        assert_near(o.seconds, 12500);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -268,6 +318,8 @@ int main(void)
                 cmocka_unit_test(test_checkpoint_drain_falls_behind),
                 cmocka_unit_test(test_checkpoint_fabric_limited_and_window_over_interval),
                 cmocka_unit_test(test_single_storage_node_cannot_rebuild),
+                cmocka_unit_test(test_promotion_cap_binds),
+                cmocka_unit_test(test_promotion_destination_then_copier_bind),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
