@@ -6,6 +6,8 @@ and provisions a dataset volume on its erasure-coded pool, snapshots it and
 clones it. Chapter 3 runs gantry-scheduler against the fake Kubernetes API
 server on a simulated 64-node fabric and places an 8-pod training job;
 chapter 4 shows gantryctl's plan for that job (scripts/demo_scheduler.py).
+Chapter 5 promotes a dataset between two throwaway clusters and shows the
+progress lines and `gantryctl tier status` (scripts/demo_tier.py).
 --only N runs one chapter (for working on it).
 """
 import argparse
@@ -164,12 +166,14 @@ def main():
     say("Gantry demo: tiered volumes and bandwidth-aware placement for GPU training")
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     import demo_scheduler
+    import demo_tier
     build = os.environ["GANTRY_BUILD_DIR"]
     placed = {}
     chapters = [lambda: chapter_identity(csi_client), lambda: chapter_dataset(csi_client),
                 lambda: placed.setdefault("leaves",
                                           demo_scheduler.chapter_placement(say, build, 3)),
-                lambda: demo_scheduler.chapter_plan(say, build, 4, *placed.values())]
+                lambda: demo_scheduler.chapter_plan(say, build, 4, *placed.values()),
+                lambda: demo_tier.chapter_tiering(say, csi_client, build, 5)]
     for n, chapter in enumerate(chapters, 1):
         if args.only in (None, n):
             chapter()
