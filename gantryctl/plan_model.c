@@ -20,14 +20,20 @@ static const char *const limit_keys[GANTRY_PLAN_LIMIT_COUNT] = {
         [GANTRY_PLAN_LIMIT_NODE_NICS] = "nodeNics",
 };
 
+/* @table[@i] of @n entries, "unknown" out of range. */
+static const char *entry(const char *const *table, unsigned n, unsigned i)
+{
+        return i < n ? table[i] : "unknown";
+}
+
 const char *gantry_plan_limit_name(enum gantry_plan_limit l)
 {
-        return (unsigned)l < GANTRY_PLAN_LIMIT_COUNT ? limit_names[l] : "unknown";
+        return entry(limit_names, GANTRY_PLAN_LIMIT_COUNT, l);
 }
 
 const char *gantry_plan_limit_key(enum gantry_plan_limit l)
 {
-        return (unsigned)l < GANTRY_PLAN_LIMIT_COUNT ? limit_keys[l] : "unknown";
+        return entry(limit_keys, GANTRY_PLAN_LIMIT_COUNT, l);
 }
 
 double gantry_plan_nodes(const struct gantry_plan_cluster *c)
@@ -218,12 +224,12 @@ static const char *const copy_limit_keys[GANTRY_PLAN_COPY_LIMIT_COUNT] = {
 
 const char *gantry_plan_copy_limit_name(enum gantry_plan_copy_limit l)
 {
-        return (unsigned)l < GANTRY_PLAN_COPY_LIMIT_COUNT ? copy_limit_names[l] : "unknown";
+        return entry(copy_limit_names, GANTRY_PLAN_COPY_LIMIT_COUNT, l);
 }
 
 const char *gantry_plan_copy_limit_key(enum gantry_plan_copy_limit l)
 {
-        return (unsigned)l < GANTRY_PLAN_COPY_LIMIT_COUNT ? copy_limit_keys[l] : "unknown";
+        return entry(copy_limit_keys, GANTRY_PLAN_COPY_LIMIT_COUNT, l);
 }
 
 void gantry_plan_promotion(const struct gantry_plan_promotion_in *in,
