@@ -284,8 +284,12 @@ class DatasetTest(unittest.TestCase):
                         "parameters.dataPool")
 
     def test_malformed_and_unknown_ids(self):
-        bad = ["garbage", "0001-0004-perf-0000000000000002-not-a-uuid",
-               "0001-0004-perf-0000000000000002-00000000-0000-4000-8000-000000000000"]
+        # the rbd pool's real ID (the mgr's own pool may take a low ID first,
+        # and the driver's user may not read it), then a pool that does not exist
+        absent = "00000000-0000-4000-8000-000000000000"
+        bad = ["garbage", env.volume_id("perf", "rbd", "not-a-uuid"),
+               env.volume_id("perf", "rbd", absent),
+               "0001-0004-perf-0000000000007777-" + absent]
         for vid in bad:
             self.call("DeleteVolume", env.delete_req(vid))
             self.call("DeleteSnapshot", csi_pb2.DeleteSnapshotRequest(snapshot_id=vid,
