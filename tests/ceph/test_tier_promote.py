@@ -51,6 +51,12 @@ def tier_status(cfg):
     return table, {c["name"]: c for c in json.loads(out)["copies"]}
 
 
+def source_snaps(image, cluster="capa"):
+    """The snapshot names of rbd/@image."""
+    return [s["name"] for s in json.loads(env.tool("rbd", cluster, "snap", "ls", "--format",
+                                                   "json", "rbd/" + image))]
+
+
 def percent(message):
     m = LINE.match(message)
     if not m:
@@ -143,9 +149,11 @@ class PromoteTest(unittest.TestCase):
         self.assertEqual(rec["bytesTotal"], GiB)
         self.assertEqual(rec["source"], "capa/rbd/%s@gantry-copy-%s" % (
             self.far_img, env.uuid_of(vol.volume_id)))
-        # the copy's snapshot of the source is gone
-        self.assertEqual(json.loads(env.tool("rbd", "capa", "snap", "ls", "--format", "json",
-                                             "rbd/" + self.far_img)), [])
+        # the copy's snapshot of the source stays while the copy exists (a refresh's base),
+        # and the complete copy has its own snapshot, the one a refresh clones
+        self.assertIn("gantry-copy-%s" % env.uuid_of(vol.volume_id), source_snaps(self.far_img))
+        self.assertEqual(rec["promotedSnap"], "gantry-promoted")
+        self.assertEqual(source_snaps(ctx["imageName"], "perf"), ["gantry-promoted"])
         m = self.metrics(p)
         self.assertIn('gantry_tier_copies_total{result="done"} 1', m)
         read = re.search(r'gantry_tier_copy_read_bytes_total\{source="capa",destination="perf"\} '
@@ -202,8 +210,7 @@ class PromoteTest(unittest.TestCase):
         self.assertNotIn(uuid, env.copy_records())
         self.assertNotIn("gantry-vol-" + uuid, env.rbd_images("perf"))
         self.assertNotIn(name, env.journal()[0])
-        self.assertEqual(json.loads(env.tool("rbd", "capa", "snap", "ls", "--format", "json",
-                                             "rbd/" + self.far_img)), [])
+        self.assertNotIn("gantry-copy-" + uuid, source_snaps(self.far_img))
         # deleting again is fine; the name is free for a new copy
         p.call("DeleteVolume", env.delete_req(vid), timeout=60)
         _, messages = env.provision(p, self.req(name), timeout=300, on_progress=lambda m: True)
@@ -239,8 +246,7 @@ class PromoteTest(unittest.TestCase):
             self.assertGreaterEqual(percent(lines[0]), 15, "started over: %s" % lines[0])
             self.assertEqual(env.checksum("perf", dst), self.want)
             self.assertEqual(env.copy_records()["image-" + dst]["state"], "done")
-            self.assertEqual(json.loads(env.tool("rbd", "capa", "snap", "ls", "--format", "json",
-                                                 "rbd/" + self.far_img)), [])
+            self.assertIn("gantry-copy-image-" + dst, source_snaps(self.far_img))
             _, rows = tier_status(self.configs[0])
             self.assertEqual(rows["perf/rbd/" + dst]["state"], "done")
             # an image it did not make is never overwritten
@@ -257,7 +263,11 @@ class PromoteTest(unittest.TestCase):
             self.assertIn("--from: capa/rbd is not CLUSTER/POOL/IMAGE[@SNAP]", r.stderr)
         finally:
             for image in (dst, dst + "-foreign"):
+                env.tool("rbd", "perf", "snap", "purge", "--no-progress", "rbd/" + image,
+                         check=False)
                 env.tool("rbd", "perf", "rm", "--no-progress", "rbd/" + image, check=False)
+            env.tool("rbd", "capa", "snap", "rm", "--no-progress",
+                     "rbd/%s@gantry-copy-image-%s" % (self.far_img, dst), check=False)
             env.tool("rados", "perf", "-p", "rbd", "rmomapkey", "gantry.copies", "image-" + dst,
                      check=False)
 
