@@ -202,6 +202,8 @@ void gantry_dataset_snap_name(const char *uuid, char *buf, size_t size);
  */
 int gantry_dataset_image_remove(rados_ioctx_t io, const char *name, bool force,
                                 struct gantry_error *err);
+/* The size of @image (at @snap, NULL: the head) in @io, or -errno (-ENOENT: either is gone). */
+int gantry_dataset_image_size(rados_ioctx_t io, const char *image, const char *snap, uint64_t *ret);
 
 /*
  * A new Volume (from @call's arena) for the volume recorded in @e within

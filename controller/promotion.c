@@ -18,9 +18,11 @@
  * (the base of a later refresh) and removed when it is deleted. If that
  * snapshot has to be taken anew, the source may have changed, so the copy
  * starts over. A complete copy is snapshotted ("gantry-promoted"); a copy of
- * a newer snapshot of the same source builds on it (promotion_refresh.c). DeleteVolume cancels a running copy, then removes
- * its snapshot and record. Reads of each source cluster share one bandwidth
- * cap (clusters[].copy.readMBps).
+ * a newer snapshot of the same source builds on it (promotion_refresh.c).
+ * DeleteVolume cancels a running copy, then removes its snapshot and
+ * record. Reads of each source cluster share one bandwidth cap
+ * (clusters[].copy.readMBps). Unfinished copies resume when the controller
+ * starts (promotion_resume.c) or at the next CreateVolume retry.
  *
  * Locking: CreateVolume and DeleteVolume hold the volume's uuid lock around
  * every call here; the copy thread only touches its own promotion and the
@@ -220,13 +222,12 @@ static void *copy_thread(void *arg)
         struct promotion *m = arg;
         struct gantry_tier_progress p;
         const char *result;
-        int r = gantry_tier_copy_run(m->copy), r2 = 0;
-
+        int r = gantry_tier_copy_run(m->copy), r2 = 0, rb;
 
         gantry_tier_copy_progress(m->copy, &p);
-        if (r == 0 && (r2 = gantry_refresh_mark_base(m->img, &m->rec)) < 0)
+        if (r == 0 && (rb = gantry_refresh_mark_base(m->img, &m->rec)) < 0)
                 log_warn("tier.refresh_base_unmarked", "name=%s uuid=%s error=%s", m->name, m->uuid,
-                         strerror(-r2)); /* complete all the same, only no base for a refresh */
+                         strerror(-rb)); /* complete all the same, only no base for a refresh */
         if (r == 0) {
                 snprintf(m->rec.state, sizeof(m->rec.state), "done");
                 m->rec.rate = p.rate > 0 ? p.rate : (double)p.bytes_read / (p.elapsed_seconds + 1e-9);
@@ -236,7 +237,6 @@ static void *copy_thread(void *arg)
         }
         m->rec.updated = time(NULL);
         /* a cancelled copy's record is its canceller's to remove */
-        r2 = 0;
         if (r != -ECANCELED)
                 r2 = record_write(m->dst_io, m->uuid, &m->rec);
         result = r == 0 ? "done" : r == -ECANCELED ? "cancelled" : "failed";
@@ -565,7 +565,10 @@ int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_ke
         if (fresh_image && (r = rec.refresh_of[0] ? gantry_refresh_make_image(q, &rec)
                                                   : rbd_create4(q->dst_io, q->dst_image, q->size,
                                                                 q->opts)) < 0) {
+                bool refresh = rec.refresh_of[0];
                 gantry_tier_record_clear(&rec);
+                if (refresh) /* the base may have gone meanwhile: the retry sees and copies whole */
+                        return gantry_ceph_error(err, r, "clone the refreshed copy into", q->dst_image);
                 if (r == -ENOENT)
                         return gantry_error_set(err, EINVAL, "parameters.dataPool: pool does not exist");
                 return gantry_ceph_error(err, r, "create image", q->dst_image);
@@ -611,7 +614,7 @@ int gantry_promotion_cancel(const struct gantry_config *config, rados_ioctx_t ds
                         r = gantry_ceph_ioctx_by_id(c, &creds, rec.src_pool_id, &src_io, err);
                 if (r == 0) {
                         r = remove_snapshot(src_io, rec.src_image, rec.src_snap);
-                        rados_ioctx_destroy(src_io);
+                        gantry_ceph_ioctx_destroy(src_io); /* and its connection reference */
                         if (r < 0)
                                 r = gantry_ceph_error(err, r, "remove the copy's snapshot of",
                                                       rec.src_image);

@@ -77,19 +77,6 @@ static int consider(const char *cluster_id, const char *pool, const struct gantr
         return 0;
 }
 
-/* The size of @image@@snap in @io, or -errno (-ENOENT: either is gone). */
-static int snap_size(rados_ioctx_t io, const char *image, const char *snap, uint64_t *ret)
-{
-        rbd_image_t img;
-        int r = rbd_open_read_only(io, image, &img, snap);
-
-        if (r < 0)
-                return r;
-        r = rbd_get_size(img, ret);
-        rbd_close(img);
-        return r;
-}
-
 int gantry_refresh_pick_base(const struct gantry_promotion_request *q, struct gantry_tier_record *rec)
 {
         struct pick k = { .q = q };
@@ -109,7 +96,7 @@ int gantry_refresh_pick_base(const struct gantry_promotion_request *q, struct ga
                 return r;
         if (!k.found)
                 return 0;
-        r = snap_size(q->dst_io, k.base_image, k.base_snap, &size);
+        r = gantry_dataset_image_size(q->dst_io, k.base_image, k.base_snap, &size);
         if (r == -ENOENT || (r == 0 && size > q->size))
                 return 0; /* the base image went, or it is larger than the new volume */
         if (r < 0)
@@ -143,8 +130,9 @@ bool gantry_refresh_base_gone(const struct gantry_promotion_request *q,
 
         if (parent_of(rec, image, sizeof(image), &snap) < 0)
                 return true;
-        return snap_size(q->src_io, rec->src_image, rec->refresh_from, &size) == -ENOENT ||
-               snap_size(q->dst_io, image, snap, &size) == -ENOENT;
+        return gantry_dataset_image_size(q->src_io, rec->src_image, rec->refresh_from, &size) ==
+                       -ENOENT ||
+               gantry_dataset_image_size(q->dst_io, image, snap, &size) == -ENOENT;
 }
 
 void gantry_refresh_forget(struct gantry_tier_record *rec)

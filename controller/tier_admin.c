@@ -86,11 +86,14 @@ static int list_cluster(const struct gantry_cluster_config *c, gantry_controller
                 return r;
         for (;;) {
                 free(pools);
-                if (!(pools = malloc((size_t)len)))
+                if (!(pools = malloc((size_t)len))) {
+                        gantry_ceph_put(rados);
                         return gantry_error_set(err, ENOMEM, "out of memory");
+                }
                 r = rados_pool_list(rados, pools, (size_t)len);
                 if (r < 0) {
                         free(pools);
+                        gantry_ceph_put(rados);
                         return gantry_ceph_error(err, r, "list pools of", c->cluster_id);
                 }
                 if (r <= len)
@@ -106,6 +109,8 @@ static int list_cluster(const struct gantry_cluster_config *c, gantry_controller
                         r = 0;
         }
         free(pools);
+        /* the connection stays cached; a long-lived caller (the controller) must not pin it */
+        gantry_ceph_put(rados);
         return r < 0 ? gantry_ceph_error(err, r, "read the copy records of", c->cluster_id) : 0;
 }
 

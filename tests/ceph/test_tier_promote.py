@@ -64,20 +64,11 @@ def percent(message):
     return int(m.group(3) or 0)
 
 
-class PromoteTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.configs = [config(), config(read_mbps=40)]
-        cls.plugins = []
-        # one 1 GiB source for every test: a volume of the capacity cluster, full of data
-        p = cls.plugin(cls.configs[0])
-        cls.far = p.call("CreateVolume", env.create_req("tier-far-" + env.UNIQUE, "capa",
-                                                        size=GiB), timeout=60).volume
-        cls.far_img = dict(cls.far.volume_context)["imageName"]
-        env.tool("rbd", "capa", "bench", "--io-type", "write", "--io-pattern", "seq",
-                 "--io-size", "4M", "--io-threads", "8", "--io-total", "1G",
-                 "rbd/" + cls.far_img)
-        cls.want = env.checksum("capa", cls.far_img)
+class CopyTest(unittest.TestCase):
+    """What the promotion tests share: controllers started on the class's
+    configs (@configs), all killed at the end, and the source volume in
+    "capa" (@source) deleted then."""
+    configs, plugins, source = [], [], None
 
     @classmethod
     def plugin(cls, cfg):
@@ -89,12 +80,34 @@ class PromoteTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         p = cls.plugin(cls.configs[0])
-        env.retry(lambda: p.call("DeleteVolume", env.delete_req(cls.far.volume_id, "capa")))
+        env.retry(lambda: p.call("DeleteVolume", env.delete_req(cls.source.volume_id, "capa")))
         for q in cls.plugins:
             q.kill()
             q.cleanup()
         for c in cls.configs:
             os.unlink(c)
+
+    def metrics(self, p):
+        port = re.search(r"event=csi.metrics_listening .*port=(\d+)", p.read_log()).group(1)
+        with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=10) as r:
+            return r.read().decode()
+
+
+class PromoteTest(CopyTest):
+    @classmethod
+    def setUpClass(cls):
+        cls.configs = [config(), config(read_mbps=40)]
+        cls.plugins = []
+        # one 1 GiB source for every test: a volume of the capacity cluster, full of data
+        p = cls.plugin(cls.configs[0])
+        cls.far = p.call("CreateVolume", env.create_req("tier-far-" + env.UNIQUE, "capa",
+                                                        size=GiB), timeout=60).volume
+        cls.source = cls.far
+        cls.far_img = dict(cls.far.volume_context)["imageName"]
+        env.tool("rbd", "capa", "bench", "--io-type", "write", "--io-pattern", "seq",
+                 "--io-size", "4M", "--io-threads", "8", "--io-total", "1G",
+                 "rbd/" + cls.far_img)
+        cls.want = env.checksum("capa", cls.far_img)
 
     def setUp(self):
         self.made = []
@@ -112,11 +125,6 @@ class PromoteTest(unittest.TestCase):
 
     def name(self, what):
         return "%s-%s-%s" % (self._testMethodName[5:20].replace("_", "-"), what, env.UNIQUE)
-
-    def metrics(self, p):
-        port = re.search(r"event=csi.metrics_listening .*port=(\d+)", p.read_log()).group(1)
-        with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=10) as r:
-            return r.read().decode()
 
     def test_promote_1gib_through_retry_loop(self):
         p = self.plugin(self.configs[0])

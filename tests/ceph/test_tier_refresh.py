@@ -12,13 +12,12 @@ import re
 import subprocess
 import time
 import unittest
-import urllib.request
 
 import grpc
 
 import ceph_env as env
-from ceph_env import Plugin, csi_pb2
-from test_tier_promote import CTL, LINE, config, percent, source_snaps, tier_status
+from ceph_env import csi_pb2
+from test_tier_promote import CTL, LINE, CopyTest, config, percent, source_snaps, tier_status
 
 MiB = 1 << 20
 SIZE = 256 * MiB
@@ -36,7 +35,7 @@ def wait_for(what, fn, timeout):
         time.sleep(0.2)
 
 
-class RefreshTest(unittest.TestCase):
+class RefreshTest(CopyTest):
     @classmethod
     def setUpClass(cls):
         cls.configs = [config(), config(read_mbps=40)]
@@ -44,27 +43,11 @@ class RefreshTest(unittest.TestCase):
         p = cls.plugin(cls.configs[0])
         cls.src = p.call("CreateVolume", env.create_req("refresh-src-" + env.UNIQUE, "capa",
                                                         size=SIZE), timeout=60).volume
+        cls.source = cls.src
         cls.src_img = dict(cls.src.volume_context)["imageName"]
         env.tool("rbd", "capa", "bench", "--io-type", "write", "--io-pattern", "seq",
                  "--io-size", "4M", "--io-threads", "8", "--io-total", "256M",
                  "rbd/" + cls.src_img)
-
-    @classmethod
-    def plugin(cls, cfg):
-        p = Plugin(mode="controller", node_id=None, config=cfg,
-                   extra=["--metrics-addr", "127.0.0.1:0"]).start()
-        cls.plugins.append(p)
-        return p
-
-    @classmethod
-    def tearDownClass(cls):
-        p = cls.plugin(cls.configs[0])
-        env.retry(lambda: p.call("DeleteVolume", env.delete_req(cls.src.volume_id, "capa")))
-        for q in cls.plugins:
-            q.kill()
-            q.cleanup()
-        for c in cls.configs:
-            os.unlink(c)
 
     def setUp(self):
         self.made = []  # ("volume"|"snapshot", id, cluster), deleted in reverse order
@@ -101,11 +84,6 @@ class RefreshTest(unittest.TestCase):
         self.made.append(("volume", vol.volume_id, "perf"))
         self.uuids.append(env.uuid_of(vol.volume_id))
         return vol, messages
-
-    def metrics(self, p):
-        port = re.search(r"event=csi.metrics_listening .*port=(\d+)", p.read_log()).group(1)
-        with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=10) as r:
-            return r.read().decode()
 
     def change_source(self):
         """Rewrites 5 % of the source (12.8 MiB in four places, one a discard):
