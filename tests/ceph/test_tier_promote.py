@@ -71,6 +71,21 @@ class CopyTest(unittest.TestCase):
     configs, plugins, source = [], [], None
 
     @classmethod
+    def make_source(cls, prefix, size):
+        """The class's configs (uncapped, capped at 40 MB/s) and its source: a
+        volume of "capa" of @size bytes, full of data. Returns (volume, image)."""
+        cls.configs = [config(), config(read_mbps=40)]
+        cls.plugins = []
+        p = cls.plugin(cls.configs[0])
+        cls.source = p.call("CreateVolume", env.create_req(prefix + env.UNIQUE, "capa",
+                                                           size=size), timeout=60).volume
+        image = dict(cls.source.volume_context)["imageName"]
+        env.tool("rbd", "capa", "bench", "--io-type", "write", "--io-pattern", "seq",
+                 "--io-size", "4M", "--io-threads", "8", "--io-total", "%dM" % (size >> 20),
+                 "rbd/" + image)
+        return cls.source, image
+
+    @classmethod
     def plugin(cls, cfg):
         p = Plugin(mode="controller", node_id=None, config=cfg,
                    extra=["--metrics-addr", "127.0.0.1:0"]).start()
@@ -96,17 +111,8 @@ class CopyTest(unittest.TestCase):
 class PromoteTest(CopyTest):
     @classmethod
     def setUpClass(cls):
-        cls.configs = [config(), config(read_mbps=40)]
-        cls.plugins = []
-        # one 1 GiB source for every test: a volume of the capacity cluster, full of data
-        p = cls.plugin(cls.configs[0])
-        cls.far = p.call("CreateVolume", env.create_req("tier-far-" + env.UNIQUE, "capa",
-                                                        size=GiB), timeout=60).volume
-        cls.source = cls.far
-        cls.far_img = dict(cls.far.volume_context)["imageName"]
-        env.tool("rbd", "capa", "bench", "--io-type", "write", "--io-pattern", "seq",
-                 "--io-size", "4M", "--io-threads", "8", "--io-total", "1G",
-                 "rbd/" + cls.far_img)
+        # one 1 GiB source for every test
+        cls.far, cls.far_img = cls.make_source("tier-far-", GiB)
         cls.want = env.checksum("capa", cls.far_img)
 
     def setUp(self):

@@ -17,7 +17,7 @@ import grpc
 
 import ceph_env as env
 from ceph_env import csi_pb2
-from test_tier_promote import CTL, LINE, CopyTest, config, percent, source_snaps, tier_status
+from test_tier_promote import CTL, LINE, CopyTest, percent, source_snaps, tier_status
 
 MiB = 1 << 20
 SIZE = 256 * MiB
@@ -38,16 +38,7 @@ def wait_for(what, fn, timeout):
 class RefreshTest(CopyTest):
     @classmethod
     def setUpClass(cls):
-        cls.configs = [config(), config(read_mbps=40)]
-        cls.plugins = []
-        p = cls.plugin(cls.configs[0])
-        cls.src = p.call("CreateVolume", env.create_req("refresh-src-" + env.UNIQUE, "capa",
-                                                        size=SIZE), timeout=60).volume
-        cls.source = cls.src
-        cls.src_img = dict(cls.src.volume_context)["imageName"]
-        env.tool("rbd", "capa", "bench", "--io-type", "write", "--io-pattern", "seq",
-                 "--io-size", "4M", "--io-threads", "8", "--io-total", "256M",
-                 "rbd/" + cls.src_img)
+        cls.src, cls.src_img = cls.make_source("refresh-src-", SIZE)
 
     def setUp(self):
         self.made = []  # ("volume"|"snapshot", id, cluster), deleted in reverse order
