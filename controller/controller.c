@@ -312,11 +312,15 @@ int gantry_controller_init(const struct gantry_config *config, const char *kubec
                 { "/csi.v1.Controller/ControllerUnpublishVolume", unpublish_volume },
         };
 
-        (void)config;
+        int r;
+
         for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
                 if (gantry_csi_register(handlers[i].name, handlers[i].fn) < 0)
                         return gantry_error_set(err, ENOENT, "cannot register %s", handlers[i].name);
-        return gantry_node_registry_init(kubeconfig, err);
+        if ((r = gantry_node_registry_init(kubeconfig, err)) < 0)
+                return r;
+        gantry_promotion_resume_start(config); /* copies a killed controller left go on */
+        return 0;
 }
 
 int gantry_controller_probe(const struct gantry_config *config, int64_t deadline_ms,
@@ -359,6 +363,7 @@ void gantry_controller_set_metrics(struct gantry_metrics *m)
 void gantry_controller_shutdown(void)
 {
         /* copies first: they use the cached connections */
+        gantry_promotion_resume_stop();
         gantry_promotion_shutdown();
         gantry_ceph_close_all();
         gantry_node_registry_shutdown();

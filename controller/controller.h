@@ -64,6 +64,18 @@ int gantry_controller_promote_image(const struct gantry_config *config, const ch
                                     gantry_controller_promote_progress_fn progress, void *arg,
                                     struct gantry_error *err);
 
+/*
+ * As gantry_controller_promote_image(), but only as a refresh (#13): @to is
+ * made from a complete promoted copy of an older snapshot of the same source
+ * image in @to's pool plus the extents changed since, and -ENOENT is
+ * returned when there is no such copy (promote_image falls back to a full
+ * copy instead).
+ */
+int gantry_controller_refresh_image(const struct gantry_config *config, const char *from,
+                                    const char *to, const char *data_pool,
+                                    gantry_controller_promote_progress_fn progress, void *arg,
+                                    struct gantry_error *err);
+
 /* Where the controller counts what it does besides requests (copies); call before init. */
 void gantry_controller_set_metrics(struct gantry_metrics *m);
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "controller.h"
 #include "csi.pb-c.h"
 #include "csi_call.h"
 #include "error.h"
@@ -201,6 +202,8 @@ void gantry_dataset_snap_name(const char *uuid, char *buf, size_t size);
  */
 int gantry_dataset_image_remove(rados_ioctx_t io, const char *name, bool force,
                                 struct gantry_error *err);
+/* The size of @image (at @snap, NULL: the head) in @io, or -errno (-ENOENT: either is gone). */
+int gantry_dataset_image_size(rados_ioctx_t io, const char *image, const char *snap, uint64_t *ret);
 
 /*
  * A new Volume (from @call's arena) for the volume recorded in @e within
@@ -235,6 +238,8 @@ struct gantry_promotion_request {
         rados_ioctx_t src_io;            /* source pool */
         const char *src_image;
         const char *src_snap;            /* NULL: a volume, copied from a snapshot of its own */
+        bool resume_only;                /* never make the image: only resume (controller start) */
+        bool refresh_only;               /* no base to refresh from: -ENOENT, not a full copy */
 };
 
 /*
@@ -259,6 +264,54 @@ int gantry_promotion_record_read(rados_ioctx_t io, const char *key, struct gantr
 void gantry_promotion_set_metrics(struct gantry_metrics *m);
 /* Cancels every running copy (each persists its position) and waits for them. */
 void gantry_promotion_shutdown(void);
+/* True when this process runs the copy into @uuid now. */
+bool gantry_promotion_running(const char *uuid);
+/* Calls @fn (cluster and pool given as "") for every readable record of @io's "gantry.copies". */
+int gantry_promotion_records_each(rados_ioctx_t io, gantry_controller_copy_fn fn, void *arg);
+
+/* ---- Refresh: a newer snapshot of a promoted source, as a clone plus its changes (promotion_refresh.c) ---- */
+
+/* The snapshot of a complete promoted copy that a refresh clones. */
+#define GANTRY_REFRESH_PROMOTED_SNAP "gantry-promoted"
+
+/*
+ * A copy just completed into @img: snapshots it (GANTRY_REFRESH_PROMOTED_SNAP,
+ * idempotent) and names the snapshot in @rec, so a later copy of a newer
+ * snapshot of the same source can build on it. Returns 0 or -errno (the
+ * copy is still complete, only not a refresh base).
+ */
+int gantry_refresh_mark_base(rbd_image_t img, struct gantry_tier_record *rec);
+/*
+ * For the new copy @rec of @q (its source snapshot taken): looks in the
+ * destination pool's records for a complete promotion of the same source
+ * image from an older snapshot that still exists, whose promoted snapshot
+ * still exists and fits @q->size; the newest wins. Fills @rec's refresh
+ * fields and returns 1 when found, 0 when none fits (a full copy), or
+ * -errno. Call under the volume's uuid lock.
+ */
+int gantry_refresh_pick_base(const struct gantry_promotion_request *q, struct gantry_tier_record *rec);
+/* True when the base a refresh @rec builds on is gone (source snapshot or clone parent). */
+bool gantry_refresh_base_gone(const struct gantry_promotion_request *q,
+                              const struct gantry_tier_record *rec);
+/* Forgets @rec's refresh: it becomes a full copy from the start. */
+void gantry_refresh_forget(struct gantry_tier_record *rec);
+/* Makes @q->dst_image as a clone of @rec's refresh parent, grown to @q->size. Returns 0 or -errno. */
+int gantry_refresh_make_image(const struct gantry_promotion_request *q,
+                              const struct gantry_tier_record *rec);
+
+/* ---- Resume at start: unfinished copies go on without a CreateVolume (promotion_resume.c) ---- */
+
+/*
+ * Starts a thread that resumes every unfinished copy (record "copying") of
+ * CSI volumes in the pools of the configured clusters, without waiting for
+ * CreateVolume's next retry. A copy whose destination image is watched (run
+ * by another controller, or a killed one's watch that has not lapsed yet)
+ * is tried again every few seconds for a bounded time. @config must outlive
+ * gantry_promotion_resume_stop(). Logs what it does.
+ */
+void gantry_promotion_resume_start(const struct gantry_config *config);
+/* Stops and joins that thread (no-op when not started). */
+void gantry_promotion_resume_stop(void);
 
 /* ---- Dataset handlers (dataset_*.c) ---- */
 

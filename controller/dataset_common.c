@@ -101,6 +101,18 @@ void gantry_dataset_target_close(struct gantry_dataset_target *t)
         explicit_bzero(t->keybuf, sizeof(t->keybuf));
 }
 
+int gantry_dataset_image_size(rados_ioctx_t io, const char *image, const char *snap, uint64_t *ret)
+{
+        rbd_image_t img;
+        int r = rbd_open_read_only(io, image, &img, snap);
+
+        if (r < 0)
+                return r;
+        r = rbd_get_size(img, ret);
+        rbd_close(img);
+        return r;
+}
+
 static int check_watchers(rbd_image_t img, const char *name, bool half_made,
                           struct gantry_error *err)
 {

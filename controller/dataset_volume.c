@@ -72,18 +72,6 @@ static int pick_size(const Csi__V1__CapacityRange *cr, uint64_t min, uint64_t df
         return 0;
 }
 
-static int image_size(rados_ioctx_t io, const char *image, const char *snap, uint64_t *ret)
-{
-        rbd_image_t img;
-        int r = rbd_open_read_only(io, image, &img, snap);
-
-        if (r < 0)
-                return r;
-        r = rbd_get_size(img, ret);
-        rbd_close(img);
-        return r;
-}
-
 /*
  * A checkpoint snapshot as the source of a dataset volume: its drained image
  * in the durable tier (gantry-target's --durable cluster, which must be in
@@ -102,7 +90,7 @@ static int checkpoint_source(struct gantry_csi_call *call, const char *field, st
                 return gantry_error_prefix(err, field);
         snprintf(s->image, sizeof(s->image), "%s", d.image);
         snprintf(s->snap, sizeof(s->snap), "%s", d.snap);
-        r = image_size(s->t.io, s->image, s->snap, &s->size);
+        r = gantry_dataset_image_size(s->t.io, s->image, s->snap, &s->size);
         if (r == -ENOENT)
                 return gantry_error_set(err, ENOENT, "%s: the durable copy %s/%s@%s is gone", field, d.pool,
                                         d.image, d.snap);
@@ -159,7 +147,7 @@ static int resolve_source(struct gantry_csi_call *call, const Csi__V1__CreateVol
         } else {
                 snprintf(s->image, sizeof(s->image), "%s", s->e.image);
         }
-        r = image_size(s->t.io, s->image, s->snap[0] ? s->snap : NULL, &s->size);
+        r = gantry_dataset_image_size(s->t.io, s->image, s->snap[0] ? s->snap : NULL, &s->size);
         if (r == -ENOENT)
                 return gantry_error_set(err, ENOENT, "%s: %s does not exist", field, s->id);
         if (r < 0)
@@ -480,7 +468,7 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
         fresh = r == 1;
         uuid_locked = true;
 
-        r = e.ready ? image_size(t.io, e.image, NULL, &have) : -ENOENT;
+        r = e.ready ? gantry_dataset_image_size(t.io, e.image, NULL, &have) : -ENOENT;
         if (r == -ENOENT) {
                 /* not made yet, half made by a crashed attempt, or being copied from afar */
                 bool across = s.id && strcmp(s.t.cluster->cluster_id, p.cluster_id) != 0;
@@ -688,7 +676,7 @@ int gantry_dataset_get_volume(struct gantry_csi_call *call, const char *volume_i
 
         if (r < 0)
                 goto out;
-        r = image_size(t.io, e.image, NULL, &size);
+        r = gantry_dataset_image_size(t.io, e.image, NULL, &size);
         if (r < 0) {
                 r = r == -ENOENT ? gantry_error_set(err, ENOENT, "volume_id: %s does not exist", volume_id)
                                  : gantry_ceph_error(err, r, "open image", e.image);

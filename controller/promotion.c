@@ -14,11 +14,15 @@
  * a controller killed with kill -9 resumes there on the next retry.
  *
  * A volume source is copied from a snapshot "gantry-copy-<uuid>" taken for
- * the copy (one point in time), removed when the copy is done or deleted.
- * If that snapshot has to be taken anew, the source may have changed, so
- * the copy starts over. DeleteVolume cancels a running copy, then removes
- * its snapshot and record. Reads of each source cluster share one bandwidth
- * cap (clusters[].copy.readMBps).
+ * the copy (one point in time), kept as long as the copy's volume exists
+ * (the base of a later refresh) and removed when it is deleted. If that
+ * snapshot has to be taken anew, the source may have changed, so the copy
+ * starts over. A complete copy is snapshotted ("gantry-promoted"); a copy of
+ * a newer snapshot of the same source builds on it (promotion_refresh.c).
+ * DeleteVolume cancels a running copy, then removes its snapshot and
+ * record. Reads of each source cluster share one bandwidth cap
+ * (clusters[].copy.readMBps). Unfinished copies resume when the controller
+ * starts (promotion_resume.c) or at the next CreateVolume retry.
  *
  * Locking: CreateVolume and DeleteVolume hold the volume's uuid lock around
  * every call here; the copy thread only touches its own promotion and the
@@ -218,9 +222,12 @@ static void *copy_thread(void *arg)
         struct promotion *m = arg;
         struct gantry_tier_progress p;
         const char *result;
-        int r = gantry_tier_copy_run(m->copy), r2 = 0;
+        int r = gantry_tier_copy_run(m->copy), r2 = 0, rb;
 
         gantry_tier_copy_progress(m->copy, &p);
+        if (r == 0 && (rb = gantry_refresh_mark_base(m->img, &m->rec)) < 0)
+                log_warn("tier.refresh_base_unmarked", "name=%s uuid=%s error=%s", m->name, m->uuid,
+                         strerror(-rb)); /* complete all the same, only no base for a refresh */
         if (r == 0) {
                 snprintf(m->rec.state, sizeof(m->rec.state), "done");
                 m->rec.rate = p.rate > 0 ? p.rate : (double)p.bytes_read / (p.elapsed_seconds + 1e-9);
@@ -235,10 +242,10 @@ static void *copy_thread(void *arg)
         result = r == 0 ? "done" : r == -ECANCELED ? "cancelled" : "failed";
         log_info("tier.copy_ended",
                  "name=%s uuid=%s result=%s error=%s bytes_read=%llu bytes_written=%llu seconds=%.1f "
-                 "record_error=%d",
+                 "record_error=%d refresh_of=%s",
                  m->name, m->uuid, result, r < 0 ? strerror(-r) : "-",
                  (unsigned long long)p.bytes_read, (unsigned long long)p.bytes_written,
-                 p.elapsed_seconds, r2);
+                 p.elapsed_seconds, r2, m->rec.refresh_of[0] ? m->rec.refresh_of : "-");
         pthread_mutex_lock(&lock);
         m->finished = true;
         m->result = r < 0 ? r : r2;
@@ -249,6 +256,11 @@ static void *copy_thread(void *arg)
                 snprintf(labels, sizeof(labels), "result=\"%s\"", result);
                 gantry_metrics_counter_add(metrics, "gantry_tier_copies_total",
                                            "Dataset promotions that ended, by result.", labels, 1);
+                if (m->rec.refresh_of[0])
+                        gantry_metrics_counter_add(metrics, "gantry_tier_refreshes_total",
+                                                   "Promotions made as a refresh of an older copy "
+                                                   "(only the changes copied), by result.",
+                                                   labels, 1);
         }
         pthread_mutex_unlock(&lock);
         return NULL;
@@ -329,7 +341,8 @@ static int start(const struct gantry_promotion_request *q, struct gantry_tier_re
                 r = gantry_ceph_error(err, r, "open image", q->dst_image);
                 goto fail;
         }
-        if ((r = gantry_tier_source_rbd_new(m->src_io, m->rec.src_image, m->rec.src_snap, NULL,
+        if ((r = gantry_tier_source_rbd_new(m->src_io, m->rec.src_image, m->rec.src_snap,
+                                            m->rec.refresh_of[0] ? m->rec.refresh_from : NULL,
                                             &m->src)) < 0) {
                 r = gantry_ceph_error(err, r, "open source image", m->rec.src_image);
                 goto fail;
@@ -357,9 +370,12 @@ static int start(const struct gantry_promotion_request *q, struct gantry_tier_re
         m->next = running;
         running = m;
         pthread_mutex_unlock(&lock);
-        log_info("tier.copy_started", "name=%s uuid=%s source=%s destination=%s position=%s",
+        log_info("tier.copy_started",
+                 "name=%s uuid=%s source=%s destination=%s position=%s refresh_of=%s from_snap=%s",
                  m->name, m->uuid, m->rec.source, m->rec.destination,
-                 m->rec.position ? m->rec.position : "0");
+                 m->rec.position ? m->rec.position : "0",
+                 m->rec.refresh_of[0] ? m->rec.refresh_of : "-",
+                 m->rec.refresh_of[0] ? m->rec.refresh_from : "-");
         return 0;
 fail:
         promotion_free(m);
@@ -438,7 +454,7 @@ int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_ke
         struct gantry_tier_progress p;
         struct promotion *m;
         rbd_image_t img;
-        bool fresh_image = false;
+        bool fresh_image = false, first;
         int r;
 
         *ret_keep = false;
@@ -464,14 +480,19 @@ int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_ke
 
         r = gantry_promotion_record_read(q->dst_io, q->uuid, &rec);
         if (r == 0 && strcmp(rec.state, "done") == 0) {
+                /* a volume source's snapshot stays: the base of a later refresh */
                 *ret_keep = true;
-                r = rec.own_snap ? remove_snapshot(q->src_io, rec.src_image, rec.src_snap) : 0;
                 gantry_tier_record_clear(&rec);
-                if (r < 0)
-                        return gantry_ceph_error(err, r, "remove the copy's snapshot of", q->src_image);
                 return 0;
         }
-        if (r == -ENOENT || r == -EINVAL) {
+        if (r == 0 && q->resume_only && strcmp(rec.state, "copying") != 0) {
+                gantry_tier_record_clear(&rec);
+                return -ENOENT; /* failed copies wait for their CreateVolume */
+        }
+        first = r == -ENOENT || r == -EINVAL;
+        if (first && q->resume_only)
+                return -ENOENT;
+        if (first) {
                 /* a first call (or a record nobody can read): start from nothing */
                 struct gantry_error ignore = { 0 };
                 gantry_tier_record_clear(&rec);
@@ -499,6 +520,27 @@ int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_ke
                         rec.bytes_done = 0;
                 }
         }
+        if (first && (r = gantry_refresh_pick_base(q, &rec)) < 0)
+                log_warn("tier.refresh_base_unknown", "name=%s uuid=%s error=%s (a full copy)",
+                         q->name, q->uuid, strerror(-r));
+        if (first && q->refresh_only && !rec.refresh_of[0]) {
+                if (rec.own_snap)
+                        remove_snapshot(q->src_io, rec.src_image, rec.src_snap);
+                gantry_tier_record_clear(&rec);
+                return gantry_error_set(err, ENOENT, "no complete copy of an older snapshot of %s "
+                                        "in this pool to refresh from", q->src_image);
+        }
+        if (!first && rec.refresh_of[0] && gantry_refresh_base_gone(q, &rec)) {
+                /* what the refresh builds on went: a full copy into a new image */
+                struct gantry_error ignore = { 0 };
+                log_info("tier.refresh_base_gone", "name=%s uuid=%s base=%s (a full copy)", q->name,
+                         q->uuid, rec.refresh_of);
+                gantry_refresh_forget(&rec);
+                if ((r = gantry_dataset_image_remove(q->dst_io, q->dst_image, true, &ignore)) < 0) {
+                        gantry_tier_record_clear(&rec);
+                        return gantry_ceph_error(err, r, "remove half-made image", q->dst_image);
+                }
+        }
         r = rbd_open_read_only(q->dst_io, q->dst_image, &img, NULL);
         if (r == 0) {
                 rbd_close(img);
@@ -511,13 +553,22 @@ int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_ke
                 gantry_tier_record_clear(&rec);
                 return gantry_ceph_error(err, r, "open image", q->dst_image);
         }
+        if (fresh_image && q->resume_only) {
+                gantry_tier_record_clear(&rec);
+                return -ENOENT;
+        }
         /* the record before the image: a retry always finds what this call made */
         if ((r = record_write(q->dst_io, q->uuid, &rec)) < 0) {
                 gantry_tier_record_clear(&rec);
                 return gantry_ceph_error(err, r, "write the copy record of", q->name);
         }
-        if (fresh_image && (r = rbd_create4(q->dst_io, q->dst_image, q->size, q->opts)) < 0) {
+        if (fresh_image && (r = rec.refresh_of[0] ? gantry_refresh_make_image(q, &rec)
+                                                  : rbd_create4(q->dst_io, q->dst_image, q->size,
+                                                                q->opts)) < 0) {
+                bool refresh = rec.refresh_of[0];
                 gantry_tier_record_clear(&rec);
+                if (refresh) /* the base may have gone meanwhile: the retry sees and copies whole */
+                        return gantry_ceph_error(err, r, "clone the refreshed copy into", q->dst_image);
                 if (r == -ENOENT)
                         return gantry_error_set(err, EINVAL, "parameters.dataPool: pool does not exist");
                 return gantry_ceph_error(err, r, "create image", q->dst_image);
@@ -563,7 +614,7 @@ int gantry_promotion_cancel(const struct gantry_config *config, rados_ioctx_t ds
                         r = gantry_ceph_ioctx_by_id(c, &creds, rec.src_pool_id, &src_io, err);
                 if (r == 0) {
                         r = remove_snapshot(src_io, rec.src_image, rec.src_snap);
-                        rados_ioctx_destroy(src_io);
+                        gantry_ceph_ioctx_destroy(src_io); /* and its connection reference */
                         if (r < 0)
                                 r = gantry_ceph_error(err, r, "remove the copy's snapshot of",
                                                       rec.src_image);
@@ -578,6 +629,18 @@ int gantry_promotion_cancel(const struct gantry_config *config, rados_ioctx_t ds
         gantry_tier_record_clear(&rec);
         r = record_remove(dst_io, uuid);
         return r < 0 ? gantry_ceph_error(err, r, "remove the copy record of", uuid) : 0;
+}
+
+bool gantry_promotion_running(const char *uuid)
+{
+        struct promotion *m;
+        bool running_now;
+
+        pthread_mutex_lock(&lock);
+        m = find_locked(uuid);
+        running_now = m && !m->finished;
+        pthread_mutex_unlock(&lock);
+        return running_now;
 }
 
 void gantry_promotion_shutdown(void)

@@ -9,7 +9,9 @@
  * - promote one image outside CSI (pre-warming a dataset): the same
  *   promotion machinery as CreateVolume, driven in the foreground, its
  *   record keyed "image-<destination image>", resumable by running the same
- *   command again.
+ *   command again; like CreateVolume it refreshes an older complete copy
+ *   of the same source in the destination pool when there is one
+ *   (promotion_refresh.c), and with --refresh only that.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -62,6 +64,11 @@ static int list_pool(rados_ioctx_t io, const char *cluster_id, const char *pool,
         return r == -ENOENT ? 0 : r;
 }
 
+int gantry_promotion_records_each(rados_ioctx_t io, gantry_controller_copy_fn fn, void *arg)
+{
+        return list_pool(io, "", "", fn, arg);
+}
+
 static int list_cluster(const struct gantry_cluster_config *c, gantry_controller_copy_fn fn,
                         void *arg, struct gantry_error *err)
 {
@@ -79,11 +86,14 @@ static int list_cluster(const struct gantry_cluster_config *c, gantry_controller
                 return r;
         for (;;) {
                 free(pools);
-                if (!(pools = malloc((size_t)len)))
+                if (!(pools = malloc((size_t)len))) {
+                        gantry_ceph_put(rados);
                         return gantry_error_set(err, ENOMEM, "out of memory");
+                }
                 r = rados_pool_list(rados, pools, (size_t)len);
                 if (r < 0) {
                         free(pools);
+                        gantry_ceph_put(rados);
                         return gantry_ceph_error(err, r, "list pools of", c->cluster_id);
                 }
                 if (r <= len)
@@ -99,6 +109,8 @@ static int list_cluster(const struct gantry_cluster_config *c, gantry_controller
                         r = 0;
         }
         free(pools);
+        /* the connection stays cached; a long-lived caller (the controller) must not pin it */
+        gantry_ceph_put(rados);
         return r < 0 ? gantry_ceph_error(err, r, "read the copy records of", c->cluster_id) : 0;
 }
 
@@ -150,10 +162,10 @@ static int parse_spec(const char *spec, const char *what, bool snap_ok, char *bu
         return 0;
 }
 
-int gantry_controller_promote_image(const struct gantry_config *config, const char *from,
-                                    const char *to, const char *data_pool,
-                                    gantry_controller_promote_progress_fn progress, void *arg,
-                                    struct gantry_error *err)
+static int promote_image(const struct gantry_config *config, const char *from, const char *to,
+                         const char *data_pool, bool refresh_only,
+                         gantry_controller_promote_progress_fn progress, void *arg,
+                         struct gantry_error *err)
 {
         const char *sc, *sp, *si, *ss, *dc, *dp, *di, *dsnap;
         char sbuf[512], dbuf[512], key[GANTRY_PROMOTION_KEY_MAX + 1], name[600];
@@ -211,6 +223,7 @@ int gantry_controller_promote_image(const struct gantry_config *config, const ch
         q.src_io = src.io;
         q.src_image = si;
         q.src_snap = ss;
+        q.refresh_only = refresh_only;
         rbd_image_options_create(&q.opts);
         if (data_pool)
                 rbd_image_options_set_string(q.opts, RBD_IMAGE_OPTION_DATA_POOL, data_pool);
@@ -237,4 +250,20 @@ out:
         gantry_dataset_target_close(&src);
         gantry_dataset_target_close(&dst);
         return r;
+}
+
+int gantry_controller_promote_image(const struct gantry_config *config, const char *from,
+                                    const char *to, const char *data_pool,
+                                    gantry_controller_promote_progress_fn progress, void *arg,
+                                    struct gantry_error *err)
+{
+        return promote_image(config, from, to, data_pool, false, progress, arg, err);
+}
+
+int gantry_controller_refresh_image(const struct gantry_config *config, const char *from,
+                                    const char *to, const char *data_pool,
+                                    gantry_controller_promote_progress_fn progress, void *arg,
+                                    struct gantry_error *err)
+{
+        return promote_image(config, from, to, data_pool, true, progress, arg, err);
 }

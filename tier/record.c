@@ -17,6 +17,24 @@ void gantry_tier_record_set_progress(struct gantry_tier_record *r, const struct 
         r->eta = p->eta_seconds;
 }
 
+/* The refresh fields (#13), only when set: records of plain copies stay as they were. */
+static int encode_refresh(const struct gantry_tier_record *r, json_t *o)
+{
+        const struct {
+                const char *key, *value;
+        } f[] = {
+                { "promotedSnap", r->promoted_snap },
+                { "refreshOf", r->refresh_of },
+                { "refreshFrom", r->refresh_from },
+                { "refreshParent", r->refresh_parent },
+        };
+
+        for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+                if (f[i].value[0] && json_object_set_new(o, f[i].key, json_string(f[i].value)) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
 int gantry_tier_record_encode(const struct gantry_tier_record *r, char **ret_json)
 {
         json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:b, s:s, s:I, s:I,"
@@ -32,8 +50,10 @@ int gantry_tier_record_encode(const struct gantry_tier_record *r, char **ret_jso
                               (json_int_t)r->updated, "error", r->error);
         char *s;
 
-        if (!o)
+        if (!o || encode_refresh(r, o) < 0) {
+                json_decref(o);
                 return -ENOMEM;
+        }
         s = json_dumps(o, JSON_COMPACT);
         json_decref(o);
         if (!s)
@@ -88,6 +108,10 @@ int gantry_tier_record_decode(const char *json, size_t len, struct gantry_tier_r
         get_str(o, "srcImage", r.src_image, sizeof(r.src_image));
         get_str(o, "srcSnap", r.src_snap, sizeof(r.src_snap));
         get_str(o, "error", r.error, sizeof(r.error));
+        get_str(o, "promotedSnap", r.promoted_snap, sizeof(r.promoted_snap));
+        get_str(o, "refreshOf", r.refresh_of, sizeof(r.refresh_of));
+        get_str(o, "refreshFrom", r.refresh_from, sizeof(r.refresh_from));
+        get_str(o, "refreshParent", r.refresh_parent, sizeof(r.refresh_parent));
         r.src_pool_id = json_is_integer(json_object_get(o, "srcPoolId"))
                                 ? (int64_t)json_integer_value(json_object_get(o, "srcPoolId"))
                                 : -1;

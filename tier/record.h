@@ -13,6 +13,13 @@
  * "drain" (a checkpoint drained by gantry-target, #15: the same object shape,
  * served by each target over its JSON-RPC; the src* fields are then unused).
  * States: "copying", "done", "failed" (retried from its position).
+ *
+ * Refresh (#13): a done promotion names in "promotedSnap" the snapshot of its
+ * destination image that holds exactly its source snapshot's content (taken
+ * when the copy completes); a later copy of a newer snapshot of the same
+ * source image clones that snapshot ("refreshParent", "IMAGE@SNAP" in the
+ * destination pool) and copies only the extents changed since the base's
+ * source snapshot ("refreshFrom"); "refreshOf" is the base copy's id.
  */
 #pragma once
 
@@ -41,6 +48,11 @@ struct gantry_tier_record {
         double rate, eta;      /* bytes/s; seconds, < 0 unknown */
         int64_t started, updated; /* unix seconds */
         char error[256];
+        /* refresh (#13): empty when unused */
+        char promoted_snap[128];    /* of the destination, set when done: a refresh's base */
+        char refresh_of[168];       /* id of the base copy this one refreshes */
+        char refresh_from[128];     /* the source snapshot the changes are counted from */
+        char refresh_parent[300];   /* "IMAGE@SNAP" of the destination pool, cloned */
 };
 
 /* Sets the progress fields of @r from @p. */

@@ -51,6 +51,12 @@ def tier_status(cfg):
     return table, {c["name"]: c for c in json.loads(out)["copies"]}
 
 
+def source_snaps(image, cluster="capa"):
+    """The snapshot names of rbd/@image."""
+    return [s["name"] for s in json.loads(env.tool("rbd", cluster, "snap", "ls", "--format",
+                                                   "json", "rbd/" + image))]
+
+
 def percent(message):
     m = LINE.match(message)
     if not m:
@@ -58,20 +64,26 @@ def percent(message):
     return int(m.group(3) or 0)
 
 
-class PromoteTest(unittest.TestCase):
+class CopyTest(unittest.TestCase):
+    """What the promotion tests share: controllers started on the class's
+    configs (@configs), all killed at the end, and the source volume in
+    "capa" (@source) deleted then."""
+    configs, plugins, source = [], [], None
+
     @classmethod
-    def setUpClass(cls):
+    def make_source(cls, prefix, size):
+        """The class's configs (uncapped, capped at 40 MB/s) and its source: a
+        volume of "capa" of @size bytes, full of data. Returns (volume, image)."""
         cls.configs = [config(), config(read_mbps=40)]
         cls.plugins = []
-        # one 1 GiB source for every test: a volume of the capacity cluster, full of data
         p = cls.plugin(cls.configs[0])
-        cls.far = p.call("CreateVolume", env.create_req("tier-far-" + env.UNIQUE, "capa",
-                                                        size=GiB), timeout=60).volume
-        cls.far_img = dict(cls.far.volume_context)["imageName"]
+        cls.source = p.call("CreateVolume", env.create_req(prefix + env.UNIQUE, "capa",
+                                                           size=size), timeout=60).volume
+        image = dict(cls.source.volume_context)["imageName"]
         env.tool("rbd", "capa", "bench", "--io-type", "write", "--io-pattern", "seq",
-                 "--io-size", "4M", "--io-threads", "8", "--io-total", "1G",
-                 "rbd/" + cls.far_img)
-        cls.want = env.checksum("capa", cls.far_img)
+                 "--io-size", "4M", "--io-threads", "8", "--io-total", "%dM" % (size >> 20),
+                 "rbd/" + image)
+        return cls.source, image
 
     @classmethod
     def plugin(cls, cfg):
@@ -83,12 +95,25 @@ class PromoteTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         p = cls.plugin(cls.configs[0])
-        env.retry(lambda: p.call("DeleteVolume", env.delete_req(cls.far.volume_id, "capa")))
+        env.retry(lambda: p.call("DeleteVolume", env.delete_req(cls.source.volume_id, "capa")))
         for q in cls.plugins:
             q.kill()
             q.cleanup()
         for c in cls.configs:
             os.unlink(c)
+
+    def metrics(self, p):
+        port = re.search(r"event=csi.metrics_listening .*port=(\d+)", p.read_log()).group(1)
+        with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=10) as r:
+            return r.read().decode()
+
+
+class PromoteTest(CopyTest):
+    @classmethod
+    def setUpClass(cls):
+        # one 1 GiB source for every test
+        cls.far, cls.far_img = cls.make_source("tier-far-", GiB)
+        cls.want = env.checksum("capa", cls.far_img)
 
     def setUp(self):
         self.made = []
@@ -106,11 +131,6 @@ class PromoteTest(unittest.TestCase):
 
     def name(self, what):
         return "%s-%s-%s" % (self._testMethodName[5:20].replace("_", "-"), what, env.UNIQUE)
-
-    def metrics(self, p):
-        port = re.search(r"event=csi.metrics_listening .*port=(\d+)", p.read_log()).group(1)
-        with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=10) as r:
-            return r.read().decode()
 
     def test_promote_1gib_through_retry_loop(self):
         p = self.plugin(self.configs[0])
@@ -143,9 +163,11 @@ class PromoteTest(unittest.TestCase):
         self.assertEqual(rec["bytesTotal"], GiB)
         self.assertEqual(rec["source"], "capa/rbd/%s@gantry-copy-%s" % (
             self.far_img, env.uuid_of(vol.volume_id)))
-        # the copy's snapshot of the source is gone
-        self.assertEqual(json.loads(env.tool("rbd", "capa", "snap", "ls", "--format", "json",
-                                             "rbd/" + self.far_img)), [])
+        # the copy's snapshot of the source stays while the copy exists (a refresh's base),
+        # and the complete copy has its own snapshot, the one a refresh clones
+        self.assertIn("gantry-copy-%s" % env.uuid_of(vol.volume_id), source_snaps(self.far_img))
+        self.assertEqual(rec["promotedSnap"], "gantry-promoted")
+        self.assertEqual(source_snaps(ctx["imageName"], "perf"), ["gantry-promoted"])
         m = self.metrics(p)
         self.assertIn('gantry_tier_copies_total{result="done"} 1', m)
         read = re.search(r'gantry_tier_copy_read_bytes_total\{source="capa",destination="perf"\} '
@@ -202,8 +224,7 @@ class PromoteTest(unittest.TestCase):
         self.assertNotIn(uuid, env.copy_records())
         self.assertNotIn("gantry-vol-" + uuid, env.rbd_images("perf"))
         self.assertNotIn(name, env.journal()[0])
-        self.assertEqual(json.loads(env.tool("rbd", "capa", "snap", "ls", "--format", "json",
-                                             "rbd/" + self.far_img)), [])
+        self.assertNotIn("gantry-copy-" + uuid, source_snaps(self.far_img))
         # deleting again is fine; the name is free for a new copy
         p.call("DeleteVolume", env.delete_req(vid), timeout=60)
         _, messages = env.provision(p, self.req(name), timeout=300, on_progress=lambda m: True)
@@ -239,8 +260,7 @@ class PromoteTest(unittest.TestCase):
             self.assertGreaterEqual(percent(lines[0]), 15, "started over: %s" % lines[0])
             self.assertEqual(env.checksum("perf", dst), self.want)
             self.assertEqual(env.copy_records()["image-" + dst]["state"], "done")
-            self.assertEqual(json.loads(env.tool("rbd", "capa", "snap", "ls", "--format", "json",
-                                                 "rbd/" + self.far_img)), [])
+            self.assertIn("gantry-copy-image-" + dst, source_snaps(self.far_img))
             _, rows = tier_status(self.configs[0])
             self.assertEqual(rows["perf/rbd/" + dst]["state"], "done")
             # an image it did not make is never overwritten
@@ -257,7 +277,11 @@ class PromoteTest(unittest.TestCase):
             self.assertIn("--from: capa/rbd is not CLUSTER/POOL/IMAGE[@SNAP]", r.stderr)
         finally:
             for image in (dst, dst + "-foreign"):
+                env.tool("rbd", "perf", "snap", "purge", "--no-progress", "rbd/" + image,
+                         check=False)
                 env.tool("rbd", "perf", "rm", "--no-progress", "rbd/" + image, check=False)
+            env.tool("rbd", "capa", "snap", "rm", "--no-progress",
+                     "rbd/%s@gantry-copy-image-%s" % (self.far_img, dst), check=False)
             env.tool("rados", "perf", "-p", "rbd", "rmomapkey", "gantry.copies", "image-" + dst,
                      check=False)
 
