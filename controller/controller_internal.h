@@ -255,10 +255,22 @@ int gantry_promotion_cancel(const struct gantry_config *config, rados_ioctx_t ds
                             const char *uuid, struct gantry_error *err);
 /* Reads the copy record under @key in @io's "gantry.copies"; -ENOENT when there is none. */
 int gantry_promotion_record_read(rados_ioctx_t io, const char *key, struct gantry_tier_record *ret);
+/* Writes @rec under @key in @io's "gantry.copies" (creating the object). */
+int gantry_promotion_record_store(rados_ioctx_t io, const char *key,
+                                  const struct gantry_tier_record *rec);
 /* Where promotions count bytes, rates and copies (may be NULL). */
 void gantry_promotion_set_metrics(struct gantry_metrics *m);
 /* Cancels every running copy (each persists its position) and waits for them. */
 void gantry_promotion_shutdown(void);
+
+/*
+ * Calls @fn for every copy record kept in a pool of cluster @c, read with
+ * the config's credentials (tier_admin.c). Returns 0 or -errno with @err.
+ */
+int gantry_copies_list_cluster(const struct gantry_cluster_config *c,
+                               int (*fn)(const char *cluster_id, const char *pool,
+                                         const struct gantry_tier_record *rec, void *arg),
+                               void *arg, struct gantry_error *err);
 
 /* ---- Dataset handlers (dataset_*.c) ---- */
 

@@ -22,6 +22,7 @@
 
 #include "checkpoint.h"
 #include "controller_internal.h"
+#include "eviction.h"
 #include "log.h"
 
 #define MiB (1024ull * 1024)
@@ -672,8 +673,13 @@ int gantry_dataset_publish_volume(struct gantry_csi_call *call,
                 return r;
         r = open_existing(call, req->volume_id, (void *const *)req->secrets, req->n_secrets, &t, &e,
                           err);
+        if (r == 0)
+                r = gantry_node_registry_check(req->node_id, err);
+        /* a promoted copy: its use is recorded; a demoted one is copied again (ABORTED meanwhile) */
+        if (r == 0)
+                r = gantry_copy_use_publish(call->config, &t, &e, err);
         gantry_dataset_target_close(&t);
-        return r < 0 ? r : gantry_node_registry_check(req->node_id, err);
+        return r;
 }
 
 int gantry_dataset_get_volume(struct gantry_csi_call *call, const char *volume_id,

@@ -601,3 +601,9 @@ void gantry_promotion_shutdown(void)
         }
         pthread_mutex_unlock(&lock);
 }
+
+int gantry_promotion_record_store(rados_ioctx_t io, const char *key,
+                                  const struct gantry_tier_record *rec)
+{
+        return record_write(io, key, rec);
+}

@@ -238,3 +238,11 @@ out:
         gantry_dataset_target_close(&dst);
         return r;
 }
+
+int gantry_copies_list_cluster(const struct gantry_cluster_config *c,
+                               int (*fn)(const char *cluster_id, const char *pool,
+                                         const struct gantry_tier_record *rec, void *arg),
+                               void *arg, struct gantry_error *err)
+{
+        return list_cluster(c, fn, arg, err);
+}

@@ -13,6 +13,12 @@
  * "drain" (a checkpoint drained by gantry-target, #15: the same object shape,
  * served by each target over its JSON-RPC; the src* fields are then unused).
  * States: "copying", "done", "failed" (retried from its position).
+ *
+ * Demotion (controller/eviction.c) adds "lastUsed" (unix seconds of the last
+ * ControllerPublish/Unpublish of the copy, 0: never since it was made) and
+ * "demoted" (when it was last demoted), and the states "demoting" (its data
+ * being discarded) and "demoted" (the data is gone from the destination, the
+ * source is the truth; the next ControllerPublishVolume copies it again).
  */
 #pragma once
 
@@ -41,6 +47,7 @@ struct gantry_tier_record {
         double rate, eta;      /* bytes/s; seconds, < 0 unknown */
         int64_t started, updated; /* unix seconds */
         char error[256];
+        int64_t last_used, demoted; /* unix seconds, 0: never (demotion) */
 };
 
 /* Sets the progress fields of @r from @p. */
@@ -58,6 +65,9 @@ int gantry_tier_record_decode(const char *json, size_t len, struct gantry_tier_r
 
 /* Frees what @r owns (the position) and zeroes it. */
 void gantry_tier_record_clear(struct gantry_tier_record *r);
+
+/* When @r was last in use: its last publish/unpublish, else its last update (copy completion). */
+int64_t gantry_tier_record_idle_since(const struct gantry_tier_record *r);
 
 /*
  * The operator's line for @r: "41 %, 2.3 GB/s, about 6 min left" while
