@@ -130,6 +130,8 @@ static int parse_evict(json_t *o, const char *where, struct gantry_cluster_confi
             (r = get_number(o, "intervalSeconds", w, 1, 86400, &interval, err)) < 0 ||
             (r = get_number(o, "capacityBytes", w, 0, 1e18, &cap, err)) < 0)
                 return r;
+        if (!json_object_get(o, "lowWatermark") && low > high)
+                low = high; /* only the high mark given, below the default low one */
         if (low > high)
                 return gantry_error_set(err, EINVAL, "%s.lowWatermark: must not exceed highWatermark "
                                         "(%g)", w, high);

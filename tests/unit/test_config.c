@@ -141,6 +141,10 @@ static void test_evict_policy(void **state)
         assert_int_equal(e->interval_seconds, 60);
         assert_true(e->capacity_bytes == 0);
         gantry_config_free(c);
+        snprintf(json, sizeof(json), "%s{\"highWatermark\": 0.5}}]}", head);
+        assert_int_equal(gantry_config_parse(json, "t.json", &c, &err), 0);
+        assert_true(c->clusters[0].evict.low_watermark == 0.5);
+        gantry_config_free(c);
         snprintf(json, sizeof(json), "%s{\"highWatermark\": 0.5, \"lowWatermark\": 0.6}}]}", head);
         expect_error(json, "clusters[0].evict.lowWatermark: must not exceed highWatermark");
         snprintf(json, sizeof(json), "%s{\"highWatermark\": 1.5}}]}", head);
