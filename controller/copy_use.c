@@ -157,3 +157,23 @@ void gantry_copy_use_unpublish(const struct gantry_config *config, const char *v
 out:
         gantry_dataset_target_close(&t);
 }
+
+int gantry_copy_use_check_data(rados_ioctx_t io, const struct gantry_journal_entry *e,
+                               const char *field, struct gantry_error *err)
+{
+        struct gantry_tier_record rec;
+        int r = gantry_promotion_record_read(io, e->uuid, &rec);
+
+        if (r == -ENOENT || r == -EINVAL)
+                return 0;
+        if (r < 0)
+                return gantry_ceph_error(err, r, "read the copy record of", e->name);
+        r = strcmp(rec.state, "done") == 0
+                    ? 0
+                    : gantry_error_set(err, ESTALE, "%s: %s is a demoted copy (%s): its data is "
+                                       "only in its source %s; publish it first (it is copied "
+                                       "again) or use the source", field, e->name, rec.state,
+                                       rec.source);
+        gantry_tier_record_clear(&rec);
+        return r;
+}

@@ -154,6 +154,9 @@ static int resolve_source(struct gantry_csi_call *call, const Csi__V1__CreateVol
                 return gantry_error_set(err, ENOENT, "%s: %s does not exist", field, s->id);
         if (r < 0)
                 return gantry_ceph_error(err, r, "read journal of", s->id);
+        /* a demoted copy has no data to copy or clone */
+        if (!s->is_snapshot && (r = gantry_copy_use_check_data(s->t.io, &s->e, field, err)) < 0)
+                return r;
         if (s->is_snapshot) {
                 snprintf(s->image, sizeof(s->image), "%s", s->e.source);
                 snprintf(s->snap, sizeof(s->snap), "%s", s->e.image);

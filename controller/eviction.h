@@ -54,6 +54,13 @@ int gantry_eviction_demote(const char *cluster_id, rados_ioctx_t io, const char 
  */
 int gantry_copy_use_publish(const struct gantry_config *config, struct gantry_dataset_target *t,
                             const struct gantry_journal_entry *e, struct gantry_error *err);
+/*
+ * For a volume used as a source (of a clone, a copy, a snapshot): 0 unless
+ * it is a promoted copy whose data is not there (demoted, or being copied
+ * again): then -ESTALE (FAILED_PRECONDITION) naming @field.
+ */
+int gantry_copy_use_check_data(rados_ioctx_t io, const struct gantry_journal_entry *e,
+                               const char *field, struct gantry_error *err);
 /* ControllerUnpublishVolume: records the use of a promoted copy; best effort, never fails. */
 void gantry_copy_use_unpublish(const struct gantry_config *config, const char *volume_id,
                                void *const *secrets, size_t n_secrets);

@@ -243,6 +243,18 @@ class EvictTest(unittest.TestCase):
 
         # 3: publishing a demoted copy copies it again: ABORTED with the progress, then OK
         p3 = self.plugin(self.plain)
+        # until then it has no data: no clone, copy or snapshot of it (nothing is made)
+        for call, req in (
+                ("CreateVolume", env.create_req(names["a"] + "-clone", "perf", size=0,
+                                                source_volume=self.copies["a"])),
+                ("CreateSnapshot", csi_pb2.CreateSnapshotRequest(
+                    name=names["a"] + "-snap", source_volume_id=self.copies["a"],
+                    secrets=env.secrets()))):
+            with self.assertRaises(grpc.RpcError) as cm:
+                p3.call(call, req, timeout=60)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.FAILED_PRECONDITION, call)
+            self.assertIn("is a demoted copy", cm.exception.details())
+        self.assertNotIn(names["a"] + "-clone", env.journal()[0])
         messages = []
         deadline = time.monotonic() + 300
         while True:
@@ -254,6 +266,8 @@ class EvictTest(unittest.TestCase):
                 self.assertLess(time.monotonic(), deadline)
                 messages.append(e.details())
             time.sleep(0.2)
+        print("re-promoted 64 MiB through %d ABORTED answers; first: %s" % (len(messages),
+                                                                       messages[0] if messages else "-"))
         self.assertGreater(len(messages), 0, "a demoted copy was published at once")
         self.assertEqual(LINE.match(messages[0]).group(1), names["a"], messages[0])
         self.assertEqual(env.checksum("perf", near["a"]), sums["a"])
