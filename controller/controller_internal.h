@@ -258,6 +258,13 @@ int gantry_promotion_record_read(rados_ioctx_t io, const char *key, struct gantr
 /* Writes @rec under @key in @io's "gantry.copies" (creating the object). */
 int gantry_promotion_record_store(rados_ioctx_t io, const char *key,
                                   const struct gantry_tier_record *rec);
+/*
+ * Same, only if "gantry.copies" is still at @version (rados_get_last_version()
+ * of @io right after the read the caller bases @rec on): -ERANGE when
+ * anything was written there since (read again and retry).
+ */
+int gantry_promotion_record_store_at(rados_ioctx_t io, const char *key,
+                                     const struct gantry_tier_record *rec, uint64_t version);
 /* Where promotions count bytes, rates and copies (may be NULL). */
 void gantry_promotion_set_metrics(struct gantry_metrics *m);
 /* Cancels every running copy (each persists its position) and waits for them. */

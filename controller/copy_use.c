@@ -18,18 +18,59 @@
 #include "record.h"
 
 #define STALE_DEMOTING_S 30
-
-/* Writes lastUsed = now into the record of @uuid (which must say "done"). */
-static int touch(rados_ioctx_t io, const char *uuid, struct gantry_tier_record *rec)
-{
-        rec->last_used = time(NULL);
-        return gantry_promotion_record_store(io, uuid, rec);
-}
+#define TOUCH_TRIES 8
 
 /* A copy made again since its demotion that no publish has seen done yet. */
 static bool repromoted_unseen(const struct gantry_tier_record *rec)
 {
         return rec->demoted > 0 && rec->demoted >= rec->last_used;
+}
+
+/*
+ * Writes lastUsed = now into the record of @uuid if it (still) says "done",
+ * only over the version of "gantry.copies" it read, so it never undoes a
+ * demotion's "demoting" written meanwhile (other records' writes make it
+ * read again). 0 written, -EAGAIN when the record is not a seen "done"
+ * copy any more, -errno.
+ */
+static int touch(rados_ioctx_t io, const char *uuid)
+{
+        struct gantry_tier_record rec;
+        int r = -ERANGE;
+
+        for (int i = 0; i < TOUCH_TRIES && (r == -ERANGE || r == -EOVERFLOW); i++) {
+                uint64_t version;
+
+                if ((r = gantry_promotion_record_read(io, uuid, &rec)) < 0)
+                        return r;
+                version = rados_get_last_version(io);
+                if (strcmp(rec.state, "done") != 0 || repromoted_unseen(&rec)) {
+                        gantry_tier_record_clear(&rec);
+                        return -EAGAIN;
+                }
+                rec.last_used = time(NULL);
+                r = gantry_promotion_record_store_at(io, uuid, &rec, version);
+                gantry_tier_record_clear(&rec);
+        }
+        return r;
+}
+
+/* After a re-promotion: lastUsed = now, over the version read (-ERANGE: read again). */
+static int mark_seen(rados_ioctx_t io, const char *uuid)
+{
+        struct gantry_tier_record rec;
+        uint64_t version;
+        int r = gantry_promotion_record_read(io, uuid, &rec);
+
+        if (r < 0)
+                return r;
+        version = rados_get_last_version(io);
+        rec.last_used = time(NULL);
+        if (rec.last_used <= rec.demoted)
+                rec.last_used = rec.demoted + 1; /* seen, even within the second it was demoted */
+        r = gantry_promotion_record_store_at(io, uuid, &rec, version);
+        gantry_tier_record_clear(&rec);
+        return r == -EOVERFLOW ? -ERANGE : r;
 }
 
 /* Starts or follows the copy of a demoted @rec back into @e's image. */
@@ -98,7 +139,10 @@ int gantry_copy_use_publish(const struct gantry_config *config, struct gantry_da
                 goto out_unlocked;
         }
         if (strcmp(rec.state, "done") == 0 && !repromoted_unseen(&rec)) {
-                if ((r = touch(t->io, e->uuid, &rec)) < 0)
+                if ((r = touch(t->io, e->uuid)) == -EAGAIN)
+                        r = gantry_error_set(err, EBUSY, "volume_id: %s is being demoted; retry",
+                                             e->name);
+                else if (r < 0)
                         r = gantry_ceph_error(err, r, "write the copy record of", e->name);
                 goto out;
         }
@@ -119,13 +163,13 @@ int gantry_copy_use_publish(const struct gantry_config *config, struct gantry_da
         gantry_tier_record_clear(&rec);
         if (r != 0)
                 goto out_unlocked;
-        if ((r = gantry_promotion_record_read(t->io, e->uuid, &rec)) < 0) {
-                r = gantry_ceph_error(err, r, "read the copy record of", e->name);
-                goto out_unlocked;
-        }
         log_info("tier.copy_repromoted", "name=%s uuid=%s", e->name, e->uuid);
-        if ((r = touch(t->io, e->uuid, &rec)) < 0)
+        /* seen done: from now on it is an ordinary copy again */
+        for (int i = 0; i < TOUCH_TRIES && (r = mark_seen(t->io, e->uuid)) == -ERANGE; i++)
+                ;
+        if (r < 0)
                 r = gantry_ceph_error(err, r, "write the copy record of", e->name);
+        goto out_unlocked;
 out:
         gantry_tier_record_clear(&rec);
 out_unlocked:
@@ -137,9 +181,9 @@ void gantry_copy_use_unpublish(const struct gantry_config *config, const char *v
                                void *const *secrets, size_t n_secrets)
 {
         struct gantry_dataset_target t = { 0 };
-        struct gantry_tier_record rec;
         struct gantry_error err = { 0 };
         char lock[200];
+        int r;
 
         if (gantry_dataset_target_open(config, volume_id, "volume_id", secrets, n_secrets, &t,
                                        &err) < 0)
@@ -147,12 +191,9 @@ void gantry_copy_use_unpublish(const struct gantry_config *config, const char *v
         snprintf(lock, sizeof(lock), "volume:%s", t.ref.uuid);
         if (gantry_lock_try(lock) < 0)
                 goto out; /* whoever holds it is using the volume too */
-        if (gantry_promotion_record_read(t.io, t.ref.uuid, &rec) == 0) {
-                if (strcmp(rec.state, "done") == 0 && !repromoted_unseen(&rec) &&
-                    touch(t.io, t.ref.uuid, &rec) < 0)
-                        log_warn("tier.copy_use_unrecorded", "uuid=%s", t.ref.uuid);
-                gantry_tier_record_clear(&rec);
-        }
+        r = touch(t.io, t.ref.uuid);
+        if (r < 0 && r != -EAGAIN && r != -ENOENT && r != -EINVAL)
+                log_warn("tier.copy_use_unrecorded", "uuid=%s error=\"%s\"", t.ref.uuid, strerror(-r));
         gantry_lock_release(lock);
 out:
         gantry_dataset_target_close(&t);

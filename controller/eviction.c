@@ -142,6 +142,37 @@ static int write_record(rados_ioctx_t io, const char *key, struct gantry_tier_re
         return gantry_promotion_record_store(io, key, rec);
 }
 
+/*
+ * Writes @rec as "demoting" only over the record @was read at @version: a
+ * publish or unpublish that wrote it meanwhile wins (-EAGAIN); writes of
+ * other records in "gantry.copies" only make it look again.
+ */
+static int mark_demoting(rados_ioctx_t io, const char *key, struct gantry_tier_record *rec,
+                         const struct gantry_tier_record *was, uint64_t version)
+{
+        for (int i = 0; i < 8; i++) {
+                struct gantry_tier_record now;
+                int r;
+
+                snprintf(rec->state, sizeof(rec->state), "demoting");
+                rec->updated = time(NULL);
+                r = gantry_promotion_record_store_at(io, key, rec, version);
+                if (r != -ERANGE && r != -EOVERFLOW)
+                        return r;
+                if ((r = gantry_promotion_record_read(io, key, &now)) < 0)
+                        return r;
+                version = rados_get_last_version(io);
+                r = strcmp(now.state, was->state) == 0 && now.last_used == was->last_used &&
+                                    now.updated == was->updated
+                            ? 0
+                            : -EAGAIN;
+                gantry_tier_record_clear(&now);
+                if (r < 0)
+                        return r;
+        }
+        return -EAGAIN;
+}
+
 /* Discards every byte of @img, heartbeating the "demoting" record between chunks. */
 static int discard_all(rbd_image_t img, rados_ioctx_t io, const char *key,
                        struct gantry_tier_record *rec)
@@ -218,13 +249,14 @@ int gantry_eviction_demote(const char *cluster_id, rados_ioctx_t io, const char 
         const char *why = "error";
         char detail[GANTRY_ERROR_MSG_MAX + 64];
         rbd_image_t img = NULL;
-        uint64_t freed;
+        uint64_t freed, version;
         int r = gantry_promotion_record_read(io, key, &rec);
 
         if (r == -ENOENT)
                 return gantry_error_set(err, ENOENT, "%s: no promoted copy", key);
         if (r < 0)
                 return gantry_ceph_error(err, r, "read the copy record of", key);
+        version = rados_get_last_version(io);
         was = rec;
         was.position = NULL; /* rec owns it */
         if (strcmp(rec.kind, "promote") != 0) {
@@ -253,7 +285,13 @@ int gantry_eviction_demote(const char *cluster_id, rados_ioctx_t io, const char 
         if ((r = in_use(io, img, &rec, attached, &why, err)) < 0)
                 goto decided;
         /* from here a publish sees "demoting"; then look again (the attacher may be quicker) */
-        if ((r = write_record(io, key, &rec, "demoting")) < 0) {
+        if ((r = mark_demoting(io, key, &rec, &was, version)) == -EAGAIN) {
+                why = "busy";
+                r = gantry_error_set(err, EBUSY, "%s was used meanwhile (its record changed)",
+                                     rec.name);
+                goto decided;
+        }
+        if (r < 0) {
                 r = gantry_ceph_error(err, r, "write the copy record of", rec.name);
                 goto decided;
         }
