@@ -107,11 +107,52 @@ static int get_number(json_t *obj, const char *key, const char *where, double mi
         return 0;
 }
 
+/* clusters[].evict: the demotion policy of the promoted copies kept in a cluster. */
+static int parse_evict(json_t *o, const char *where, struct gantry_cluster_config *c,
+                       struct gantry_error *err)
+{
+        static const char *const keys[] = { "highWatermark", "lowWatermark", "idleSeconds",
+                                            "intervalSeconds", "capacityBytes", NULL };
+        struct gantry_evict_policy *e = &c->evict;
+        double high = 0.85, low = 0.70, idle = 3600, interval = 60, cap = 0;
+        char w[128];
+        int r;
+
+        if (!o)
+                return 0;
+        snprintf(w, sizeof(w), "%s.evict", where);
+        if (!json_is_object(o))
+                return gantry_error_set(err, EINVAL, "%s: must be an object", w);
+        if ((r = check_keys(o, w, keys, err)) < 0 ||
+            (r = get_number(o, "highWatermark", w, 0, 1, &high, err)) < 0 ||
+            (r = get_number(o, "lowWatermark", w, 0, 1, &low, err)) < 0 ||
+            (r = get_number(o, "idleSeconds", w, 0, 1e9, &idle, err)) < 0 ||
+            (r = get_number(o, "intervalSeconds", w, 1, 86400, &interval, err)) < 0 ||
+            (r = get_number(o, "capacityBytes", w, 0, 1e18, &cap, err)) < 0)
+                return r;
+        if (!json_object_get(o, "lowWatermark") && low > high)
+                low = high; /* only the high mark given, below the default low one */
+        if (low > high)
+                return gantry_error_set(err, EINVAL, "%s.lowWatermark: must not exceed highWatermark "
+                                        "(%g)", w, high);
+        if (!c->user_id)
+                return gantry_error_set(err, EINVAL, "%s: needs the cluster's userID and keyFile (the "
+                                        "controller reads the copies' records with them)", w);
+        e->enabled = true;
+        e->high_watermark = high;
+        e->low_watermark = low;
+        e->idle_seconds = (int64_t)idle;
+        e->interval_seconds = (int)interval;
+        e->capacity_bytes = (uint64_t)cap;
+        return 0;
+}
+
 static int parse_cluster(json_t *o, const char *where, struct gantry_cluster_config *c,
                          struct gantry_error *err)
 {
         static const char *const keys[] = { "clusterID", "monitors", "tier", "location",
-                                            "rbdTimeoutSeconds", "userID", "keyFile", "copy", NULL };
+                                            "rbdTimeoutSeconds", "userID", "keyFile", "copy", "evict",
+                                            NULL };
         static const char *const loc_keys[] = { "leaves", "readGBps", NULL };
         static const char *const copy_keys[] = { "readMBps", "objectsInFlight", NULL };
         double timeout = 10, read_mbps = 0, in_flight = 16;
@@ -166,7 +207,7 @@ static int parse_cluster(json_t *o, const char *where, struct gantry_cluster_con
         }
         c->copy_read_bytes_per_s = (uint64_t)(read_mbps * 1e6);
         c->copy_objects_in_flight = (int)in_flight;
-        return 0;
+        return parse_evict(json_object_get(o, "evict"), where, c, err);
 }
 
 static int parse_target(json_t *o, const char *where, struct gantry_target_config *t,

@@ -9,7 +9,9 @@
  *                     "rbdTimeoutSeconds": 10,
  *                     "userID": "gantry", "keyFile": "/etc/gantry/ceph/nvme.key",
  *                     "location": { "leaves": ["leaf-1"], "readGBps": 40 },
- *                     "copy": { "readMBps": 2000, "objectsInFlight": 16 } } ],
+ *                     "copy": { "readMBps": 2000, "objectsInFlight": 16 },
+ *                     "evict": { "highWatermark": 0.85, "lowWatermark": 0.7,
+ *                                "idleSeconds": 3600, "intervalSeconds": 60 } } ],
  *     "targets":  [ { "id": "tgt-a", "url": "https://10.0.1.5:8009/",
  *                     "tokenFile": "/etc/gantry/target-token",
  *                     "caFile": "/etc/gantry/target-ca.pem",
@@ -42,6 +44,20 @@
 #define GANTRY_CONFIG_MAX_LIST 64 /* monitors, leaves, addresses, labels */
 #define GANTRY_CONFIG_ID_MAX 64   /* clusterID, target id: [A-Za-z0-9._-] */
 
+/*
+ * When promoted copies in a cluster are demoted ("evict"): above
+ * @high_watermark of a pool's capacity, copies idle for at least
+ * @idle_seconds go, idle longest first, until usage is at @low_watermark.
+ */
+struct gantry_evict_policy {
+        bool enabled;             /* an "evict" object is configured */
+        double high_watermark;    /* fraction of the capacity, default 0.85 */
+        double low_watermark;     /* < high_watermark, default 0.70 */
+        int64_t idle_seconds;     /* default 3600 */
+        int interval_seconds;     /* between two passes, default 60 */
+        uint64_t capacity_bytes;  /* 0: each pool's stored + max_avail (ceph df) */
+};
+
 struct gantry_cluster_config {
         char *cluster_id;
         char **monitors; /* "host:port" or "[v2:host:port]" */
@@ -56,6 +72,7 @@ struct gantry_cluster_config {
         /* copies that read from this cluster (dataset promotion, "copy"): */
         uint64_t copy_read_bytes_per_s; /* shared cap of their reads, 0: none */
         int copy_objects_in_flight;     /* objects in flight per copy, default 16 */
+        struct gantry_evict_policy evict; /* demoting promoted copies held here ("evict") */
 };
 
 struct gantry_target_address {

@@ -16,6 +16,7 @@
 #include "checkpoint.h"
 #include "controller.h"
 #include "controller_internal.h"
+#include "eviction.h"
 #include "log.h"
 
 #define LIST_MAX 4096 /* entries in one list answer, whatever max_entries says */
@@ -287,6 +288,9 @@ static int unpublish_volume(struct gantry_csi_call *call, const ProtobufCMessage
         (void)response;
         if (is_checkpoint_id(req->volume_id))
                 return gantry_checkpoint_unpublish_volume(call, req, err);
+        if (req->volume_id && *req->volume_id)
+                gantry_copy_use_unpublish(call->config, req->volume_id, (void *const *)req->secrets,
+                                          req->n_secrets);
         return 0;
 }
 
@@ -320,7 +324,7 @@ int gantry_controller_init(const struct gantry_config *config, const char *kubec
         if ((r = gantry_node_registry_init(kubeconfig, err)) < 0)
                 return r;
         gantry_promotion_resume_start(config); /* copies a killed controller left go on */
-        return 0;
+        return gantry_eviction_start(config, kubeconfig, err);
 }
 
 int gantry_controller_probe(const struct gantry_config *config, int64_t deadline_ms,
@@ -358,11 +362,13 @@ int gantry_controller_probe(const struct gantry_config *config, int64_t deadline
 void gantry_controller_set_metrics(struct gantry_metrics *m)
 {
         gantry_promotion_set_metrics(m);
+        gantry_eviction_set_metrics(m);
 }
 
 void gantry_controller_shutdown(void)
 {
-        /* copies first: they use the cached connections */
+        /* demotions and copies first: they use the cached connections */
+        gantry_eviction_stop();
         gantry_promotion_resume_stop();
         gantry_promotion_shutdown();
         gantry_ceph_close_all();

@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -75,6 +76,20 @@ int gantry_controller_refresh_image(const struct gantry_config *config, const ch
                                     const char *to, const char *data_pool,
                                     gantry_controller_promote_progress_fn progress, void *arg,
                                     struct gantry_error *err);
+
+/*
+ * Demotes the promoted copy @what names (a PVC "NAMESPACE/NAME", looked up
+ * through the API; a PV name; a volume uuid; an image name; or
+ * "CLUSTER/POOL/IMAGE"): its data is discarded, its record says "demoted"
+ * and the next ControllerPublishVolume copies it again. Never one in use (a
+ * VolumeAttachment, through @kubeconfig or in-cluster when available; a
+ * watcher on its image; clones). Returns 0 when demoted, 1 when it already
+ * was (@out says what was done), -EBUSY when in use, -ENOENT when nothing
+ * has that name, or another -errno, with @err filled.
+ */
+int gantry_controller_demote(const struct gantry_config *config, const char *what,
+                             const char *kubeconfig, char *out, size_t out_size,
+                             struct gantry_error *err);
 
 /* Where the controller counts what it does besides requests (copies); call before init. */
 void gantry_controller_set_metrics(struct gantry_metrics *m);

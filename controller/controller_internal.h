@@ -260,6 +260,16 @@ int gantry_promotion_cancel(const struct gantry_config *config, rados_ioctx_t ds
                             const char *uuid, struct gantry_error *err);
 /* Reads the copy record under @key in @io's "gantry.copies"; -ENOENT when there is none. */
 int gantry_promotion_record_read(rados_ioctx_t io, const char *key, struct gantry_tier_record *ret);
+/* Writes @rec under @key in @io's "gantry.copies" (creating the object). */
+int gantry_promotion_record_store(rados_ioctx_t io, const char *key,
+                                  const struct gantry_tier_record *rec);
+/*
+ * Same, only if "gantry.copies" is still at @version (rados_get_last_version()
+ * of @io right after the read the caller bases @rec on): -ERANGE when
+ * anything was written there since (read again and retry).
+ */
+int gantry_promotion_record_store_at(rados_ioctx_t io, const char *key,
+                                     const struct gantry_tier_record *rec, uint64_t version);
 /* Where promotions count bytes, rates and copies (may be NULL). */
 void gantry_promotion_set_metrics(struct gantry_metrics *m);
 /* Cancels every running copy (each persists its position) and waits for them. */
@@ -281,6 +291,13 @@ int gantry_promotion_records_each(rados_ioctx_t io, gantry_controller_copy_fn fn
  * copy is still complete, only not a refresh base).
  */
 int gantry_refresh_mark_base(rbd_image_t img, struct gantry_tier_record *rec);
+/*
+ * The copy in @img is being demoted: removes its GANTRY_REFRESH_PROMOTED_SNAP
+ * (which would keep every discarded object alive; the caller has checked
+ * that no clone reads through it) and clears the name in @rec, so it is no
+ * refresh base until copied again. Returns 0 or -errno.
+ */
+int gantry_refresh_unmark_base(rbd_image_t img, struct gantry_tier_record *rec);
 /*
  * For the new copy @rec of @q (its source snapshot taken): looks in the
  * destination pool's records for a complete promotion of the same source
@@ -312,6 +329,15 @@ int gantry_refresh_make_image(const struct gantry_promotion_request *q,
 void gantry_promotion_resume_start(const struct gantry_config *config);
 /* Stops and joins that thread (no-op when not started). */
 void gantry_promotion_resume_stop(void);
+
+/*
+ * Calls @fn for every copy record kept in a pool of cluster @c, read with
+ * the config's credentials (tier_admin.c). Returns 0 or -errno with @err.
+ */
+int gantry_copies_list_cluster(const struct gantry_cluster_config *c,
+                               int (*fn)(const char *cluster_id, const char *pool,
+                                         const struct gantry_tier_record *rec, void *arg),
+                               void *arg, struct gantry_error *err);
 
 /* ---- Dataset handlers (dataset_*.c) ---- */
 

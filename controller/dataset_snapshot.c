@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "controller_internal.h"
+#include "eviction.h"
 #include "log.h"
 
 /* Fills @snap for the snapshot of @t recorded in @e, reading size and time from RBD. */
@@ -135,7 +136,7 @@ int gantry_dataset_create_snapshot(struct gantry_csi_call *call,
         struct gantry_dataset_target t = { 0 };
         struct gantry_journal_entry vol, e;
         struct gantry_volume_ref ref;
-        char lock[300], uuid_lock[64] = "";
+        char lock[300], uuid_lock[64] = "", made[GANTRY_UUID_LEN + 1];
         Csi__V1__Snapshot *snap;
         rbd_image_t img;
         int r;
@@ -168,6 +169,10 @@ int gantry_dataset_create_snapshot(struct gantry_csi_call *call,
                 r = gantry_ceph_error(err, r, "read journal of", req->source_volume_id);
                 goto out;
         }
+        /* a demoted copy has no data to snapshot (a retry of a snapshot already made is fine) */
+        if (gantry_journal_lookup_name(t.io, GANTRY_JOURNAL_SNAPSHOT, req->name, made) == -ENOENT &&
+            (r = gantry_copy_use_check_data(t.io, &vol, "source_volume_id", err)) < 0)
+                goto out;
         if ((r = reserve(t.io, req->name, &vol, req->source_volume_id, &e, uuid_lock,
                          sizeof(uuid_lock), err)) < 0) {
                 uuid_lock[0] = '\0';

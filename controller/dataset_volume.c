@@ -22,6 +22,7 @@
 
 #include "checkpoint.h"
 #include "controller_internal.h"
+#include "eviction.h"
 #include "log.h"
 
 #define MiB (1024ull * 1024)
@@ -141,6 +142,9 @@ static int resolve_source(struct gantry_csi_call *call, const Csi__V1__CreateVol
                 return gantry_error_set(err, ENOENT, "%s: %s does not exist", field, s->id);
         if (r < 0)
                 return gantry_ceph_error(err, r, "read journal of", s->id);
+        /* a demoted copy has no data to copy or clone */
+        if (!s->is_snapshot && (r = gantry_copy_use_check_data(s->t.io, &s->e, field, err)) < 0)
+                return r;
         if (s->is_snapshot) {
                 snprintf(s->image, sizeof(s->image), "%s", s->e.source);
                 snprintf(s->snap, sizeof(s->snap), "%s", s->e.image);
@@ -660,8 +664,13 @@ int gantry_dataset_publish_volume(struct gantry_csi_call *call,
                 return r;
         r = open_existing(call, req->volume_id, (void *const *)req->secrets, req->n_secrets, &t, &e,
                           err);
+        if (r == 0)
+                r = gantry_node_registry_check(req->node_id, err);
+        /* a promoted copy: its use is recorded; a demoted one is copied again (ABORTED meanwhile) */
+        if (r == 0)
+                r = gantry_copy_use_publish(call->config, &t, &e, err);
         gantry_dataset_target_close(&t);
-        return r < 0 ? r : gantry_node_registry_check(req->node_id, err);
+        return r;
 }
 
 int gantry_dataset_get_volume(struct gantry_csi_call *call, const char *volume_id,

@@ -97,7 +97,9 @@ static struct gantry_tier_bucket *bucket_for(const struct gantry_cluster_config 
 
 /* ---- the record in "gantry.copies" ---- */
 
-static int record_write(rados_ioctx_t io, const char *uuid, const struct gantry_tier_record *rec)
+/* Writes @rec under @uuid; with @version (not 0) only if the object is still at that version. */
+static int record_write_at(rados_ioctx_t io, const char *uuid, const struct gantry_tier_record *rec,
+                           uint64_t version)
 {
         const char *keys[1] = { uuid };
         size_t key_lens[1] = { strlen(uuid) }, val_lens[1];
@@ -114,12 +116,20 @@ static int record_write(rados_ioctx_t io, const char *uuid, const struct gantry_
                 free(json);
                 return -ENOMEM;
         }
-        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+        if (version)
+                rados_write_op_assert_version(op, version);
+        else
+                rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
         rados_write_op_omap_set2(op, keys, vals, key_lens, val_lens, 1);
         r = rados_write_op_operate(op, io, GANTRY_TIER_COPIES_OBJECT, NULL, 0);
         rados_release_write_op(op);
         free(json);
         return r;
+}
+
+static int record_write(rados_ioctx_t io, const char *uuid, const struct gantry_tier_record *rec)
+{
+        return record_write_at(io, uuid, rec, 0);
 }
 
 int gantry_promotion_record_read(rados_ioctx_t io, const char *uuid, struct gantry_tier_record *ret)
@@ -663,4 +673,16 @@ void gantry_promotion_shutdown(void)
                 buckets[i].bucket = NULL;
         }
         pthread_mutex_unlock(&lock);
+}
+
+int gantry_promotion_record_store(rados_ioctx_t io, const char *key,
+                                  const struct gantry_tier_record *rec)
+{
+        return record_write(io, key, rec);
+}
+
+int gantry_promotion_record_store_at(rados_ioctx_t io, const char *key,
+                                     const struct gantry_tier_record *rec, uint64_t version)
+{
+        return record_write_at(io, key, rec, version ? version : 1);
 }

@@ -35,6 +35,16 @@ int gantry_refresh_mark_base(rbd_image_t img, struct gantry_tier_record *rec)
         return 0;
 }
 
+int gantry_refresh_unmark_base(rbd_image_t img, struct gantry_tier_record *rec)
+{
+        int r = rbd_snap_remove(img, GANTRY_REFRESH_PROMOTED_SNAP);
+
+        if (r < 0 && r != -ENOENT)
+                return r;
+        rec->promoted_snap[0] = '\0';
+        return 0;
+}
+
 /* The search for a base: what the new copy needs, and the best candidate so far. */
 struct pick {
         const struct gantry_promotion_request *q;

@@ -267,3 +267,11 @@ int gantry_controller_refresh_image(const struct gantry_config *config, const ch
 {
         return promote_image(config, from, to, data_pool, true, progress, arg, err);
 }
+
+int gantry_copies_list_cluster(const struct gantry_cluster_config *c,
+                               int (*fn)(const char *cluster_id, const char *pool,
+                                         const struct gantry_tier_record *rec, void *arg),
+                               void *arg, struct gantry_error *err)
+{
+        return list_cluster(c, fn, arg, err);
+}

@@ -6,6 +6,8 @@
  *   gantryctl tier status [--config /etc/gantry/gantry.json] [--json]
  *   gantryctl tier promote --from CLUSTER/POOL/IMAGE[@SNAP] --to CLUSTER/POOL/IMAGE
  *                          [--data-pool POOL] [--refresh] [--config ...]
+ *   gantryctl tier demote NAMESPACE/PVC|PV|UUID|IMAGE|CLUSTER/POOL/IMAGE
+ *                         [--config ...] [--kubeconfig FILE]
  *
  * `promote` copies one image between clusters outside CSI (pre-warming a
  * dataset) with the promotion machinery of CreateVolume, in the foreground,
@@ -17,7 +19,7 @@
  *
  * Rows come from row sources, each yielding records of tier/record.h:
  *   "promote"  dataset promotions, from the "gantry.copies" omap object of
- *              every pool of every configured cluster (controller/copy_list.c)
+ *              every pool of every configured cluster (controller/tier_admin.c)
  *   "drain"    checkpoint drains (#13, #15): snapshots gantry-target copies
  *              into Ceph, from `bdev_get_bdevs` (driver_specific.lvol.drain)
  *              of every configured target, over the controller's target
@@ -25,6 +27,11 @@
  *              "<cluster>/<pool>/<image>", kept in "<target id>/-"
  *   "restore"  the reverse copies (driver_specific.lvol.restore): a drained
  *              image filled back into a new namespace on a target
+ * `demote` discards one promoted copy's data by hand, as the eviction policy
+ * (clusters[].evict) does: never one in use (a VolumeAttachment when the API
+ * is reachable, a watcher on its image); the next ControllerPublishVolume
+ * copies it again from its source.
+ *
  * A cluster or target that cannot be read is listed under "errors" (and on
  * stderr), the others are still shown, and the exit status is 1.
  *
@@ -272,6 +279,8 @@ static void usage(FILE *f)
         fprintf(f, "usage: gantryctl tier status [--config FILE] [--json]\n"
                    "       gantryctl tier promote --from CLUSTER/POOL/IMAGE[@SNAP] --to CLUSTER/POOL/IMAGE\n"
                    "                              [--data-pool POOL] [--refresh] [--config FILE]\n"
+                   "       gantryctl tier demote NAMESPACE/PVC|PV|UUID|IMAGE|CLUSTER/POOL/IMAGE\n"
+                   "                             [--config FILE] [--kubeconfig FILE]\n"
                    "status lists every tiering copy (dataset promotions between clusters, from the\n"
                    "records in Ceph; checkpoint drains and restores, asked of every configured\n"
                    "target) with its source, destination, bytes done, rate, ETA and state.\n"
@@ -279,6 +288,8 @@ static void usage(FILE *f)
                    "stops it; the same command resumes). A complete copy of an older snapshot of\n"
                    "the same source in the destination pool is refreshed instead (only the changed\n"
                    "extents copied); --refresh fails rather than copy everything.\n"
+                   "demote discards a promoted copy's data (never one in use); the next\n"
+                   "ControllerPublishVolume copies it again from its source.\n"
                    "Default config: " DEFAULT_CONFIG " (the driver config of gantry-csi).\n");
 }
 
@@ -393,6 +404,48 @@ static int promote_main(int argc, char **argv)
         return r == 0 ? 0 : r == -EINVAL || r == -EEXIST ? 2 : 1;
 }
 
+/* `tier demote`: exit 0 demoted (or already), 1 kept (in use) or failed, 2 usage / not found. */
+static int demote_main(int argc, char **argv)
+{
+        static const struct option opts[] = { { "config", required_argument, NULL, 'c' },
+                                              { "kubeconfig", required_argument, NULL, 'k' },
+                                              { "help", no_argument, NULL, 'h' },
+                                              { 0 } };
+        const char *path = DEFAULT_CONFIG, *kubeconfig = NULL;
+        struct gantry_config *config = NULL;
+        struct gantry_error err = { 0 };
+        char out[512] = "";
+        int c, r;
+
+        optind = 1;
+        while ((c = getopt_long(argc + 1, argv - 1, "", opts, NULL)) != -1) {
+                switch (c) {
+                case 'c': path = optarg; break;
+                case 'k': kubeconfig = optarg; break;
+                case 'h': usage(stdout); return 0;
+                default: usage(stderr); return 2;
+                }
+        }
+        if (optind != argc) {
+                fprintf(stderr, "gantryctl tier demote: name one copy (a PVC NAMESPACE/NAME, a PV, "
+                                "a volume uuid or an image)\n");
+                return 2;
+        }
+        if ((r = gantry_config_load(path, &config, &err)) < 0) {
+                fprintf(stderr, "gantryctl tier demote: %s\n", err.msg[0] ? err.msg : strerror(-r));
+                return 2;
+        }
+        gantry_log_set_level(GANTRY_LOG_WARN);
+        r = gantry_controller_demote(config, argv[optind - 1], kubeconfig, out, sizeof(out), &err);
+        if (r >= 0)
+                printf("%s\n", out);
+        else
+                fprintf(stderr, "gantryctl tier demote: %s\n", err.msg);
+        gantry_controller_shutdown();
+        gantry_config_free(config);
+        return r >= 0 ? 0 : r == -EINVAL || r == -ENOENT ? 2 : 1;
+}
+
 int gantry_tier_main(int argc, char **argv)
 {
         if (argc < 1 || strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
@@ -403,6 +456,8 @@ int gantry_tier_main(int argc, char **argv)
                 return status_main(argc - 1, argv + 1);
         if (strcmp(argv[0], "promote") == 0)
                 return promote_main(argc - 1, argv + 1);
+        if (strcmp(argv[0], "demote") == 0)
+                return demote_main(argc - 1, argv + 1);
         fprintf(stderr, "gantryctl tier: %s: unknown subcommand\n", argv[0]);
         usage(stderr);
         return 2;

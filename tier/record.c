@@ -54,6 +54,9 @@ int gantry_tier_record_encode(const struct gantry_tier_record *r, char **ret_jso
                 json_decref(o);
                 return -ENOMEM;
         }
+        /* demotion's fields (controller/eviction.c) */
+        json_object_set_new(o, "lastUsed", json_integer((json_int_t)r->last_used));
+        json_object_set_new(o, "demoted", json_integer((json_int_t)r->demoted));
         s = json_dumps(o, JSON_COMPACT);
         json_decref(o);
         if (!s)
@@ -123,6 +126,8 @@ int gantry_tier_record_decode(const char *json, size_t len, struct gantry_tier_r
         r.eta = get_double(o, "eta", -1);
         r.started = (int64_t)get_u64(o, "started");
         r.updated = (int64_t)get_u64(o, "updated");
+        r.last_used = (int64_t)get_u64(o, "lastUsed");
+        r.demoted = (int64_t)get_u64(o, "demoted");
         pos = json_string_value(json_object_get(o, "position"));
         if (pos && *pos && !(r.position = strdup(pos))) {
                 json_decref(o);
@@ -143,6 +148,11 @@ void gantry_tier_record_clear(struct gantry_tier_record *r)
         memset(r, 0, sizeof(*r));
 }
 
+int64_t gantry_tier_record_idle_since(const struct gantry_tier_record *r)
+{
+        return r->last_used > r->updated ? r->last_used : r->updated;
+}
+
 void gantry_tier_record_format(const struct gantry_tier_record *r, char *buf, size_t size)
 {
         struct gantry_tier_progress p = {
@@ -155,6 +165,10 @@ void gantry_tier_record_format(const struct gantry_tier_record *r, char *buf, si
 
         if (strcmp(r->state, "done") == 0)
                 snprintf(buf, size, "done");
+        else if (strcmp(r->state, "demoted") == 0)
+                snprintf(buf, size, "demoted: copied again at the next ControllerPublishVolume");
+        else if (strcmp(r->state, "demoting") == 0)
+                snprintf(buf, size, "demoting: its data is being discarded");
         else if (strcmp(r->state, "failed") == 0)
                 snprintf(buf, size, "failed: %s", r->error);
         else

@@ -20,6 +20,12 @@
  * source image clones that snapshot ("refreshParent", "IMAGE@SNAP" in the
  * destination pool) and copies only the extents changed since the base's
  * source snapshot ("refreshFrom"); "refreshOf" is the base copy's id.
+ *
+ * Demotion (controller/eviction.c) adds "lastUsed" (unix seconds of the last
+ * ControllerPublish/Unpublish of the copy, 0: never since it was made) and
+ * "demoted" (when it was last demoted), and the states "demoting" (its data
+ * being discarded) and "demoted" (the data is gone from the destination, the
+ * source is the truth; the next ControllerPublishVolume copies it again).
  */
 #pragma once
 
@@ -53,6 +59,7 @@ struct gantry_tier_record {
         char refresh_of[168];       /* id of the base copy this one refreshes */
         char refresh_from[128];     /* the source snapshot the changes are counted from */
         char refresh_parent[300];   /* "IMAGE@SNAP" of the destination pool, cloned */
+        int64_t last_used, demoted; /* unix seconds, 0: never (demotion) */
 };
 
 /* Sets the progress fields of @r from @p. */
@@ -70,6 +77,9 @@ int gantry_tier_record_decode(const char *json, size_t len, struct gantry_tier_r
 
 /* Frees what @r owns (the position) and zeroes it. */
 void gantry_tier_record_clear(struct gantry_tier_record *r);
+
+/* When @r was last in use: its last publish/unpublish, else its last update (copy completion). */
+int64_t gantry_tier_record_idle_since(const struct gantry_tier_record *r);
 
 /*
  * The operator's line for @r: "41 %, 2.3 GB/s, about 6 min left" while

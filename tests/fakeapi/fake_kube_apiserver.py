@@ -5,7 +5,7 @@ A real kube-apiserver needs etcd and a cluster; this stands in for the small
 part gantry-scheduler talks to, with the same wire shapes:
 
   GET  /api/v1/nodes, /api/v1/pods, /api/v1/persistentvolumeclaims,
-       /api/v1/persistentvolumes, /apis/storage.k8s.io/v1/{storageclasses,csinodes},
+       /api/v1/persistentvolumes, /apis/storage.k8s.io/v1/{storageclasses,csinodes,volumeattachments},
        /apis/batch/v1/jobs, /apis/scheduling.x-k8s.io/v1alpha1/podgroups
        (and /api/v1/namespaces/NS/{pods,persistentvolumeclaims}, and
        /apis/.../namespaces/NS/{jobs,podgroups})
@@ -16,6 +16,7 @@ part gantry-scheduler talks to, with the same wire shapes:
           BOOKMARK when asked), from RV on; an RV older than the last
           compaction gets an ERROR event with a 410 Status (or HTTP 410 in
           --gone-mode http), as the real server does
+  GET  one object by name (.../RESOURCE/NAME, .../namespaces/NS/RESOURCE/NAME)
   POST /api/v1/namespaces/NS/pods/NAME/binding
        -> sets spec.nodeName (404 no pod, 409 already bound or UID mismatch)
 
@@ -77,6 +78,8 @@ RESOURCES = {
                   "/apis/scheduling.x-k8s.io/v1alpha1"),
     # what kubelet writes when it registers a node plugin (read by gantry-csi's controller)
     "csinodes": ("CSINode", "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1"),
+    # what the external attacher makes per attached PV (read by gantry-csi's eviction policy)
+    "volumeattachments": ("VolumeAttachment", "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1"),
 }
 GROUPS = {"/api/v1": "", "/apis/storage.k8s.io/v1": "storage.k8s.io", "/apis/batch/v1": "batch",
           "/apis/scheduling.x-k8s.io/v1alpha1": "scheduling.x-k8s.io"}
@@ -309,6 +312,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.list(resource, ns, q)
         if verb == "watch":
             return self.watch(resource, ns, q, fail)
+        if verb == "get" and sub is None and (ns is not None) == RESOURCES[resource][2]:
+            with st.cond:
+                obj = copy.deepcopy(st.objects[resource].get(f"{ns}/{name}" if ns else name))
+            if obj is None:
+                return self.send_status(404, "NotFound", f'{resource} "{name}" not found')
+            return self.send_json(200, obj)
         return self.send_status(405, "MethodNotAllowed", f"{method} is not supported on {path}")
 
     @staticmethod

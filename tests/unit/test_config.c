@@ -60,6 +60,7 @@ static void test_full_config(void **state)
         assert_string_equal(c->node.topology[0].value, "leaf-1");
         assert_int_equal(c->node.max_volumes_per_node, 64);
         assert_int_equal(c->node.max_parallel_maps, 8);
+        assert_false(cl->evict.enabled); /* no eviction unless configured */
         gantry_config_free(c);
 }
 
@@ -111,6 +112,53 @@ static void test_bad_configs(void **state)
         expect_error("{\"logLevel\": \"info\", \"logLevel\": \"debug\"}", "duplicate");
 }
 
+/* clusters[].evict: given values, defaults, and the errors naming the key. */
+static void test_evict_policy(void **state)
+{
+        static const char *head = "{\"clusters\": [{\"clusterID\": \"p\", \"monitors\": [\"m\"], "
+                                  "\"userID\": \"u\", \"keyFile\": \"/k\", \"evict\": ";
+        const struct gantry_evict_policy *e;
+        struct gantry_config *c = NULL;
+        struct gantry_error err = { 0 };
+        char json[512];
+
+        (void)state;
+        snprintf(json, sizeof(json), "%s{\"highWatermark\": 0.9, \"lowWatermark\": 0.5, "
+                 "\"idleSeconds\": 600, \"intervalSeconds\": 5, \"capacityBytes\": 1e12}}]}", head);
+        assert_int_equal(gantry_config_parse(json, "t.json", &c, &err), 0);
+        e = &c->clusters[0].evict;
+        assert_true(e->enabled);
+        assert_true(e->high_watermark == 0.9 && e->low_watermark == 0.5);
+        assert_int_equal(e->idle_seconds, 600);
+        assert_int_equal(e->interval_seconds, 5);
+        assert_true(e->capacity_bytes == 1000000000000ull);
+        gantry_config_free(c);
+        snprintf(json, sizeof(json), "%s{}}]}", head);
+        assert_int_equal(gantry_config_parse(json, "t.json", &c, &err), 0);
+        e = &c->clusters[0].evict;
+        assert_true(e->enabled && e->high_watermark == 0.85 && e->low_watermark == 0.70);
+        assert_int_equal(e->idle_seconds, 3600);
+        assert_int_equal(e->interval_seconds, 60);
+        assert_true(e->capacity_bytes == 0);
+        gantry_config_free(c);
+        snprintf(json, sizeof(json), "%s{\"highWatermark\": 0.5}}]}", head);
+        assert_int_equal(gantry_config_parse(json, "t.json", &c, &err), 0);
+        assert_true(c->clusters[0].evict.low_watermark == 0.5);
+        gantry_config_free(c);
+        snprintf(json, sizeof(json), "%s{\"highWatermark\": 0.5, \"lowWatermark\": 0.6}}]}", head);
+        expect_error(json, "clusters[0].evict.lowWatermark: must not exceed highWatermark");
+        snprintf(json, sizeof(json), "%s{\"highWatermark\": 1.5}}]}", head);
+        expect_error(json, "clusters[0].evict.highWatermark");
+        snprintf(json, sizeof(json), "%s{\"intervalSeconds\": 0}}]}", head);
+        expect_error(json, "clusters[0].evict.intervalSeconds");
+        snprintf(json, sizeof(json), "%s{\"idle\": 1}}]}", head);
+        expect_error(json, "clusters[0].evict.idle: unknown field");
+        snprintf(json, sizeof(json), "%s[]}]}", head);
+        expect_error(json, "clusters[0].evict: must be an object");
+        expect_error("{\"clusters\": [{\"clusterID\": \"p\", \"monitors\": [\"m\"], "
+                     "\"evict\": {}}]}", "clusters[0].evict: needs the cluster's userID");
+}
+
 static void test_load_file(void **state)
 {
         char path[] = "/tmp/gantry-test-config-XXXXXX";
@@ -138,6 +186,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_full_config),
                 cmocka_unit_test(test_bad_configs),
+                cmocka_unit_test(test_evict_policy),
                 cmocka_unit_test(test_load_file),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,38 @@
+/*
+ * Whether a promoted copy is in use (copy_in_use.c): VolumeAttachments of
+ * our driver, read through the Kubernetes API, and watchers on its image.
+ */
+#pragma once
+
+#include <rados/librados.h>
+#include <rbd/librbd.h>
+#include <stddef.h>
+
+#include "error.h"
+
+struct gantry_kube_client;
+struct gantry_attachments;
+
+/*
+ * A client of the Kubernetes API: @kubeconfig, else in-cluster when
+ * KUBERNETES_SERVICE_HOST is set; *@ret is NULL (and 0 returned) when
+ * neither is there. -errno when the API config is broken.
+ */
+int gantry_attachments_client(const char *kubeconfig, struct gantry_kube_client **ret,
+                              struct gantry_error *err);
+/*
+ * Lists the VolumeAttachments of csi.gantry.io (every page) into a new
+ * *@ret (free with gantry_attachments_free). -ENOTCONN / -EACCES when the
+ * API cannot be read.
+ */
+int gantry_attachments_list(struct gantry_kube_client *client, struct gantry_attachments **ret,
+                            struct gantry_error *err);
+/* The node PV @pv is attached to, or NULL (borrowed). @a may be NULL: none. */
+const char *gantry_attachments_node(const struct gantry_attachments *a, const char *pv);
+void gantry_attachments_free(struct gantry_attachments *a);
+
+/*
+ * How many watchers @img (opened in @io) has besides the caller's own
+ * connection; the first one's address goes into @who. -errno on failure.
+ */
+int gantry_image_watched(rbd_image_t img, rados_ioctx_t io, char *who, size_t size);

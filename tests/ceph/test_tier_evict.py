@@ -1,0 +1,320 @@
+"""Demotion of promoted copies (#13) between the fixture's two real clusters:
+four 64 MiB datasets of "capa" promoted into "perf" (their data in a pool of
+their own, "evictdata", so its usage is only theirs), one of them mapped (a
+real watcher: `rbd watch`) and one attached (a VolumeAttachment in the FAKE
+API server). The eviction policy (clusters[].evict) must demote only unused
+copies, idle longest first, stop at the low watermark, never touch the ones
+in use or the sources, log and count every decision; a ControllerPublishVolume
+of a demoted copy copies it again (ABORTED with the progress, then OK, the
+content checked by checksum); `gantryctl tier demote` by hand."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+
+import grpc
+
+import ceph_env as env
+from ceph_env import Plugin, csi_pb2
+from test_tier_promote import CTL, LINE, tier_status
+
+sys.path.insert(0, os.path.join(env.HERE, "..", "fakeapi"))
+from fake_api_proc import start_fake, csinode  # noqa: E402
+
+MiB = 1 << 20
+POOL = "evictdata"
+CAPACITY = 512 * MiB
+CAPS = ["mon", "profile rbd", "mgr", "profile rbd pool=rbd", "osd"]
+DECISION = re.compile(r"event=tier\.evict_decision cluster=perf name=(\S+) uuid=\S+ "
+                      r"decision=(\w+) reason=(\w+)")
+
+
+def wait_for(what, cond, timeout=180):
+    """Polls @cond until it returns something true, bounded by @timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.2)
+
+
+def stored(pool=POOL):
+    """The pool's stored bytes as Ceph reports them (what the policy reads)."""
+    for p in json.loads(env.tool("ceph", "perf", "df", "--format", "json"))["pools"]:
+        if p["name"] == pool:
+            return p["stats"]["stored"]
+    raise AssertionError("no pool " + pool)
+
+
+def data_objects(image):
+    """How many data objects of @image (in perf) are in POOL."""
+    prefix = env.rbd_info("perf", image)["block_name_prefix"]
+    io = env.admin_ioctx("perf", POOL)
+    try:
+        return sum(1 for o in io.list_objects() if o.key.startswith(prefix))
+    finally:
+        io.close()
+
+
+class EvictTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="gantry-evict-")
+        cls.caps = json.loads(env.tool("ceph", "perf", "auth", "get", "client.gantry",
+                                       "--format", "json"))[0]["caps"]
+        env.tool("ceph", "perf", "osd", "pool", "create", POOL, "8", "8", "replicated")
+        env.tool("ceph", "perf", "osd", "pool", "application", "enable", POOL, "rbd")
+        env.tool("ceph", "perf", "auth", "caps", "client.gantry", "mon", cls.caps["mon"], "mgr",
+                 cls.caps["mgr"], "osd", cls.caps["osd"] + ", profile rbd pool=" + POOL)
+        cls.api = start_fake(cls.tmp, {"csinodes": [csinode("gpu-1", "gpu-1")]})
+        cls.kubeconfig = cls.api.write_kubeconfig(os.path.join(cls.tmp, "kc"))
+        cls.plain = cls.config("plain", None)
+        cls.sources, cls.copies, cls.plugins = {}, {}, []
+
+    @classmethod
+    def config(cls, name, evict):
+        with open(env.CONFIG) as f:
+            cfg = json.load(f)
+        cfg["logLevel"] = "debug"
+        for c in cfg["clusters"]:
+            if c["clusterID"] == "perf" and evict:
+                c["evict"] = evict
+        path = os.path.join(cls.tmp, name + ".json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        return path
+
+    @classmethod
+    def plugin(cls, cfg):
+        p = Plugin(mode="controller", node_id=None, config=cfg,
+                   extra=["--metrics-addr", "127.0.0.1:0", "--kubeconfig", cls.kubeconfig]).start()
+        cls.plugins.append(p)
+        return p
+
+    @classmethod
+    def tearDownClass(cls):
+        if getattr(cls, "watch", None):
+            try:
+                cls.watch.communicate(b"\n", timeout=30)  # rbd watch unwatches and exits
+            except subprocess.TimeoutExpired:
+                cls.watch.kill()
+                cls.watch.wait(timeout=10)
+        for p in cls.plugins:
+            p.stop()
+        p = cls.plugin(cls.plain)
+        for vid in cls.copies.values():
+            env.retry(lambda: p.call("DeleteVolume", env.delete_req(vid), timeout=60), timeout=90)
+        for vid in cls.sources.values():
+            env.retry(lambda: p.call("DeleteVolume", env.delete_req(vid, "capa"), timeout=60))
+        p.stop()
+        for q in cls.plugins:
+            q.cleanup()
+        env.tool("ceph", "perf", "auth", "caps", "client.gantry", "mon", cls.caps["mon"], "mgr",
+                 cls.caps["mgr"], "osd", cls.caps["osd"])
+        env.tool("ceph", "perf", "osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
+        cls.api.stop()
+        shutil.rmtree(cls.tmp, True)
+
+    def metrics(self, p):
+        port = re.search(r"event=csi.metrics_listening .*port=(\d+)", p.read_log()).group(1)
+        with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=10) as r:
+            return r.read().decode()
+
+    def promote(self, p, key):
+        """A 64 MiB dataset of capa, full of data, promoted into perf (data in POOL)."""
+        name = "evict-%s-%s" % (key, env.UNIQUE)
+        src = p.call("CreateVolume", env.create_req(name + "-far", "capa"), timeout=60).volume
+        self.sources[key] = src.volume_id
+        img = dict(src.volume_context)["imageName"]
+        env.tool("rbd", "capa", "bench", "--io-type", "write", "--io-pattern", "seq", "--io-size",
+                 "4M", "--io-threads", "4", "--io-total", "64M", "rbd/" + img)
+        # a second boundary between copies: the policy's idle clock counts seconds
+        now = int(time.time())
+        wait_for("the next second", lambda: int(time.time()) > now, 5)
+        req = env.create_req(name, "perf", size=0, source_volume=src.volume_id, dataPool=POOL)
+        vol, _ = env.provision(p, req, timeout=300)
+        self.copies[key] = vol.volume_id
+        return name, img, dict(vol.volume_context)["imageName"]
+
+    def publish_req(self, key):
+        return csi_pb2.ControllerPublishVolumeRequest(
+            volume_id=self.copies[key], node_id="gpu-1", volume_capability=env.cap(),
+            secrets=env.secrets())
+
+    def decisions(self, p):
+        return [m.groups() for m in DECISION.finditer(p.read_log())]
+
+    def test_evict(self):
+        p0 = self.plugin(self.plain)
+        names, far, near, sums = {}, {}, {}, {}
+        # C: published first (idle longest) and then mapped: a real watcher on its image
+        names["c"], far["c"], near["c"] = self.promote(p0, "c")
+        p0.call("ControllerPublishVolume", self.publish_req("c"), timeout=60)
+        type(self).watch = subprocess.Popen(["rbd", "-c", env.conf(), "watch", "rbd/" + near["c"]],
+                                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL)
+        wait_for("rbd watch", lambda: "watcher=" in env.tool("rbd", "perf", "status",
+                                                             "rbd/" + near["c"]), 60)
+        for k in "abd":
+            names[k], far[k], near[k] = self.promote(p0, k)
+        # B: attached to gpu-1 (the external attacher's VolumeAttachment)
+        self.api.post("/fake/objects/volumeattachments", {
+            "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+            "metadata": {"name": "csi-b"},
+            "spec": {"attacher": "csi.gantry.io", "nodeName": "gpu-1",
+                     "source": {"persistentVolumeName": names["b"]}},
+            "status": {"attached": True}})
+        self.api.post("/fake/objects/persistentvolumeclaims", {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data-b", "namespace": "team"},
+            "spec": {"volumeName": names["b"]}})
+        p0.stop()
+        for k in "abcd":
+            sums[k] = env.checksum("capa", far[k])
+        self.assertEqual(env.checksum("perf", near["a"]), sums["a"])
+        rec = env.copy_records()
+        idle = sorted("abcd", key=lambda k: max(rec[env.uuid_of(self.copies[k])]["lastUsed"],
+                                                rec[env.uuid_of(self.copies[k])]["updated"]))
+        self.assertEqual(idle, ["c", "a", "b", "d"], "idle order")
+        wait_for("Ceph's stats to show the four copies", lambda: stored() >= 256 * MiB)
+
+        # 1: 256 of 512 MiB = 0.5 > 0.4: C (in use) stays, A goes, and that is enough
+        p1 = self.plugin(self.config("evict1", {"highWatermark": 0.4, "lowWatermark": 0.4,
+                                               "idleSeconds": 0, "intervalSeconds": 1,
+                                               "capacityBytes": CAPACITY}))
+        wait_for("a demotion", lambda: "decision=demoted" in p1.read_log())
+        wait_for("Ceph's stats to catch up", lambda: stored() < 193 * MiB)
+        settled = p1.read_log().count("action=none")
+        wait_for("a pass after that", lambda: p1.read_log().count("action=none") > settled)
+        p1.stop()
+        self.assertEqual(self.decisions(p1), [(names["c"], "kept", "watcher"),
+                                              (names["a"], "demoted", "watermark")])
+        self.assertIn("reached_low=yes", p1.read_log())
+        rec = env.copy_records()
+        self.assertEqual(rec[env.uuid_of(self.copies["a"])]["state"], "demoted")
+        for k in "bcd":
+            self.assertEqual(rec[env.uuid_of(self.copies[k])]["state"], "done", k)
+        self.assertEqual(data_objects(near["a"]), 0, "A's data is still there")
+        self.assertEqual(data_objects(near["c"]), 16)
+        self.assertEqual(env.checksum("perf", near["c"]), sums["c"])
+        _, rows = tier_status(self.plain)
+        self.assertEqual(rows[names["a"]]["state"], "demoted")
+        self.assertIn("next ControllerPublishVolume", rows[names["a"]]["progress"])
+
+        # 2: 192 of 512 = 0.375 > 0.3: C (watcher) and B (attached) stay, D goes; 0.25 > 0.2
+        p2 = self.plugin(self.config("evict2", {"highWatermark": 0.3, "lowWatermark": 0.2,
+                                               "idleSeconds": 0, "intervalSeconds": 1,
+                                               "capacityBytes": CAPACITY}))
+        wait_for("a pass that cannot reach the low mark",
+                 lambda: "reached_low=no" in p2.read_log())
+        mtext = self.metrics(p2)
+        p2.stop()
+        got = self.decisions(p2)
+        self.assertEqual(got[:3], [(names["c"], "kept", "watcher"), (names["b"], "kept", "attached"),
+                                   (names["d"], "demoted", "watermark")])
+        self.assertNotIn((names["c"], "demoted", "watermark"), got)
+        self.assertNotIn((names["b"], "demoted", "watermark"), got)
+        self.assertIn('gantry_tier_evict_decisions_total{cluster="perf",decision="demoted",'
+                      'reason="watermark"} 1', mtext)
+        self.assertRegex(mtext, r'gantry_tier_evict_decisions_total\{cluster="perf",'
+                         r'decision="kept",reason="watcher"\} [1-9]')
+        self.assertRegex(mtext, r'gantry_tier_evict_decisions_total\{cluster="perf",'
+                         r'decision="kept",reason="attached"\} [1-9]')
+        self.assertIn('gantry_tier_demoted_bytes_total %d' % (64 * MiB), mtext)
+        self.assertRegex(mtext, r'gantry_tier_pool_usage_ratio\{cluster="perf",pool="%s"\} '
+                         % POOL)
+        rec = env.copy_records()
+        self.assertEqual([rec[env.uuid_of(self.copies[k])]["state"] for k in "abcd"],
+                         ["demoted", "done", "done", "demoted"])
+        # the sources are untouched: same data, only the copy's own snapshot (the
+        # base of a later refresh, kept as long as the copy's volume exists)
+        def source_snaps(k):
+            return [s["name"] for s in json.loads(env.tool(
+                "rbd", "capa", "snap", "ls", "--format", "json", "rbd/" + far[k]))]
+
+        for k in "abcd":
+            self.assertEqual(env.checksum("capa", far[k]), sums[k], k)
+            self.assertEqual(source_snaps(k), ["gantry-copy-" + env.uuid_of(self.copies[k])], k)
+        # a demoted copy keeps no snapshot that would hold its discarded data
+        for k in "ad":
+            self.assertEqual(json.loads(env.tool("rbd", "perf", "snap", "ls", "--format", "json",
+                                                 "rbd/" + near[k])), [], k)
+
+        # 3: publishing a demoted copy copies it again: ABORTED with the progress, then OK
+        p3 = self.plugin(self.plain)
+        # until then it has no data: no clone, copy or snapshot of it (nothing is made)
+        for call, req in (
+                ("CreateVolume", env.create_req(names["a"] + "-clone", "perf", size=0,
+                                                source_volume=self.copies["a"])),
+                ("CreateSnapshot", csi_pb2.CreateSnapshotRequest(
+                    name=names["a"] + "-snap", source_volume_id=self.copies["a"],
+                    secrets=env.secrets()))):
+            with self.assertRaises(grpc.RpcError) as cm:
+                p3.call(call, req, timeout=60)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.FAILED_PRECONDITION, call)
+            self.assertIn("is a demoted copy", cm.exception.details())
+        self.assertNotIn(names["a"] + "-clone", env.journal()[0])
+        messages = []
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                p3.call("ControllerPublishVolume", self.publish_req("a"), timeout=60)
+                break
+            except grpc.RpcError as e:
+                self.assertEqual(e.code(), grpc.StatusCode.ABORTED, e.details())
+                self.assertLess(time.monotonic(), deadline)
+                messages.append(e.details())
+            time.sleep(0.2)
+        print("re-promoted 64 MiB through %d ABORTED answers; first: %s" % (len(messages),
+                                                                       messages[0] if messages else "-"))
+        self.assertGreater(len(messages), 0, "a demoted copy was published at once")
+        self.assertEqual(LINE.match(messages[0]).group(1), names["a"], messages[0])
+        self.assertEqual(env.checksum("perf", near["a"]), sums["a"])
+        rec = env.copy_records()[env.uuid_of(self.copies["a"])]
+        self.assertEqual(rec["state"], "done")
+        self.assertGreater(rec["lastUsed"], 0)
+        self.assertEqual(source_snaps("a"), ["gantry-copy-" + env.uuid_of(self.copies["a"])])
+        log = p3.read_log()
+        self.assertIn("event=tier.copy_repromoting name=%s" % names["a"], log)
+        self.assertIn("event=tier.copy_repromoted name=%s" % names["a"], log)
+        p3.stop()
+
+        # 4: gantryctl tier demote by hand
+        def demote(what):
+            return subprocess.run([CTL, "tier", "demote", what, "--config", self.plain,
+                                   "--kubeconfig", self.kubeconfig], capture_output=True,
+                                  text=True, timeout=120)
+        r = demote(names["a"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"^demoted %s \(perf/rbd, %d bytes" % (names["a"], 64 * MiB))
+        self.assertEqual(env.copy_records()[env.uuid_of(self.copies["a"])]["state"], "demoted")
+        self.assertEqual(data_objects(near["a"]), 0)
+        r = demote(near["a"])  # by image name: already done
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("already demoted", r.stdout)
+        r = demote(near["c"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("is watched by", r.stderr)
+        r = demote("team/data-b")  # by PVC, through the API
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("a VolumeAttachment attaches it to node gpu-1", r.stderr)
+        r = demote("no-such-copy")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("no promoted copy", r.stderr)
+        rec = env.copy_records()
+        self.assertEqual([rec[env.uuid_of(self.copies[k])]["state"] for k in "abcd"],
+                         ["demoted", "done", "done", "demoted"])
+        self.assertEqual(env.checksum("perf", near["c"]), sums["c"])
+
+
+if __name__ == "__main__":
+    unittest.main()
