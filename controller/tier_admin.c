@@ -238,3 +238,8 @@ out:
         gantry_dataset_target_close(&dst);
         return r;
 }
+
+int gantry_controller_list_pool_copies(void *io, gantry_controller_copy_fn fn, void *arg)
+{
+        return list_pool(io, "", "", fn, arg);
+}

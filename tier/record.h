@@ -13,6 +13,12 @@
  * "drain" (a checkpoint drained by gantry-target, #15: the same object shape,
  * served by each target over its JSON-RPC; the src* fields are then unused).
  * States: "copying", "done", "failed" (retried from its position).
+ *
+ * A promotion through rbd-mirror (controller/mirror.c) adds
+ *   "mode":"rbd-mirror","mirrorPool":"rbd","mirrorSnapId":12
+ * (the destination pool that holds the non-primary image, and the source's
+ * mirror snapshot the copy waits for) and has the state "mirroring" until
+ * the destination holds that snapshot, then "done".
  */
 #pragma once
 
@@ -41,6 +47,9 @@ struct gantry_tier_record {
         double rate, eta;      /* bytes/s; seconds, < 0 unknown */
         int64_t started, updated; /* unix seconds */
         char error[256];
+        char mode[16];            /* "rbd-mirror", or "" for the tier copier */
+        char mirror_pool[128];    /* rbd-mirror: destination pool of the non-primary image */
+        uint64_t mirror_snap_id;  /* rbd-mirror: the source's mirror snapshot to wait for */
 };
 
 /* Sets the progress fields of @r from @p. */
