@@ -20,8 +20,9 @@ set -euo pipefail
 
 cmd=${1:?usage: mirror.sh start|stop DIR}
 dir=$(realpath -m "${2:?DIR}")
-perf=$dir/perf
-capa=$dir/capa
+# resolved: DIR/perf may be a link, and admin socket paths must stay under 108 bytes
+perf=$(realpath -m "$dir/perf")
+capa=$(realpath -m "$dir/capa")
 pidfile=$perf/run/rbd-mirror.pid
 WAIT_S=${MIRROR_WAIT_S:-90}
 
