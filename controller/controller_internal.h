@@ -265,17 +265,22 @@ int gantry_promotion_record_write(rados_ioctx_t io, const char *uuid,
                                   const struct gantry_tier_record *rec);
 int gantry_promotion_record_remove(rados_ioctx_t io, const char *uuid);
 int gantry_promotion_snapshot(rados_ioctx_t io, const char *image, const char *snap, bool take);
+/* The first record of a copy for @q (state "copying", the copier's). */
+void gantry_promotion_record_new(const struct gantry_promotion_request *q,
+                                 struct gantry_tier_record *ret);
 
 /* ---- Dataset promotion through rbd-mirror (mirror.c; copy.mode "rbd-mirror") ---- */
 
 /*
- * gantry_promotion_poll() of the rbd-mirror mode: enables snapshot mirroring
- * of the source image, takes a mirror snapshot, and once the destination's
- * rbd-mirror daemon holds it, clones the volume from the replicated
- * snapshot. 0 when the volume is made, -EBUSY "mirroring NAME from CLUSTER:
- * ..." until then, or -errno.
+ * Promotes @q through rbd-mirror when its record says so, or when there is
+ * none yet and @configured (copy.mode of the pair); else it is
+ * gantry_promotion_poll(). Enables snapshot mirroring of the source image,
+ * takes a mirror snapshot, and once the destination's rbd-mirror daemon
+ * holds it, clones the volume from the replicated snapshot. 0 when the
+ * volume is made, -EBUSY "mirroring NAME from CLUSTER: ..." until then, or
+ * -errno.
  */
-int gantry_mirror_poll(const struct gantry_promotion_request *q, bool *ret_keep,
+int gantry_mirror_poll(const struct gantry_promotion_request *q, bool configured, bool *ret_keep,
                        struct gantry_error *err);
 /*
  * DeleteVolume's part: when @uuid was promoted through rbd-mirror, removes

@@ -298,10 +298,9 @@ static int promote(const struct volume_in_making *v, bool *ret_keep, struct gant
         *ret_keep = false;
         if (r < 0)
                 return gantry_error_set(err, EINVAL, "parameters: rejected by librbd: %s", strerror(-r));
-        if (gantry_config_rbd_mirror(q.src_cluster, q.dst_cluster))
-                r = gantry_mirror_poll(&q, ret_keep, err); /* Ceph's own engine (mirror.c) */
-        else
-                r = gantry_promotion_poll(&q, ret_keep, err);
+        /* the tier copier (promotion.c), or Ceph's own engine (mirror.c) */
+        r = gantry_mirror_poll(&q, gantry_config_rbd_mirror(q.src_cluster, q.dst_cluster), ret_keep,
+                               err);
         rbd_image_options_destroy(q.opts);
         return r;
 }

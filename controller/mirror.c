@@ -243,29 +243,11 @@ static int busy(const struct gantry_promotion_request *q, const struct gantry_ti
 
 static void new_record(const struct gantry_promotion_request *q, struct gantry_tier_record *rec)
 {
-        char pool[128] = "";
-
-        memset(rec, 0, sizeof(*rec));
-        rados_ioctx_get_pool_name(q->src_io, pool, sizeof(pool));
-        snprintf(rec->kind, sizeof(rec->kind), "promote");
+        gantry_promotion_record_new(q, rec);
         snprintf(rec->mode, sizeof(rec->mode), MODE);
-        snprintf(rec->id, sizeof(rec->id), "%s", q->uuid);
-        snprintf(rec->name, sizeof(rec->name), "%s", q->name);
         snprintf(rec->state, sizeof(rec->state), "mirroring");
-        snprintf(rec->src_cluster, sizeof(rec->src_cluster), "%s", q->src_cluster->cluster_id);
-        rec->src_pool_id = rados_ioctx_get_id(q->src_io);
-        snprintf(rec->src_image, sizeof(rec->src_image), "%s", q->src_image);
-        snprintf(rec->mirror_pool, sizeof(rec->mirror_pool), "%s", pool); /* same name there */
-        rec->own_snap = q->src_snap == NULL;
-        snprintf(rec->src_snap, sizeof(rec->src_snap), q->src_snap ? "%s" : "gantry-copy-%s",
-                 q->src_snap ? q->src_snap : q->uuid);
-        snprintf(rec->source, sizeof(rec->source), "%s/%s/%s@%s", rec->src_cluster, pool,
-                 rec->src_image, rec->src_snap);
-        rados_ioctx_get_pool_name(q->dst_io, pool, sizeof(pool));
-        snprintf(rec->destination, sizeof(rec->destination), "%s/%s/%s", q->dst_cluster, pool,
-                 q->dst_image);
-        rec->eta = -1;
-        rec->started = rec->updated = time(NULL);
+        /* rbd-mirror replicates into the destination pool of the source pool's name */
+        rados_ioctx_get_pool_name(q->src_io, rec->mirror_pool, sizeof(rec->mirror_pool));
 }
 
 /* The volume: a clone of the replicated snapshot, grown to the requested size. */
@@ -290,7 +272,7 @@ static int make_clone(const struct gantry_promotion_request *q, rados_ioctx_t mi
         return r < 0 ? gantry_ceph_error(err, r, "resize image", q->dst_image) : 0;
 }
 
-int gantry_mirror_poll(const struct gantry_promotion_request *q, bool *ret_keep,
+int gantry_mirror_poll(const struct gantry_promotion_request *q, bool configured, bool *ret_keep,
                        struct gantry_error *err)
 {
         struct gantry_tier_record rec = { 0 };
@@ -300,6 +282,11 @@ int gantry_mirror_poll(const struct gantry_promotion_request *q, bool *ret_keep,
 
         *ret_keep = true; /* once mirroring runs, what this mode made is DeleteVolume's to undo */
         r = gantry_promotion_record_read(q->dst_io, q->uuid, &rec);
+        /* a promotion ends in the mode it began in, whatever the config says now */
+        if (r == 0 ? strcmp(rec.mode, MODE) != 0 : !configured) {
+                gantry_tier_record_clear(&rec);
+                return gantry_promotion_poll(q, ret_keep, err);
+        }
         if (r == 0 && strcmp(rec.state, "done") == 0) {
                 gantry_tier_record_clear(&rec);
                 return 0;

@@ -448,6 +448,12 @@ static void new_record(const struct gantry_promotion_request *q, struct gantry_t
         rec->started = rec->updated = time(NULL);
 }
 
+void gantry_promotion_record_new(const struct gantry_promotion_request *q,
+                                 struct gantry_tier_record *ret)
+{
+        new_record(q, ret);
+}
+
 int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_keep,
                           struct gantry_error *err)
 {
