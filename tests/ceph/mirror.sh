@@ -20,10 +20,12 @@ set -euo pipefail
 
 cmd=${1:?usage: mirror.sh start|stop DIR}
 dir=$(realpath -m "${2:?DIR}")
-# resolved: DIR/perf may be a link, and admin socket paths must stay under 108 bytes
-perf=$(realpath -m "$dir/perf")
-capa=$(realpath -m "$dir/capa")
+perf=$dir/perf
+capa=$dir/capa
 pidfile=$perf/run/rbd-mirror.pid
+# the daemon's admin sockets live in a short directory of their own: a unix
+# socket path must stay under 108 bytes, whatever DIR is
+rundir_file=$perf/rbd-mirror.rundir
 WAIT_S=${MIRROR_WAIT_S:-90}
 
 rbd_on() { local c=$1; shift; timeout 60 rbd -c "$c/ceph.conf" "$@"; }
@@ -35,7 +37,8 @@ peer_count() {
 
 daemon_ready() { # this very daemon (its own admin socket) leads a running pool replayer
         local asok
-        asok=$(ls "$perf"/run/rbd-mirror-*."$(cat "$pidfile")".*.asok 2>/dev/null | head -n 1)
+        asok=$(ls "$(cat "$rundir_file")"/rbd-mirror-*."$(cat "$pidfile")".*.asok 2>/dev/null |
+                head -n 1)
         [ -n "$asok" ] || return 1
         timeout 10 ceph --admin-daemon "$asok" rbd mirror status 2>/dev/null |
                 python3 -c 'import json,sys
@@ -46,12 +49,17 @@ sys.exit(0 if ok else 1)'
 
 stop() {
         local pid
-        [ -e "$pidfile" ] || return 0
-        pid=$(cat "$pidfile")
-        kill "$pid" 2>/dev/null || true
-        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$pid" 2>/dev/null || true
-        rm -f "$pidfile"
+        if [ -e "$pidfile" ]; then
+                pid=$(cat "$pidfile")
+                kill "$pid" 2>/dev/null || true
+                for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+                kill -9 "$pid" 2>/dev/null || true
+                rm -f "$pidfile"
+        fi
+        if [ -e "$rundir_file" ]; then
+                rm -rf "$(cat "$rundir_file")"
+                rm -f "$rundir_file"
+        fi
 }
 
 start() {
@@ -69,10 +77,13 @@ start() {
         fi
         timeout 60 ceph -c "$perf/ceph.conf" auth get-or-create client.rbd-mirror.gantry \
                 mon 'profile rbd-mirror' osd 'profile rbd' -o "$perf/rbd-mirror.keyring"
+        local rundir
+        rundir=$(mktemp -d "${TMPDIR:-/tmp}/gantry-rbdm.XXXXXX")
+        echo "$rundir" >"$rundir_file"
         # the daemon opens its own connections from $CEPH_CONF: one file with its key
         { cat "$perf/ceph.conf"
-          printf '[client.rbd-mirror.gantry]\nkeyring = %s\nlog file = %s\n' \
-                "$perf/rbd-mirror.keyring" "$perf/log/rbd-mirror.log"
+          printf '[client.rbd-mirror.gantry]\nkeyring = %s\nlog file = %s\nrun dir = %s\n' \
+                "$perf/rbd-mirror.keyring" "$perf/log/rbd-mirror.log" "$rundir"
         } >"$perf/rbd-mirror.conf"
         CEPH_CONF=$perf/rbd-mirror.conf setsid rbd-mirror -f -c "$perf/rbd-mirror.conf" \
                 --id rbd-mirror.gantry >"$perf/log/rbd-mirror.out" 2>&1 </dev/null &
