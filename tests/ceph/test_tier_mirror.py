@@ -132,6 +132,36 @@ class MirrorTest(unittest.TestCase):
         self.made.append(vol.volume_id)
         return vol
 
+    def test_delete_while_waiting_for_the_daemon(self):
+        # no daemon: the replica never comes, every retry says what it waits for
+        subprocess.run(["bash", MIRROR_SH, "stop", env.DIR], check=True, timeout=120)
+        try:
+            name = self.name("wait")
+            src = "rbd/" + self.far_img
+            req = env.create_req(name, "perf", size=0, source_volume=self.far.volume_id)
+            seen = []
+            env.provision(self.p, req, timeout=60,
+                          on_progress=lambda m: seen.append(m) or len(seen) >= 3)
+            self.assertEqual(set(seen), {"mirroring %s from capa: waiting for rbd-mirror in "
+                                             "perf to create the image" % name})
+            uuid = env.journal()[0][name]
+            rec = env.copy_records()[uuid]
+            self.assertEqual((rec["mode"], rec["state"]), ("rbd-mirror", "mirroring"))
+            self.assertGreater(rec["mirrorSnapId"], 0)
+            self.assertEqual(mirror_info("capa", self.far_img)["mirroring"]["state"], "enabled")
+            self.assertIn("gantry-copy-" + uuid, env.tool("rbd", "capa", "snap", "ls", src))
+            # DeleteVolume undoes all of it: record, source snapshot, the source's mirroring
+            vid = env.volume_id("perf", "rbd", uuid)
+            self.p.call("DeleteVolume", env.delete_req(vid), timeout=60)
+            self.assertNotIn(uuid, env.copy_records())
+            self.assertNotIn(name, env.journal()[0])
+            self.assertNotIn("mirroring", mirror_info("capa", self.far_img))
+            self.assertEqual(json.loads(env.tool("rbd", "capa", "snap", "ls", "--all", "--format",
+                                                 "json", src)), [])
+            self.assertNotIn(self.far_img, env.rbd_images("perf"))
+        finally:
+            subprocess.run(["bash", MIRROR_SH, "start", env.DIR], check=True, timeout=300)
+
     def test_promote_volume_and_snapshot(self):
         p = self.p
         src = "rbd/" + self.far_img
