@@ -60,8 +60,11 @@ static int enable(rbd_image_t img)
         /* marked first: a crash in between leaves a mark, never unowned mirroring */
         if ((r = rbd_metadata_set(img, ENABLED_KEY, "1")) < 0)
                 return r;
-        r = rbd_mirror_image_enable2(img, RBD_MIRROR_IMAGE_MODE_SNAPSHOT);
-        return r < 0 ? r : 1;
+        if ((r = rbd_mirror_image_enable2(img, RBD_MIRROR_IMAGE_MODE_SNAPSHOT)) < 0) {
+                rbd_metadata_remove(img, ENABLED_KEY); /* -EINVAL: pool mirroring is off */
+                return r;
+        }
+        return 1;
 }
 
 /* Enables mirroring of the source and takes the mirror snapshot this copy waits for. */
