@@ -147,6 +147,27 @@ static int parse_evict(json_t *o, const char *where, struct gantry_cluster_confi
         return 0;
 }
 
+/* copy.mode ("copy" | "rbd-mirror") and copy.mirrorTo, the pairs rbd-mirror serves. */
+static int parse_copy_mode(json_t *copy, const char *where, struct gantry_cluster_config *c,
+                           struct gantry_error *err)
+{
+        json_t *mode = json_object_get(copy, "mode");
+        const char *m = mode ? json_string_value(mode) : "copy";
+        int r;
+
+        if (!m || (strcmp(m, "copy") != 0 && strcmp(m, "rbd-mirror") != 0))
+                return gantry_error_set(err, EINVAL, "%s.mode: must be \"copy\" or \"rbd-mirror\"",
+                                        where);
+        c->copy_rbd_mirror = strcmp(m, "rbd-mirror") == 0;
+        if ((r = get_string_list(copy, "mirrorTo", where, c->copy_rbd_mirror, &c->mirror_to,
+                                 &c->n_mirror_to, err)) < 0)
+                return r;
+        if (!c->copy_rbd_mirror && c->n_mirror_to)
+                return gantry_error_set(err, EINVAL, "%s.mirrorTo: only with mode \"rbd-mirror\"",
+                                        where);
+        return 0;
+}
+
 static int parse_cluster(json_t *o, const char *where, struct gantry_cluster_config *c,
                          struct gantry_error *err)
 {
@@ -154,7 +175,8 @@ static int parse_cluster(json_t *o, const char *where, struct gantry_cluster_con
                                             "rbdTimeoutSeconds", "userID", "keyFile", "copy", "evict",
                                             NULL };
         static const char *const loc_keys[] = { "leaves", "readGBps", NULL };
-        static const char *const copy_keys[] = { "readMBps", "objectsInFlight", NULL };
+        static const char *const copy_keys[] = { "readMBps", "objectsInFlight", "mode", "mirrorTo",
+                                                 NULL };
         double timeout = 10, read_mbps = 0, in_flight = 16;
         json_t *loc, *copy;
         char w[128];
@@ -202,7 +224,8 @@ static int parse_cluster(json_t *o, const char *where, struct gantry_cluster_con
                         return gantry_error_set(err, EINVAL, "%s: must be an object", w);
                 if ((r = check_keys(copy, w, copy_keys, err)) < 0 ||
                     (r = get_number(copy, "readMBps", w, 0, 1e7, &read_mbps, err)) < 0 ||
-                    (r = get_number(copy, "objectsInFlight", w, 1, 64, &in_flight, err)) < 0)
+                    (r = get_number(copy, "objectsInFlight", w, 1, 64, &in_flight, err)) < 0 ||
+                    (r = parse_copy_mode(copy, w, c, err)) < 0)
                         return r;
         }
         c->copy_read_bytes_per_s = (uint64_t)(read_mbps * 1e6);
@@ -362,6 +385,16 @@ static int parse_root(json_t *root, struct gantry_config *c, struct gantry_error
                                                                 w, j);
                 }
         }
+        for (i = 0; i < c->n_clusters; i++) {
+                const struct gantry_cluster_config *cl = &c->clusters[i];
+                for (size_t j = 0; j < cl->n_mirror_to; j++)
+                        if (!gantry_config_find_cluster(c, cl->mirror_to[j]) ||
+                            strcmp(cl->mirror_to[j], cl->cluster_id) == 0)
+                                return gantry_error_set(err, EINVAL,
+                                                        "clusters[%zu].copy.mirrorTo[%zu]: %s is not "
+                                                        "another configured clusterID",
+                                                        i, j, cl->mirror_to[j]);
+        }
         v = json_object_get(root, "targets");
         if (v) {
                 if (!json_is_array(v) || json_array_size(v) > GANTRY_CONFIG_MAX_TARGETS)
@@ -480,6 +513,7 @@ void gantry_config_free(struct gantry_config *c)
                 free(cl->user_id);
                 free(cl->key_file);
                 free_list(cl->leaves, cl->n_leaves);
+                free_list(cl->mirror_to, cl->n_mirror_to);
         }
         free(c->clusters);
         for (size_t i = 0; i < c->n_targets; i++) {
@@ -517,6 +551,14 @@ const struct gantry_cluster_config *gantry_config_find_cluster(const struct gant
                 if (strcmp(c->clusters[i].cluster_id, cluster_id) == 0)
                         return &c->clusters[i];
         return NULL;
+}
+
+bool gantry_config_rbd_mirror(const struct gantry_cluster_config *src, const char *dst_id)
+{
+        for (size_t i = 0; src && dst_id && src->copy_rbd_mirror && i < src->n_mirror_to; i++)
+                if (strcmp(src->mirror_to[i], dst_id) == 0)
+                        return true;
+        return false;
 }
 
 const struct gantry_target_config *gantry_config_find_target(const struct gantry_config *c,

@@ -73,6 +73,10 @@ struct gantry_cluster_config {
         uint64_t copy_read_bytes_per_s; /* shared cap of their reads, 0: none */
         int copy_objects_in_flight;     /* objects in flight per copy, default 16 */
         struct gantry_evict_policy evict; /* demoting promoted copies held here ("evict") */
+        /* copy.mode "rbd-mirror": promotions into these clusters go through rbd-mirror */
+        bool copy_rbd_mirror;
+        char **mirror_to; /* copy.mirrorTo: destination clusterIDs running rbd-mirror */
+        size_t n_mirror_to;
 };
 
 struct gantry_target_address {
@@ -138,6 +142,9 @@ int gantry_config_new_default(struct gantry_config **ret_config);
 void gantry_config_free(struct gantry_config *config);
 
 /* The cluster with @cluster_id, or NULL (borrowed). */
+/* True when promotions from @src into cluster @dst_id use rbd-mirror (copy.mode). */
+bool gantry_config_rbd_mirror(const struct gantry_cluster_config *src, const char *dst_id);
+
 const struct gantry_cluster_config *gantry_config_find_cluster(const struct gantry_config *config,
                                                                const char *cluster_id);
 /* The target with @id, or NULL (borrowed). */

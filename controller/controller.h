@@ -45,6 +45,8 @@ typedef void (*gantry_controller_cluster_error_fn)(const char *cluster_id, const
  */
 int gantry_controller_list_copies(const struct gantry_config *config, gantry_controller_copy_fn fn,
                                   gantry_controller_cluster_error_fn on_error, void *arg);
+/* Same, for one pool (@io is a rados_ioctx_t); @cluster_id and @pool are passed as "". */
+int gantry_controller_list_pool_copies(void *io, gantry_controller_copy_fn fn, void *arg);
 
 /* Sees each progress line of a promotion ("copying ... 41 %, ..."); return < 0 to stop it. */
 typedef int (*gantry_controller_promote_progress_fn)(const char *line, void *arg);

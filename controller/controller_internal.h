@@ -339,6 +339,37 @@ int gantry_copies_list_cluster(const struct gantry_cluster_config *c,
                                          const struct gantry_tier_record *rec, void *arg),
                                void *arg, struct gantry_error *err);
 
+/* For mirror.c: the record in @io's "gantry.copies", and a source snapshot (take or remove). */
+int gantry_promotion_record_write(rados_ioctx_t io, const char *uuid,
+                                  const struct gantry_tier_record *rec);
+int gantry_promotion_record_remove(rados_ioctx_t io, const char *uuid);
+int gantry_promotion_snapshot(rados_ioctx_t io, const char *image, const char *snap, bool take);
+/* The first record of a copy for @q (state "copying", the copier's). */
+void gantry_promotion_record_new(const struct gantry_promotion_request *q,
+                                 struct gantry_tier_record *ret);
+
+/* ---- Dataset promotion through rbd-mirror (mirror.c; copy.mode "rbd-mirror") ---- */
+
+/*
+ * Promotes @q through rbd-mirror when its record says so, or when there is
+ * none yet and @configured (copy.mode of the pair); else it is
+ * gantry_promotion_poll(). Enables snapshot mirroring of the source image,
+ * takes a mirror snapshot, and once the destination's rbd-mirror daemon
+ * holds it, clones the volume from the replicated snapshot. 0 when the
+ * volume is made, -EBUSY "mirroring NAME from CLUSTER: ..." until then, or
+ * -errno.
+ */
+int gantry_mirror_poll(const struct gantry_promotion_request *q, bool configured, bool *ret_keep,
+                       struct gantry_error *err);
+/*
+ * DeleteVolume's part: when @uuid was promoted through rbd-mirror, removes
+ * image @dst_image (even while half made when @force), the source snapshot
+ * taken for it, the source's mirroring when Gantry enabled it and no other
+ * copy needs it, and the record. Other volumes: 0, nothing done.
+ */
+int gantry_mirror_cancel(const struct gantry_config *config, rados_ioctx_t dst_io, const char *uuid,
+                         const char *dst_image, bool force, struct gantry_error *err);
+
 /* ---- Dataset handlers (dataset_*.c) ---- */
 
 int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolumeRequest *req,

@@ -290,7 +290,9 @@ static int promote(const struct volume_in_making *v, bool *ret_keep, struct gant
         *ret_keep = false;
         if (r < 0)
                 return gantry_error_set(err, EINVAL, "parameters: rejected by librbd: %s", strerror(-r));
-        r = gantry_promotion_poll(&q, ret_keep, err);
+        /* the tier copier (promotion.c), or Ceph's own engine (mirror.c) */
+        r = gantry_mirror_poll(&q, gantry_config_rbd_mirror(q.src_cluster, q.dst_cluster), ret_keep,
+                               err);
         rbd_image_options_destroy(q.opts);
         return r;
 }
@@ -492,7 +494,9 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
                                 /* roll back, so a request that cannot succeed leaves nothing */
                                 struct gantry_error ignore = { 0 };
                                 if ((!across ||
-                                     gantry_promotion_cancel(call->config, t.io, e.uuid, &ignore) == 0) &&
+                                     (gantry_mirror_cancel(call->config, t.io, e.uuid, e.image, true,
+                                                           &ignore) == 0 &&
+                                      gantry_promotion_cancel(call->config, t.io, e.uuid, &ignore) == 0)) &&
                                     gantry_dataset_image_remove(t.io, e.image, true, &ignore) == 0)
                                         gantry_journal_remove(t.io, GANTRY_JOURNAL_VOLUME, e.name, e.uuid);
                         }
@@ -547,8 +551,10 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
                                        (void *const *)req->secrets, req->n_secrets, &t, &e, err);
         if (r <= 0)
                 goto out;
-        /* a copy into it (promotion.c) stops first, and its snapshot of the source goes */
-        if ((r = gantry_promotion_cancel(call->config, t.io, e.uuid, err)) < 0)
+        /* a copy into it (promotion.c) stops first, and its snapshot of the source goes;
+         * one through rbd-mirror (mirror.c) removes the image before the source's mirroring */
+        if ((r = gantry_mirror_cancel(call->config, t.io, e.uuid, e.image, !e.ready, err)) < 0 ||
+            (r = gantry_promotion_cancel(call->config, t.io, e.uuid, err)) < 0)
                 goto out;
         /* a half-made image (ready=0) is ours to purge; a ready one must be unused */
         if ((r = gantry_dataset_image_remove(t.io, e.image, !e.ready, err)) < 0)

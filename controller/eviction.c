@@ -278,6 +278,11 @@ int gantry_eviction_demote(const char *cluster_id, rados_ioctx_t io, const char 
                                      rec.name, rec.state);
                 goto out;
         }
+        if (rec.mode[0]) {
+                r = gantry_error_set(err, EINVAL, "%s was promoted through %s: its data is the "
+                                     "mirrored image's, nothing to demote", rec.name, rec.mode);
+                goto out;
+        }
         if ((r = rbd_open(io, dest_image(&rec), &img, NULL)) < 0) {
                 img = NULL;
                 r = gantry_ceph_error(err, r, "open image", dest_image(&rec));
@@ -374,8 +379,10 @@ static int collect(const char *cluster_id, const char *pool, const struct gantry
         struct candidate *c;
 
         (void)cluster_id;
+        /* a copy made through rbd-mirror is a clone of the mirrored image: its
+         * data is rbd-mirror's, and discarding a clone writes, not frees */
         if (strcmp(rec->kind, "promote") != 0 || strcmp(rec->state, "done") != 0 ||
-            strncmp(rec->id, "image-", 6) == 0)
+            strncmp(rec->id, "image-", 6) == 0 || rec->mode[0])
                 return 0;
         if (p->n == MAX_CANDIDATES)
                 return -E2BIG;

@@ -430,6 +430,23 @@ static int remove_snapshot(rados_ioctx_t io, const char *image, const char *snap
         return r == -ENOENT ? 0 : r;
 }
 
+/* The helpers above, for the rbd-mirror mode (mirror.c). */
+int gantry_promotion_record_write(rados_ioctx_t io, const char *uuid,
+                                  const struct gantry_tier_record *rec)
+{
+        return record_write(io, uuid, rec);
+}
+
+int gantry_promotion_record_remove(rados_ioctx_t io, const char *uuid)
+{
+        return record_remove(io, uuid);
+}
+
+int gantry_promotion_snapshot(rados_ioctx_t io, const char *image, const char *snap, bool take)
+{
+        return take ? take_snapshot(io, image, snap) : remove_snapshot(io, image, snap);
+}
+
 static void new_record(const struct gantry_promotion_request *q, struct gantry_tier_record *rec)
 {
         char pool[128] = "";
@@ -455,6 +472,12 @@ static void new_record(const struct gantry_promotion_request *q, struct gantry_t
                  q->dst_image);
         rec->eta = -1;
         rec->started = rec->updated = time(NULL);
+}
+
+void gantry_promotion_record_new(const struct gantry_promotion_request *q,
+                                 struct gantry_tier_record *ret)
+{
+        new_record(q, ret);
 }
 
 int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_keep,

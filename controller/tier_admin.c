@@ -275,3 +275,8 @@ int gantry_copies_list_cluster(const struct gantry_cluster_config *c,
 {
         return list_cluster(c, fn, arg, err);
 }
+
+int gantry_controller_list_pool_copies(void *io, gantry_controller_copy_fn fn, void *arg)
+{
+        return list_pool(io, "", "", fn, arg);
+}

@@ -21,7 +21,7 @@ PACKAGES=(
   # the chart tests' helm template stand-in (Go, GOPATH mode, offline)
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
   # real parts for tests and demo: Ceph cluster, VM with Debian's kernel
-  ceph-mon ceph-mgr ceph-osd ceph-common uuid-runtime python3-rados python3-rbd
+  ceph-mon ceph-mgr ceph-osd ceph-common rbd-mirror uuid-runtime python3-rados python3-rbd
   qemu-system-x86 busybox-static kmod iproute2 e2fsprogs xfsprogs nvme-cli
 )
 

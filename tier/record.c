@@ -57,6 +57,13 @@ int gantry_tier_record_encode(const struct gantry_tier_record *r, char **ret_jso
         /* demotion's fields (controller/eviction.c) */
         json_object_set_new(o, "lastUsed", json_integer((json_int_t)r->last_used));
         json_object_set_new(o, "demoted", json_integer((json_int_t)r->demoted));
+        if (r->mode[0] && (json_object_set_new(o, "mode", json_string(r->mode)) < 0 ||
+                           json_object_set_new(o, "mirrorPool", json_string(r->mirror_pool)) < 0 ||
+                           json_object_set_new(o, "mirrorSnapId",
+                                               json_integer((json_int_t)r->mirror_snap_id)) < 0)) {
+                json_decref(o);
+                return -ENOMEM;
+        }
         s = json_dumps(o, JSON_COMPACT);
         json_decref(o);
         if (!s)
@@ -115,6 +122,9 @@ int gantry_tier_record_decode(const char *json, size_t len, struct gantry_tier_r
         get_str(o, "refreshOf", r.refresh_of, sizeof(r.refresh_of));
         get_str(o, "refreshFrom", r.refresh_from, sizeof(r.refresh_from));
         get_str(o, "refreshParent", r.refresh_parent, sizeof(r.refresh_parent));
+        get_str(o, "mode", r.mode, sizeof(r.mode));
+        get_str(o, "mirrorPool", r.mirror_pool, sizeof(r.mirror_pool));
+        r.mirror_snap_id = get_u64(o, "mirrorSnapId");
         r.src_pool_id = json_is_integer(json_object_get(o, "srcPoolId"))
                                 ? (int64_t)json_integer_value(json_object_get(o, "srcPoolId"))
                                 : -1;
@@ -156,7 +166,8 @@ int64_t gantry_tier_record_idle_since(const struct gantry_tier_record *r)
 void gantry_tier_record_format(const struct gantry_tier_record *r, char *buf, size_t size)
 {
         struct gantry_tier_progress p = {
-                .planned = r->bytes_total > 0 || strcmp(r->state, "copying") != 0,
+                .planned = r->bytes_total > 0 ||
+                           (strcmp(r->state, "copying") != 0 && strcmp(r->state, "mirroring") != 0),
                 .bytes_done = r->bytes_done,
                 .bytes_total = r->bytes_total,
                 .rate = r->rate,

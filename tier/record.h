@@ -26,6 +26,12 @@
  * "demoted" (when it was last demoted), and the states "demoting" (its data
  * being discarded) and "demoted" (the data is gone from the destination, the
  * source is the truth; the next ControllerPublishVolume copies it again).
+ *
+ * A promotion through rbd-mirror (controller/mirror.c) adds
+ *   "mode":"rbd-mirror","mirrorPool":"rbd","mirrorSnapId":12
+ * (the destination pool that holds the non-primary image, and the source's
+ * mirror snapshot the copy waits for) and has the state "mirroring" until
+ * the destination holds that snapshot, then "done".
  */
 #pragma once
 
@@ -60,6 +66,9 @@ struct gantry_tier_record {
         char refresh_from[128];     /* the source snapshot the changes are counted from */
         char refresh_parent[300];   /* "IMAGE@SNAP" of the destination pool, cloned */
         int64_t last_used, demoted; /* unix seconds, 0: never (demotion) */
+        char mode[16];            /* "rbd-mirror", or "" for the tier copier */
+        char mirror_pool[128];    /* rbd-mirror: destination pool of the non-primary image */
+        uint64_t mirror_snap_id;  /* rbd-mirror: the source's mirror snapshot to wait for */
 };
 
 /* Sets the progress fields of @r from @p. */

@@ -20,7 +20,8 @@ static const char *full =
         "                  \"tier\": \"performance\", \"rbdTimeoutSeconds\": 5,"
         "                  \"location\": { \"leaves\": [\"leaf-1\", \"leaf-2\"], \"readGBps\": 40 } },"
         "                { \"clusterID\": \"cap\", \"monitors\": [\"127.0.0.1:3301\"],"
-        "                  \"copy\": { \"readMBps\": 1500, \"objectsInFlight\": 32 } } ],"
+        "                  \"copy\": { \"readMBps\": 1500, \"objectsInFlight\": 32,"
+        "                            \"mode\": \"rbd-mirror\", \"mirrorTo\": [\"nvme\"] } } ],"
         "  \"targets\": [ { \"id\": \"tgt-a\", \"url\": \"https://10.0.1.5:8009/\","
         "                 \"addresses\": [ { \"transport\": \"tcp\", \"traddr\": \"10.0.1.5\","
         "                                  \"trsvcid\": \"4420\" } ],"
@@ -51,6 +52,10 @@ static void test_full_config(void **state)
         assert_int_equal(gantry_config_find_cluster(c, "cap")->copy_objects_in_flight, 32);
         assert_true(cl->copy_read_bytes_per_s == 0); /* no cap unless configured */
         assert_int_equal(cl->copy_objects_in_flight, 16);
+        /* rbd-mirror serves the pair cap -> nvme only */
+        assert_true(gantry_config_rbd_mirror(gantry_config_find_cluster(c, "cap"), "nvme"));
+        assert_false(gantry_config_rbd_mirror(gantry_config_find_cluster(c, "cap"), "other"));
+        assert_false(gantry_config_rbd_mirror(cl, "cap")); /* "copy" unless configured */
         assert_null(gantry_config_find_cluster(c, "nope"));
         assert_int_equal(c->n_targets, 1);
         assert_string_equal(c->targets[0].addresses[0].trsvcid, "4420");
@@ -102,6 +107,18 @@ static void test_bad_configs(void **state)
         expect_error("{\"clusters\": [{\"clusterID\": \"a\", \"monitors\": [\"m\"],"
                      " \"copy\": {\"readMbps\": 10}}]}",
                      "clusters[0].copy.readMbps: unknown field");
+        expect_error("{\"clusters\": [{\"clusterID\": \"a\", \"monitors\": [\"m\"],"
+                     " \"copy\": {\"mode\": \"mirror\"}}]}",
+                     "clusters[0].copy.mode: must be \"copy\" or \"rbd-mirror\"");
+        expect_error("{\"clusters\": [{\"clusterID\": \"a\", \"monitors\": [\"m\"],"
+                     " \"copy\": {\"mode\": \"rbd-mirror\"}}]}",
+                     "clusters[0].copy.mirrorTo: required");
+        expect_error("{\"clusters\": [{\"clusterID\": \"a\", \"monitors\": [\"m\"],"
+                     " \"copy\": {\"mirrorTo\": [\"b\"]}}]}",
+                     "clusters[0].copy.mirrorTo: only with mode \"rbd-mirror\"");
+        expect_error("{\"clusters\": [{\"clusterID\": \"a\", \"monitors\": [\"m\"],"
+                     " \"copy\": {\"mode\": \"rbd-mirror\", \"mirrorTo\": [\"b\"]}}]}",
+                     "clusters[0].copy.mirrorTo[0]: b is not another configured clusterID");
         expect_error("{\"targets\": [{\"id\": \"t\", \"url\": \"ftp://x\", \"addresses\": []}]}",
                      "targets[0].url");
         expect_error("{\"targets\": [{\"id\": \"t\", \"url\": \"http://x\", \"addresses\": "

@@ -5,7 +5,9 @@ gantry-csi --mode node runs in the guest and is driven over its Unix socket
 by python3-grpcio, as kubelet would. The volumes are real RBD images on a
 Ceph cluster in the test's network namespace (tests/vm/node_cluster.sh made
 them); the volume_context is the one the dataset controller answers
-(docs/architecture.md, "Dataset volume_context"). Everything is checked
+(docs/architecture.md, "Dataset volume_context"). One volume was promoted
+from a second cluster through a real rbd-mirror daemon by the controller
+(node_cluster.sh, mirror_promote.py) and is mapped read-only. Everything is checked
 against the kernel: /sys/bus/rbd, /proc/self/mountinfo, reads and writes.
 """
 import concurrent.futures
@@ -276,6 +278,31 @@ class NodeTest(unittest.TestCase):
         self.assertFalse(os.path.exists(tgt))
         self.unstage("blk")
         self.assertEqual(mappings("blk"), [])
+
+    def test_mirrored_promotion_maps_read_only(self):
+        # node_cluster.sh had the controller promote a volume of another cluster through a real
+        # rbd-mirror daemon: a clone of the replicated snapshot, whose parent is a non-primary image
+        image, size, want = read_share("mirrored").split()
+        rox = capability(MODE.MULTI_NODE_READER_ONLY, block=True)
+        self.stage(image, cap=rox)
+        ids = mappings(image)
+        self.assertEqual(len(ids), 1)
+        with open("/sys/block/rbd%d/ro" % ids[0]) as f:
+            self.assertEqual(f.read().strip(), "1")
+        tgt = target(image, 5) + "-dev"
+        self.publish(image, tgt, cap=rox, readonly=True)
+        subprocess.run(["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], check=True)
+        with open(tgt, "rb") as f:
+            data = f.read(int(size))
+        self.assertEqual(len(data), int(size))
+        self.assertEqual(hashlib.sha256(data).hexdigest(), want)
+        with self.assertRaises(OSError) as cm:
+            with open(tgt, "r+b", buffering=0) as f:
+                f.write(b"x")
+        self.assertIn(cm.exception.errno, (errno.EROFS, errno.EACCES, errno.EPERM))
+        self.unpublish(image, tgt)
+        self.unstage(image)
+        self.assertEqual(mappings(image), [])
 
     def test_plugin_restart_between_stage_and_publish(self):
         self.stage("rst", cap=capability(fs="xfs"), ctx=context("rst", fs="xfs"))
