@@ -5,6 +5,10 @@
  * with "\r\n"; callers want the bare value. Shared by the node plugin
  * (krbd, NVMe sysfs), gantry-target (nvmet configfs, its token and TLS
  * files) and the controller (Ceph key files, gantry-target tokens).
+ *
+ * And reading a whole small file as it is (a kubeconfig, a CA bundle, a TLS
+ * certificate or key): gantry_file_read(), for the extender's API client and
+ * its HTTPS server.
  */
 #pragma once
 
@@ -19,3 +23,14 @@
  * @size must be at least 1.
  */
 ssize_t gantry_attr_read(const char *path, char *buf, size_t size);
+
+/*
+ * Reads all of @path, a regular file of at most @max bytes, unchanged (no
+ * stripping; the content may hold NUL bytes). *ret_data is a new buffer
+ * with a NUL after the content, owned by the caller (free(); wipe it first
+ * if it holds a secret); *ret_len is the content's length. Returns 0, or
+ * -errno with the outputs untouched: the open(), fstat() or read() error,
+ * -EINVAL when @path is not a regular file, -EFBIG when it holds more than
+ * @max bytes, -ENOMEM. A partly read buffer is wiped before it is freed.
+ */
+int gantry_file_read(const char *path, size_t max, char **ret_data, size_t *ret_len);

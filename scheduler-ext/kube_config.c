@@ -21,6 +21,7 @@
 
 #include <yaml.h>
 
+#include "attr_file.h"
 #include "kube_internal.h"
 
 /* ------------------------------------------------------------------ files */
@@ -37,45 +38,15 @@ void kube_blob_clear(struct kube_blob *blob)
 
 int kube_read_file(const char *path, struct kube_blob *ret_blob)
 {
-        struct stat st;
-        unsigned char *buf;
-        size_t got = 0;
-        int fd, r = 0;
+        char *data;
+        size_t len;
+        int r = gantry_file_read(path, KUBE_CONFIG_MAX_BYTES, &data, &len);
 
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0) {
-                r = -errno;
-                goto out;
-        }
-        if (!S_ISREG(st.st_mode)) {
-                r = -EINVAL;
-                goto out;
-        }
-        if (st.st_size > KUBE_CONFIG_MAX_BYTES) {
-                r = -EFBIG;
-                goto out;
-        }
-        buf = malloc((size_t)st.st_size + 1);
-        if (!buf) {
-                r = -ENOMEM;
-                goto out;
-        }
-        while (got < (size_t)st.st_size) {
-                ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                got += (size_t)n;
-        }
-        buf[got] = '\0';
-        ret_blob->data = buf;
-        ret_blob->len = got;
-out:
-        close(fd);
-        return r;
+        if (r < 0)
+                return r;
+        ret_blob->data = (unsigned char *)data;
+        ret_blob->len = len;
+        return 0;
 }
 
 static int b64_value(unsigned char c)

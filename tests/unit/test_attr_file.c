@@ -2,7 +2,8 @@
  * Unit tests of gantry_attr_read() (common/attr_file.c) on real files in a
  * temporary directory: the bare value without "\n", "\r\n" or padding, an
  * exact fit, a value too long for the buffer (-EFBIG, never cut short), an
- * empty file and a missing one.
+ * empty file and a missing one. And gantry_file_read(): a whole file as it
+ * is (newlines and NUL bytes kept), the size cap, a directory, a missing file.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -123,6 +124,44 @@ static void test_empty_and_missing(void **state)
         assert_int_equal(gantry_attr_read(d->path, buf, sizeof(buf)), -EISDIR);
 }
 
+static void test_file_read_whole_as_is(void **state)
+{
+        static const char text[] = "-----BEGIN CERTIFICATE-----\r\nab\0cd\n";
+        struct dir *d = *state;
+        char buf[8], *data = NULL;
+        size_t len = 0;
+
+        write_read(d, text, sizeof(text) - 1, buf, sizeof(buf));
+        assert_int_equal(gantry_file_read(d->file, sizeof(text) - 1, &data, &len), 0);
+        assert_int_equal(len, sizeof(text) - 1);
+        assert_memory_equal(data, text, len);
+        assert_int_equal(data[len], '\0');
+        free(data);
+        /* one byte over the cap: refused, outputs untouched */
+        data = NULL;
+        len = 7;
+        assert_int_equal(gantry_file_read(d->file, sizeof(text) - 2, &data, &len), -EFBIG);
+        assert_null(data);
+        assert_int_equal(len, 7);
+        write_read(d, "", 0, buf, sizeof(buf));
+        assert_int_equal(gantry_file_read(d->file, 16, &data, &len), 0);
+        assert_int_equal(len, 0);
+        assert_string_equal(data, "");
+        free(data);
+}
+
+static void test_file_read_not_a_file(void **state)
+{
+        struct dir *d = *state;
+        char path[128], *data = NULL;
+        size_t len = 0;
+
+        assert_int_equal(gantry_file_read(d->path, 16, &data, &len), -EINVAL);
+        snprintf(path, sizeof(path), "%s/absent", d->path);
+        assert_int_equal(gantry_file_read(path, 16, &data, &len), -ENOENT);
+        assert_null(data);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -130,6 +169,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_exact_fit_and_too_long, dir_make, dir_remove),
                 cmocka_unit_test_setup_teardown(test_big_file_read_whole, dir_make, dir_remove),
                 cmocka_unit_test_setup_teardown(test_empty_and_missing, dir_make, dir_remove),
+                cmocka_unit_test_setup_teardown(test_file_read_whole_as_is, dir_make, dir_remove),
+                cmocka_unit_test_setup_teardown(test_file_read_not_a_file, dir_make, dir_remove),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
