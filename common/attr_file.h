@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "error.h"
+
 /*
  * Reads @path into @buf, NUL-terminated, with trailing newlines ("\n" and
  * "\r") and spaces removed. Returns the value's length, or -errno (then
@@ -22,7 +24,7 @@
  * more than @size - 1 bytes (a value is never silently cut short).
  * @size must be at least 1.
  */
-ssize_t gantry_attr_read(const char *path, char *buf, size_t size);
+ssize_t gantry_attr_read(const char *path, char *buf, size_t size) GANTRY_MUST_CHECK;
 
 /*
  * Reads all of @path, a regular file of at most @max bytes, unchanged (no
@@ -33,4 +35,4 @@ ssize_t gantry_attr_read(const char *path, char *buf, size_t size);
  * -EINVAL when @path is not a regular file, -EFBIG when it holds more than
  * @max bytes, -ENOMEM. A partly read buffer is wiped before it is freed.
  */
-int gantry_file_read(const char *path, size_t max, char **ret_data, size_t *ret_len);
+int gantry_file_read(const char *path, size_t max, char **ret_data, size_t *ret_len) GANTRY_MUST_CHECK;
