@@ -5,7 +5,10 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "attr_file.h"
@@ -98,5 +101,22 @@ out:
         buf[n] = '\0';
         *ret_data = buf;
         *ret_len = (size_t)n;
+        return 0;
+}
+
+int gantry_block_dev_name(dev_t dev, char *buf, size_t size)
+{
+        char link[64], target[PATH_MAX];
+        const char *base;
+        ssize_t n;
+
+        snprintf(link, sizeof(link), "/sys/dev/block/%u:%u", major(dev), minor(dev));
+        n = readlink(link, target, sizeof(target) - 1);
+        if (n < 0)
+                return -ENODEV;
+        target[n] = '\0';
+        base = strrchr(target, '/');
+        if ((size_t)snprintf(buf, size, "%s", base ? base + 1 : target) >= size)
+                return -ENAMETOOLONG;
         return 0;
 }

@@ -8,7 +8,8 @@
  *
  * And reading a whole small file as it is (a kubeconfig, a CA bundle, a TLS
  * certificate or key): gantry_file_read(), for the extender's API client and
- * its HTTPS server.
+ * its HTTPS server. And the kernel's name of a block device, from the sysfs
+ * link /sys/dev/block/MAJ:MIN (the node plugin's krbd and NVMe paths).
  */
 #pragma once
 
@@ -36,3 +37,10 @@ ssize_t gantry_attr_read(const char *path, char *buf, size_t size) GANTRY_MUST_C
  * @max bytes, -ENOMEM. A partly read buffer is wiped before it is freed.
  */
 int gantry_file_read(const char *path, size_t max, char **ret_data, size_t *ret_len) GANTRY_MUST_CHECK;
+
+/*
+ * Writes the kernel's name of block device @dev ("rbd3", "nvme1n1": the last
+ * component of the /sys/dev/block/MAJ:MIN link) into @buf. Returns 0, -ENODEV
+ * when the device is gone, -ENAMETOOLONG when @size is too small.
+ */
+int gantry_block_dev_name(dev_t dev, char *buf, size_t size) GANTRY_MUST_CHECK;

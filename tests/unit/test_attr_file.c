@@ -4,6 +4,8 @@
  * exact fit, a value too long for the buffer (-EFBIG, never cut short), an
  * empty file and a missing one. And gantry_file_read(): a whole file as it
  * is (newlines and NUL bytes kept), the size cap, a directory, a missing file.
+ * And gantry_block_dev_name() against the DEVNAME of the same device's
+ * uevent (another sysfs source), and for a device that does not exist.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -12,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -162,6 +166,40 @@ static void test_file_read_not_a_file(void **state)
         assert_null(data);
 }
 
+static void test_block_dev_name(void **state)
+{
+        DIR *d = opendir("/sys/dev/block");
+        struct dirent *e;
+        char name[64], small[2];
+        int checked = 0;
+
+        (void)state;
+        while (d && (e = readdir(d))) {
+                unsigned int maj, min;
+                char uevent[600], text[1024], *devname;
+
+                if (sscanf(e->d_name, "%u:%u", &maj, &min) != 2)
+                        continue;
+                snprintf(uevent, sizeof(uevent), "/sys/dev/block/%s/uevent", e->d_name);
+                if (gantry_attr_read(uevent, text, sizeof(text)) < 0 || !(devname = strstr(text, "DEVNAME=")))
+                        continue;
+                devname += strlen("DEVNAME=");
+                devname[strcspn(devname, "\n")] = '\0';
+                assert_int_equal(gantry_block_dev_name(makedev(maj, min), name, sizeof(name)), 0);
+                for (char *c = devname; *c; c++) /* sysfs spells "cciss/c0d0" "cciss!c0d0" */
+                        if (*c == '/')
+                                *c = '!';
+                assert_string_equal(name, devname);
+                assert_int_equal(gantry_block_dev_name(makedev(maj, min), small, sizeof(small)), -ENAMETOOLONG);
+                checked++;
+        }
+        if (d)
+                closedir(d);
+        assert_int_equal(gantry_block_dev_name(makedev(4095, 1048575), name, sizeof(name)), -ENODEV);
+        if (!checked)
+                skip(); /* no block device in this sandbox */
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -171,6 +209,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_empty_and_missing, dir_make, dir_remove),
                 cmocka_unit_test_setup_teardown(test_file_read_whole_as_is, dir_make, dir_remove),
                 cmocka_unit_test_setup_teardown(test_file_read_not_a_file, dir_make, dir_remove),
+                cmocka_unit_test(test_block_dev_name),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
