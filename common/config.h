@@ -130,14 +130,14 @@ struct gantry_config {
  * fills @err with "PATH: FIELD: problem".
  */
 int gantry_config_load(const char *path, struct gantry_config **ret_config,
-                       struct gantry_error *err);
+                       struct gantry_error *err) GANTRY_MUST_CHECK;
 
 /* Same as gantry_config_load() but from a JSON string; @origin names it in errors. */
 int gantry_config_parse(const char *json, const char *origin, struct gantry_config **ret_config,
-                        struct gantry_error *err);
+                        struct gantry_error *err) GANTRY_MUST_CHECK;
 
 /* An empty config (no clusters, no targets, defaults), for running without --config. */
-int gantry_config_new_default(struct gantry_config **ret_config);
+int gantry_config_new_default(struct gantry_config **ret_config) GANTRY_MUST_CHECK;
 
 void gantry_config_free(struct gantry_config *config);
 

@@ -17,6 +17,14 @@
 
 #define GANTRY_ERROR_MSG_MAX 512
 
+/*
+ * On a function whose failure a caller must look at (an I/O step, a parse):
+ * ignoring its result is a compile error under -Werror. A caller that has
+ * nothing to do on failure says so in code (a log line), not with a cast,
+ * which gcc does not accept for this attribute anyway.
+ */
+#define GANTRY_MUST_CHECK __attribute__((warn_unused_result))
+
 struct gantry_error {
         int err;                        /* positive errno, 0 when unset */
         char msg[GANTRY_ERROR_MSG_MAX]; /* user-facing text; never a secret */

@@ -14,6 +14,8 @@
 
 #include <stddef.h>
 
+#include "error.h"
+
 enum gantry_log_level {
         GANTRY_LOG_DEBUG = 0,
         GANTRY_LOG_INFO,
@@ -29,7 +31,7 @@ enum gantry_log_level gantry_log_get_level(void);
  * Parses "debug", "info", "warn" or "error".
  * Returns 0 and sets *ret_level, or -EINVAL (ret_level untouched).
  */
-int gantry_log_level_parse(const char *name, enum gantry_log_level *ret_level);
+int gantry_log_level_parse(const char *name, enum gantry_log_level *ret_level) GANTRY_MUST_CHECK;
 
 /*
  * Writes one line: ts, level, event, then the formatted key=value text.

@@ -15,6 +15,8 @@
 
 #include <stddef.h>
 
+#include "error.h"
+
 struct gantry_metrics;
 struct gantry_metrics_server;
 
@@ -47,7 +49,7 @@ int gantry_metrics_histogram_observe(struct gantry_metrics *m, const char *name,
  * Renders every series in the Prometheus text format. On success returns 0
  * and a malloc'd NUL-terminated string in *ret_text (caller frees).
  */
-int gantry_metrics_render(struct gantry_metrics *m, char **ret_text);
+int gantry_metrics_render(struct gantry_metrics *m, char **ret_text) GANTRY_MUST_CHECK;
 
 /*
  * Serves GET /metrics for @m on @addr ("HOST:PORT", IPv4 or "[::1]:PORT";
@@ -55,6 +57,6 @@ int gantry_metrics_render(struct gantry_metrics *m, char **ret_text);
  * the server in *ret_server and, when @ret_port is not NULL, the bound port.
  */
 int gantry_metrics_server_start(struct gantry_metrics *m, const char *addr,
-                                struct gantry_metrics_server **ret_server, int *ret_port);
+                                struct gantry_metrics_server **ret_server, int *ret_port) GANTRY_MUST_CHECK;
 /* Stops and frees the server; NULL is a no-op. */
 void gantry_metrics_server_stop(struct gantry_metrics_server *s);

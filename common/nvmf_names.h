@@ -17,19 +17,21 @@
 
 #include <stddef.h>
 
+#include "error.h"
+
 #define GANTRY_NQN_MAX 223
 #define GANTRY_NVMF_UUID_LEN 36
 
 /* Writes the volume uuid for the CO's volume @name (FNV-1a 128-bit, shaped as a v4 UUID). */
 void gantry_nvmf_volume_uuid(const char *name, char out[GANTRY_NVMF_UUID_LEN + 1]);
 /* Writes the subsystem NQN of volume @uuid. Returns 0 or -EINVAL. */
-int gantry_nvmf_volume_nqn(const char *uuid, char *buf, size_t size);
+int gantry_nvmf_volume_nqn(const char *uuid, char *buf, size_t size) GANTRY_MUST_CHECK;
 /* Writes the NGUID (32 lower-case hex digits) of volume @uuid. Returns 0 or -EINVAL. */
-int gantry_nvmf_volume_nguid(const char *uuid, char out[33]);
+int gantry_nvmf_volume_nguid(const char *uuid, char out[33]) GANTRY_MUST_CHECK;
 /*
  * Writes the host NQN of CSI node @node_id. -EINVAL when the id holds
  * characters an NQN may not ([A-Za-z0-9.:_-] only) or is too long.
  */
-int gantry_nvmf_host_nqn(const char *node_id, char *buf, size_t size);
+int gantry_nvmf_host_nqn(const char *node_id, char *buf, size_t size) GANTRY_MUST_CHECK;
 /* Whether @s is a lower-case UUID. */
 int gantry_nvmf_is_uuid(const char *s);

@@ -8,11 +8,13 @@
  */
 #pragma once
 
+#include "error.h"
+
 /*
  * Takes the lock on @key. Returns 0, -EBUSY when it is held, -EAGAIN when
  * more keys are held than any CO keeps in flight (GANTRY_TRY_LOCK_MAX), or
  * -ENOMEM. Thread-safe.
  */
-int gantry_lock_try(const char *key);
+int gantry_lock_try(const char *key) GANTRY_MUST_CHECK;
 /* Releases @key (a key not held: no-op). Thread-safe. */
 void gantry_lock_release(const char *key);

@@ -5,9 +5,15 @@
  * registers the plugin, so the CSINode objects are the registry: nothing of
  * ours to keep in step, gone when the node is gone.
  *
+ * kubelet names the CSINode after the node, and our node ID is normally
+ * the node name: one GET of csinodes/<node_id> settles the usual case. Only
+ * when that object does not exist or does not carry the ID for our driver
+ * (a node plugin started with another --node-id) are all CSINodes listed,
+ * in pages, to look for it under another name.
+ *
  * The controller reads them through the Kubernetes API (in-cluster, or
  * --kubeconfig); the attacher sidecar beside it already needs the same
- * "list csinodes" grant. Without API access (a controller run outside a
+ * "get/list csinodes" grants. Without API access (a controller run outside a
  * cluster, the conformance tests) node IDs are not checked and every node
  * ID is taken as existing; the start log says so.
  */
@@ -23,7 +29,9 @@
 #include "log.h"
 #include "node_registry.h"
 
-#define CSINODES_PATH "/apis/storage.k8s.io/v1/csinodes?limit=500"
+#define CSINODES "/apis/storage.k8s.io/v1/csinodes"
+#define CSINODES_PATH CSINODES "?limit=500"
+#define OBJECT_NAME_MAX 253
 #define MAX_PAGES 200
 
 static struct gantry_kube_client *client;
@@ -69,6 +77,51 @@ static bool lists(json_t *node, const char *node_id)
         return false;
 }
 
+/* An API error as the answer: "cannot tell", never "no such node". */
+static int api_error(int r, struct gantry_error *err)
+{
+        char why[GANTRY_ERROR_MSG_MAX];
+
+        snprintf(why, sizeof(why), "%s", err->msg);
+        return gantry_error_set(err, r == -EACCES ? EACCES : ENOTCONN,
+                                "node_id: cannot read the CSINode objects: %s", why);
+}
+
+/* Whether @s can be an object name (a DNS subdomain), so needs no escaping in a path. */
+static bool object_name(const char *s)
+{
+        size_t n = strlen(s);
+
+        return n > 0 && n <= OBJECT_NAME_MAX &&
+               strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-.") == n;
+}
+
+/*
+ * The fast path: CSINode @node_id itself. 1 when it lists our driver with
+ * this ID, 0 when it is absent or does not, -errno when the API failed.
+ */
+static int named_after(const char *node_id, struct gantry_error *err)
+{
+        char path[sizeof(CSINODES) + OBJECT_NAME_MAX + 2];
+        json_t *node = NULL;
+        bool found;
+        int r;
+
+        if (!object_name(node_id))
+                return 0;
+        snprintf(path, sizeof(path), "%s/%s", CSINODES, node_id);
+        r = gantry_kube_get(client, path, "get", "csinodes", &node, err);
+        if (r == -ENOENT) {
+                gantry_error_clear(err);
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        found = lists(node, node_id);
+        json_decref(node);
+        return found;
+}
+
 int gantry_node_registry_check(const char *node_id, struct gantry_error *err)
 {
         char path[1024], *cont = NULL;
@@ -76,6 +129,11 @@ int gantry_node_registry_check(const char *node_id, struct gantry_error *err)
         int r = 0;
 
         if (!client)
+                return 0;
+        r = named_after(node_id, err);
+        if (r < 0)
+                return api_error(r, err);
+        if (r > 0)
                 return 0;
         for (int page = 0; page < MAX_PAGES && !found; page++) {
                 json_t *list = NULL, *item;
@@ -87,14 +145,8 @@ int gantry_node_registry_check(const char *node_id, struct gantry_error *err)
                 free(cont);
                 cont = NULL;
                 r = gantry_kube_get(client, path, "list", "csinodes", &list, err);
-                if (r < 0) {
-                        /* the API is away or refuses: say so, never "no such node" */
-                        char why[GANTRY_ERROR_MSG_MAX];
-                        snprintf(why, sizeof(why), "%s", err->msg);
-                        return gantry_error_set(err, r == -EACCES ? EACCES : ENOTCONN,
-                                                "node_id: cannot read the CSINode objects: %s",
-                                                why);
-                }
+                if (r < 0)
+                        return api_error(r, err);
                 json_array_foreach(json_object_get(list, "items"), i, item)
                         if (lists(item, node_id))
                                 found = true;

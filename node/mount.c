@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "attr_file.h"
 #include "node_internal.h"
 
 /* Copies one space-separated mountinfo field, decoding \NNN octal escapes. */
@@ -247,15 +247,12 @@ int gantry_node_touch(const char *path)
 
 int gantry_node_dev_path(dev_t dev, char *buf, size_t size)
 {
-        char link[64], target[PATH_MAX];
-        ssize_t n;
+        char name[NAME_MAX + 1];
+        int r = gantry_block_dev_name(dev, name, sizeof(name));
 
-        snprintf(link, sizeof(link), "/sys/dev/block/%u:%u", major(dev), minor(dev));
-        n = readlink(link, target, sizeof(target) - 1);
-        if (n < 0)
-                return -ENODEV;
-        target[n] = '\0';
-        if ((size_t)snprintf(buf, size, "/dev/%s", basename(target)) >= size)
+        if (r < 0)
+                return r;
+        if ((size_t)snprintf(buf, size, "/dev/%s", name) >= size)
                 return -ENAMETOOLONG;
         return 0;
 }

@@ -352,28 +352,11 @@ size_t gantry_nvmf_report_describe(const struct gantry_nvmf_attach_report *repor
         return report->n_missing;
 }
 
-/* "nvme1n1" for @dev from /sys/dev/block/MAJ:MIN; -ENODEV when gone. */
-static int dev_name(dev_t dev, char *buf, size_t size)
-{
-        char path[64], link[PATH_MAX];
-        const char *base;
-        ssize_t n;
-
-        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(dev), minor(dev));
-        n = readlink(path, link, sizeof(link) - 1);
-        if (n < 0)
-                return -ENODEV;
-        link[n] = '\0';
-        base = strrchr(link, '/');
-        snprintf(buf, size, "%.63s", base ? base + 1 : link);
-        return 0;
-}
-
 bool gantry_nvmf_is_device(dev_t dev)
 {
         char name[64];
 
-        return dev_name(dev, name, sizeof(name)) == 0 && is_ns_name(name);
+        return gantry_block_dev_name(dev, name, sizeof(name)) == 0 && is_ns_name(name);
 }
 
 /* Whether a namespace of subsystem @nqn is mounted (a file system, or its node bind-mounted). */
@@ -392,7 +375,7 @@ static bool subsystem_in_use(const char *nqn)
 
                 if (sscanf(line, "%*d %*d %u:%u %4095s", &maj, &min, root) != 3)
                         continue;
-                if (dev_name(makedev(maj, min), name, sizeof(name)) < 0 || !is_ns_name(name)) {
+                if (gantry_block_dev_name(makedev(maj, min), name, sizeof(name)) < 0 || !is_ns_name(name)) {
                         /* raw block: the device node bind-mounted from devtmpfs */
                         if (strncmp(root, "/nvme", 5) != 0 || !is_ns_name(root + 1))
                                 continue;
@@ -490,11 +473,11 @@ int gantry_nvmf_detach(dev_t dev, int64_t deadline_ms, struct gantry_error *err)
         char name[64], path[PATH_MAX], nqn[GANTRY_NQN_MAX + 2];
         int r;
 
-        if (dev_name(dev, name, sizeof(name)) < 0)
+        if (gantry_block_dev_name(dev, name, sizeof(name)) < 0)
                 return 0; /* already gone */
         snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", name);
         r = (int)gantry_attr_read(path, nqn, sizeof(nqn));
-        if (r < 0 && dev_name(dev, name, sizeof(name)) < 0)
+        if (r < 0 && gantry_block_dev_name(dev, name, sizeof(name)) < 0)
                 return 0; /* went away while we looked */
         if (r < 0)
                 return gantry_error_set(err, -r, "%s: cannot read its subsystem NQN: %s", name, strerror(-r));
@@ -507,7 +490,7 @@ bool gantry_nvmf_device_matches(dev_t dev, const struct gantry_nvmf_volume *v)
 {
         char name[64], path[PATH_MAX], val[256], plain[64];
 
-        if (dev_name(dev, name, sizeof(name)) < 0 || !is_ns_name(name))
+        if (gantry_block_dev_name(dev, name, sizeof(name)) < 0 || !is_ns_name(name))
                 return false;
         snprintf(path, sizeof(path), "/sys/block/%s/device/subsysnqn", name);
         if (gantry_attr_read(path, val, sizeof(val)) < 0 || strcmp(val, v->nqn) != 0)

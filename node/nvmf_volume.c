@@ -71,8 +71,9 @@ int gantry_nvmf_volume_parse(const char *const *keys, const char *const *values,
 
         if (!uuid || !gantry_nvmf_is_uuid(uuid))
                 return gantry_error_set(err, EINVAL, "volume_context.uuid: required, a lower-case UUID");
-        gantry_nvmf_volume_nqn(uuid, want_nqn, sizeof(want_nqn));
-        gantry_nvmf_volume_nguid(uuid, want_nguid);
+        if (gantry_nvmf_volume_nqn(uuid, want_nqn, sizeof(want_nqn)) < 0 ||
+            gantry_nvmf_volume_nguid(uuid, want_nguid) < 0)
+                return gantry_error_set(err, EINVAL, "volume_context.uuid: no NQN or NGUID follows from %s", uuid);
         /* the NQN and NGUID follow from the uuid: a context that disagrees was tampered with */
         if (!nqn || strcmp(nqn, want_nqn) != 0)
                 return gantry_error_set(err, EINVAL, "volume_context.nqn: must be %s", want_nqn);

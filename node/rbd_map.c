@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "attr_file.h"
+#include "base64.h"
 #include "log.h"
 #include "node_internal.h"
 
@@ -407,50 +408,16 @@ int gantry_node_rbd_dev(int id, dev_t *ret_dev)
 
 /* ---- the cephx key in the process keyring ---- */
 
-static int b64_value(char c)
-{
-        if (c >= 'A' && c <= 'Z')
-                return c - 'A';
-        if (c >= 'a' && c <= 'z')
-                return c - 'a' + 26;
-        if (c >= '0' && c <= '9')
-                return c - '0' + 52;
-        return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
-/* Decodes base64 @in into @out; returns the length or -EINVAL. */
-static int b64_decode(const char *in, unsigned char *out, size_t size)
-{
-        unsigned acc = 0;
-        int bits = 0;
-        size_t n = 0;
-
-        for (; *in && *in != '='; in++) {
-                int v = b64_value(*in);
-                if (v < 0)
-                        return -EINVAL;
-                acc = (acc << 6) | (unsigned)v;
-                bits += 6;
-                if (bits >= 8) {
-                        bits -= 8;
-                        if (n >= size)
-                                return -EINVAL;
-                        out[n++] = (unsigned char)(acc >> bits);
-                }
-        }
-        return (int)n;
-}
-
 /* Adds @spec's key as a "ceph" key named @desc; returns its serial or -errno. */
 static long key_add(const struct rbd_spec *spec, const char *desc)
 {
         unsigned char blob[256];
-        int n = b64_decode(spec->user_key, blob, sizeof(blob));
+        size_t n = 0;
         long serial;
 
-        if (n <= 0)
+        if (gantry_base64_decode(spec->user_key, strlen(spec->user_key), blob, sizeof(blob), &n) < 0 || n == 0)
                 return -EINVAL;
-        serial = syscall(SYS_add_key, "ceph", desc, blob, (size_t)n, KEY_SPEC_PROCESS_KEYRING);
+        serial = syscall(SYS_add_key, "ceph", desc, blob, n, KEY_SPEC_PROCESS_KEYRING);
         explicit_bzero(blob, sizeof(blob));
         return serial < 0 ? -errno : serial;
 }

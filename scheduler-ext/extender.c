@@ -227,11 +227,13 @@ static int apply_request_nodes(struct gantry_extender *ext, const struct args *a
  * One filter call's refusals, summarised: a metric per cause and one log line
  * with the counts per cause and a few refused nodes with their leaf, backend
  * and exact numbers (the FailedNodes reasons carry none of them, so that
- * kube-scheduler folds them).
+ * kube-scheduler folds them). A gang (@gang its key, else NULL) refused on
+ * every node has one reason for all of them: its line is sched.gang_refused
+ * with the gang and that reason instead of examples.
  */
 static void report_refusals(struct gantry_extender *ext, const struct args *a,
                             const struct gantry_sched_demand *d,
-                            const struct gantry_node_verdict *v)
+                            const struct gantry_node_verdict *v, const char *gang)
 {
         size_t count[GANTRY_REFUSAL_CAUSE_COUNT] = { 0 }, refused = 0, ex = 0;
         char counts[512], examples[REFUSAL_EXAMPLES * 600], q[sizeof(examples) + 64];
@@ -277,8 +279,12 @@ static void report_refusals(struct gantry_extender *ext, const struct args *a,
                                                    (double)count[k]);
                 }
         }
-        log_info("sched.filter_refused", "pod=%s nodes=%zu refused=%zu causes=%s examples=%s",
-                 d->name, a->n, refused, counts, gantry_log_quote(examples, q, sizeof(q)));
+        if (gang && refused == a->n)
+                log_info("sched.gang_refused", "pod=%s gang=%s nodes=%zu refused=%zu causes=%s reason=%s",
+                         d->name, gang, a->n, refused, counts, gantry_log_quote(v[0].reason, q, sizeof(q)));
+        else
+                log_info("sched.filter_refused", "pod=%s nodes=%zu refused=%zu causes=%s examples=%s",
+                         d->name, a->n, refused, counts, gantry_log_quote(examples, q, sizeof(q)));
 }
 
 /* Writes {"name": "reason", ...} of the refused nodes of one kind. */
@@ -308,20 +314,22 @@ static bool gang_of(const struct gantry_extender *ext, const struct gantry_sched
 
 #define GANG_SPEC(sd) { .key = (sd)->d.job, .size = (sd)->gang_size, .spread = (sd)->gang_spread }
 
-/* The names stay out of the reasons (they aggregate); they go in the log. */
+/*
+ * The names stay out of the reasons (they aggregate); they go in the log: the
+ * node a member is sent to. A refusal is report_refusals()'s one line.
+ */
 static void log_gang_filter(const struct gantry_sched_demand *d, const struct args *a,
                             const struct gantry_node_verdict *v)
 {
-        char q[GANTRY_PLACEMENT_REASON_MAX + 8];
-
         for (size_t i = 0; i < a->n; i++)
                 if (v[i].fits) {
                         log_info("sched.gang_member", "pod=%s gang=%s node=%s", d->name, d->d.job,
-                                  a->names[i]);
+                                 a->names[i]);
                         return;
                 }
-        log_info("sched.gang_refused", "pod=%s gang=%s nodes=%zu reason=%s", d->name, d->d.job,
-                 a->n, a->n ? gantry_log_quote(v[0].reason, q, sizeof(q)) : "\"no nodes\"");
+        if (!a->n)
+                log_info("sched.gang_refused", "pod=%s gang=%s nodes=0 reason=\"no nodes\"", d->name,
+                         d->d.job);
 }
 
 static int do_filter(struct gantry_extender *ext, const struct args *a,
@@ -346,7 +354,7 @@ static int do_filter(struct gantry_extender *ext, const struct args *a,
                 goto out;
         if (gang_of(ext, d))
                 log_gang_filter(d, a, v);
-        report_refusals(ext, a, d, v);
+        report_refusals(ext, a, d, v, gang_of(ext, d) ? d->d.job : NULL);
         if (a->node_items) {
                 /* nodeCacheCapable false: the passing Node objects, as sent */
                 passed = json_array();

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "attr_file.h"
 #include "extender_http.h"
 #include "http_body.h"
 #include "log.h"
@@ -133,24 +134,18 @@ too_large:
 
 static int read_pem(const char *flag, const char *path, char **ret, struct gantry_error *err)
 {
-        FILE *f = fopen(path, "re");
-        char *buf;
-        size_t n;
+        char *pem = NULL;
+        size_t len = 0;
+        int r = gantry_file_read(path, TLS_FILE_MAX, &pem, &len);
 
-        if (!f)
-                return gantry_error_set(err, errno, "%s %s: %s", flag, path, strerror(errno));
-        buf = calloc(1, TLS_FILE_MAX + 1);
-        if (!buf) {
-                fclose(f);
-                return gantry_error_set(err, ENOMEM, "out of memory");
+        if (r == -EFBIG || r == -EINVAL || (r == 0 && len == 0)) {
+                free(pem);
+                return gantry_error_set(err, EINVAL, "%s %s: empty, not a file, or larger than 1 MiB", flag,
+                                        path);
         }
-        n = fread(buf, 1, TLS_FILE_MAX + 1, f);
-        fclose(f);
-        if (n == 0 || n > TLS_FILE_MAX) {
-                free(buf);
-                return gantry_error_set(err, EINVAL, "%s %s: empty or larger than 1 MiB", flag, path);
-        }
-        *ret = buf;
+        if (r < 0)
+                return gantry_error_set(err, r, "%s %s: %s", flag, path, strerror(-r));
+        *ret = pem;
         return 0;
 }
 

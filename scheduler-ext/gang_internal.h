@@ -56,7 +56,7 @@ struct gantry_gangs {
 struct gp_plan_miss {
         int best_fit;            /* most members one leaf can take now */
         int best_group;          /* that leaf's group index (see gang_plan.c), -1 none */
-        const char *short_of;    /* "GPUs", "NIC", "leaf uplink", "backend", ... */
+        const char *short_of;    /* gantry_refusal_cause_words(): "GPUs", "leaf uplink", ... */
 };
 
 /*

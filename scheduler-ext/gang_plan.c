@@ -76,26 +76,6 @@ static int group_spine(const struct gantry_cluster *c, int g)
         return g < (int)c->n_leaves ? c->leaves[g].spine : -1;
 }
 
-/* What ran short, from the cause of a refusal of gp_charge_fits(). */
-static const char *short_of(const struct gantry_node_verdict *v)
-{
-        switch (v->cause) {
-        case GANTRY_REFUSAL_UPLINK:
-                return "leaf uplink";
-        case GANTRY_REFUSAL_STORAGE_UPLINK:
-                return "storage leaf uplink";
-        case GANTRY_REFUSAL_NIC:
-                return "NICs";
-        case GANTRY_REFUSAL_GPUS:
-                return "GPUs";
-        case GANTRY_REFUSAL_TRANSPORT:
-        case GANTRY_REFUSAL_TARGET_LEAF:
-                return "reachability";
-        default:
-                return "backend";
-        }
-}
-
 /*
  * Charges up to @want members onto group @g's nodes, appending the charges
  * to @out (*@n_out grows). Returns how many were placed; *@ret_why says what
@@ -116,7 +96,7 @@ static int fill(struct gantry_cluster *c, const struct groups *gs, const struct 
                         gp_charge_compute(c, d, node, &ch);
                         if (!gp_charge_fits(c, &ch, &v)) {
                                 if (ret_why)
-                                        *ret_why = short_of(&v);
+                                        *ret_why = gantry_refusal_cause_words(v.cause);
                                 break;
                         }
                         gp_charge_apply(c, &ch, 1);

@@ -21,6 +21,8 @@
 
 #include <yaml.h>
 
+#include "attr_file.h"
+#include "base64.h"
 #include "kube_internal.h"
 
 /* ------------------------------------------------------------------ files */
@@ -37,102 +39,34 @@ void kube_blob_clear(struct kube_blob *blob)
 
 int kube_read_file(const char *path, struct kube_blob *ret_blob)
 {
-        struct stat st;
-        unsigned char *buf;
-        size_t got = 0;
-        int fd, r = 0;
+        char *data;
+        size_t len;
+        int r = gantry_file_read(path, KUBE_CONFIG_MAX_BYTES, &data, &len);
 
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0) {
-                r = -errno;
-                goto out;
-        }
-        if (!S_ISREG(st.st_mode)) {
-                r = -EINVAL;
-                goto out;
-        }
-        if (st.st_size > KUBE_CONFIG_MAX_BYTES) {
-                r = -EFBIG;
-                goto out;
-        }
-        buf = malloc((size_t)st.st_size + 1);
-        if (!buf) {
-                r = -ENOMEM;
-                goto out;
-        }
-        while (got < (size_t)st.st_size) {
-                ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                got += (size_t)n;
-        }
-        buf[got] = '\0';
-        ret_blob->data = buf;
-        ret_blob->len = got;
-out:
-        close(fd);
-        return r;
-}
-
-static int b64_value(unsigned char c)
-{
-        if (c >= 'A' && c <= 'Z')
-                return c - 'A';
-        if (c >= 'a' && c <= 'z')
-                return c - 'a' + 26;
-        if (c >= '0' && c <= '9')
-                return c - '0' + 52;
-        if (c == '+')
-                return 62;
-        if (c == '/')
-                return 63;
-        return -1;
+        if (r < 0)
+                return r;
+        ret_blob->data = (unsigned char *)data;
+        ret_blob->len = len;
+        return 0;
 }
 
 int kube_base64_decode(const char *in, size_t len, struct kube_blob *ret_blob)
 {
-        unsigned char *out = malloc(len / 4 * 3 + 4);
-        unsigned int acc = 0;
-        size_t n = 0;
-        int bits = 0, pad = 0;
+        size_t size = len / 4 * 3 + 4, n;
+        unsigned char *out = malloc(size);
+        int r;
 
         if (!out)
                 return -ENOMEM;
-        for (size_t i = 0; i < len; i++) {
-                unsigned char c = (unsigned char)in[i];
-                int v;
-
-                if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
-                        continue;
-                if (c == '=') {
-                        pad++;
-                        continue;
-                }
-                v = b64_value(c);
-                if (v < 0 || pad) /* a character after padding is invalid too */
-                        goto bad;
-                acc = (acc << 6) | (unsigned int)v;
-                bits += 6;
-                if (bits >= 8) {
-                        bits -= 8;
-                        out[n++] = (unsigned char)(acc >> bits);
-                        acc &= (1u << bits) - 1;
-                }
+        r = gantry_base64_decode(in, len, out, size - 1, &n);
+        if (r < 0) {
+                free(out);
+                return r;
         }
-        if (bits >= 6 || pad > 2) /* a lone trailing sextet carries no byte */
-                goto bad;
         out[n] = '\0';
         ret_blob->data = out;
         ret_blob->len = n;
         return 0;
-bad:
-        explicit_bzero(out, n);
-        free(out);
-        return -EINVAL;
 }
 
 static void free_secret(char *s)

@@ -65,7 +65,8 @@ int kube_conn_in_cluster(const char *sa_dir, struct kube_conn **ret_conn,
 
 void kube_conn_free(struct kube_conn *conn);
 
-/* Reads a whole file of at most KUBE_CONFIG_MAX_BYTES into *ret_blob. */
+/* Reads a whole regular file of at most KUBE_CONFIG_MAX_BYTES into *ret_blob
+ * (gantry_file_read(): -EINVAL for a non-regular file, -EFBIG when larger). */
 int kube_read_file(const char *path, struct kube_blob *ret_blob);
 void kube_blob_clear(struct kube_blob *blob); /* wipes and frees */
 

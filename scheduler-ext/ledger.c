@@ -228,12 +228,7 @@ void gp_refusal_reason(const struct gantry_node_verdict *v, char *buf, size_t si
         case GANTRY_REFUSAL_BACKEND:
         case GANTRY_REFUSAL_TARGET:
         default:
-                snprintf(buf, size, "%s full (pod needs %s Gbps)",
-                         v->cause == GANTRY_REFUSAL_NIC              ? "node NIC"
-                         : v->cause == GANTRY_REFUSAL_UPLINK         ? "leaf uplink"
-                         : v->cause == GANTRY_REFUSAL_STORAGE_UPLINK ? "storage leaf uplink"
-                         : v->cause == GANTRY_REFUSAL_TARGET         ? "checkpoint target"
-                                                                     : "storage backend",
+                snprintf(buf, size, "%s full (pod needs %s Gbps)", gantry_refusal_cause_words(v->cause),
                          gbps_str(v->need, need, sizeof(need)));
                 break;
         }
@@ -310,6 +305,25 @@ const char *gantry_refusal_cause_name(enum gantry_refusal_cause cause)
         };
 
         return cause < GANTRY_REFUSAL_CAUSE_COUNT ? names[cause] : "?";
+}
+
+const char *gantry_refusal_cause_words(enum gantry_refusal_cause cause)
+{
+        static const char *const words[GANTRY_REFUSAL_CAUSE_COUNT] = {
+                [GANTRY_REFUSAL_NONE] = "nothing",
+                [GANTRY_REFUSAL_UNKNOWN_NODE] = "unknown node",
+                [GANTRY_REFUSAL_TRANSPORT] = "reachability",
+                [GANTRY_REFUSAL_TARGET_LEAF] = "reachability",
+                [GANTRY_REFUSAL_GPUS] = "GPUs",
+                [GANTRY_REFUSAL_NIC] = "node NIC",
+                [GANTRY_REFUSAL_UPLINK] = "leaf uplink",
+                [GANTRY_REFUSAL_STORAGE_UPLINK] = "storage leaf uplink",
+                [GANTRY_REFUSAL_BACKEND] = "storage backend",
+                [GANTRY_REFUSAL_TARGET] = "checkpoint target",
+                [GANTRY_REFUSAL_GANG] = "gang",
+        };
+
+        return cause < GANTRY_REFUSAL_CAUSE_COUNT ? words[cause] : "storage backend";
 }
 
 static void entry_free(struct gp_entry *e)

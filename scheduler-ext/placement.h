@@ -235,6 +235,12 @@ void gantry_node_verdict_detail(const struct gantry_node_verdict *v, const char 
                                 size_t size);
 /* A cause's short name ("uplink", "storage_uplink", "gpus", ...), for metric labels. */
 const char *gantry_refusal_cause_name(enum gantry_refusal_cause cause);
+/*
+ * What ran short, in words for a person ("leaf uplink", "node NIC", "GPUs",
+ * "reachability", ...): the one table behind the refusal reasons ("leaf
+ * uplink full (pod needs 25 Gbps)") and a gang's "(leaf uplink full)".
+ */
+const char *gantry_refusal_cause_words(enum gantry_refusal_cause cause);
 
 /*
  * Prioritize: a score 0..GANTRY_PLACEMENT_SCORE_MAX per node (higher is

@@ -415,7 +415,9 @@ static void finish(struct tgt_drainer *w, struct job *j, int r, const struct gan
                                 log_info("target.snapshot_evicted", "bdev=%s file=%s", j->key, j->path);
                         }
                 }
-                tgt_state_save(w->ctx, &err);
+                /* the state in memory is right; the next save writes it */
+                if (tgt_state_save(w->ctx, &err) < 0)
+                        log_warn("target.state_save_failed", "bdev=%s error=\"%s\"", j->key, err.msg);
         }
         tgt_rpc_unlock();
         if (w->ctx->metrics) {

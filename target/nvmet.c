@@ -56,7 +56,7 @@ bool tgt_nvmet_is_configfs(const char *path)
 }
 
 /* configfs attributes exist already and take one write(2); a stand-in file is replaced */
-static int write_attr(const struct tgt_context *ctx, const char *dir, const char *attr,
+static GANTRY_MUST_CHECK int write_attr(const struct tgt_context *ctx, const char *dir, const char *attr,
                       const char *value)
 {
         char path[PATH_MAX];
@@ -85,7 +85,7 @@ static int write_attr(const struct tgt_context *ctx, const char *dir, const char
  * Reads an attribute without its trailing newline: 0 with "" when it does
  * not exist (yet), -errno when it exists but cannot be read.
  */
-static int read_attr(const char *dir, const char *attr, char *buf, size_t size)
+static GANTRY_MUST_CHECK int read_attr(const char *dir, const char *attr, char *buf, size_t size)
 {
         char path[PATH_MAX];
         ssize_t n;
@@ -95,7 +95,7 @@ static int read_attr(const char *dir, const char *attr, char *buf, size_t size)
         return n < 0 && n != -ENOENT ? (int)n : 0;
 }
 
-static int set_attr(const struct tgt_context *ctx, const char *dir, const char *attr, const char *value)
+static GANTRY_MUST_CHECK int set_attr(const struct tgt_context *ctx, const char *dir, const char *attr, const char *value)
 {
         char cur[512];
         int r;
@@ -107,14 +107,14 @@ static int set_attr(const struct tgt_context *ctx, const char *dir, const char *
         return write_attr(ctx, dir, attr, value);
 }
 
-static int mkdir_ok(const char *path)
+static GANTRY_MUST_CHECK int mkdir_ok(const char *path)
 {
         if (mkdir(path, 0755) < 0 && errno != EEXIST)
                 return -errno;
         return 0;
 }
 
-static int symlink_ok(const char *target, const char *link)
+static GANTRY_MUST_CHECK int symlink_ok(const char *target, const char *link)
 {
         if (symlink(target, link) < 0 && errno != EEXIST)
                 return -errno;
@@ -122,11 +122,12 @@ static int symlink_ok(const char *target, const char *link)
 }
 
 /* Removes a configfs group; on a stand-in directory, everything below it too. */
-static int remove_node(const struct tgt_context *ctx, const char *path)
+static GANTRY_MUST_CHECK int remove_node(const struct tgt_context *ctx, const char *path)
 {
         if (!ctx->configfs_real) {
                 DIR *d = opendir(path);
                 struct dirent *e;
+                int r;
 
                 if (!d)
                         return errno == ENOENT ? 0 : -errno;
@@ -138,9 +139,13 @@ static int remove_node(const struct tgt_context *ctx, const char *path)
                                 continue;
                         pathf(child, sizeof(child), "%s/%s", path, e->d_name);
                         if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
-                                remove_node(ctx, child);
+                                r = remove_node(ctx, child);
                         else
-                                unlink(child);
+                                r = unlink(child) < 0 && errno != ENOENT ? -errno : 0;
+                        if (r < 0) {
+                                closedir(d);
+                                return r;
+                        }
                 }
                 closedir(d);
         }
@@ -235,7 +240,11 @@ static int apply_namespaces(struct tgt_context *ctx, const char *sub, json_t *su
                 if (wanted)
                         continue;
                 pathf(child, sizeof(child), "%s/%s", dir, e->d_name);
-                write_attr(ctx, child, "enable", "0");
+                /* a namespace is disabled before its group goes */
+                if ((r = write_attr(ctx, child, "enable", "0")) < 0 && r != -ENOENT) {
+                        closedir(d);
+                        return gantry_error_set(err, r, "%s/enable: %s", child, strerror(-r));
+                }
                 if ((r = remove_node(ctx, child)) < 0) {
                         closedir(d);
                         return gantry_error_set(err, r, "rmdir %s: %s", child, strerror(-r));
@@ -251,6 +260,7 @@ static void gc_hosts(struct tgt_context *ctx)
         char dir[PATH_MAX];
         struct dirent *e;
         DIR *d;
+        int r;
 
         pathf(dir, sizeof(dir), "%s/hosts", ctx->configfs);
         d = opendir(dir);
@@ -270,7 +280,9 @@ static void gc_hosts(struct tgt_context *ctx)
                 if (used)
                         continue;
                 pathf(child, sizeof(child), "%s/%s", dir, e->d_name);
-                remove_node(ctx, child); /* EBUSY while another subsystem links it: fine */
+                /* EBUSY while a subsystem still links it: fine, the next gc takes it */
+                if ((r = remove_node(ctx, child)) < 0 && r != -EBUSY)
+                        log_warn("target.host_gc_failed", "host=%s error=\"%s\"", e->d_name, strerror(-r));
         }
         closedir(d);
 }
@@ -365,11 +377,14 @@ static int find_or_create_port(struct tgt_context *ctx, json_t *addr, char *ret,
             (r = write_attr(ctx, path, "addr_trtype", json_string_value(json_object_get(addr, "trtype")))) < 0 ||
             (r = write_attr(ctx, path, "addr_traddr", json_string_value(json_object_get(addr, "traddr")))) < 0 ||
             (r = write_attr(ctx, path, "addr_trsvcid", json_string_value(json_object_get(addr, "trsvcid")))) < 0) {
-                remove_node(ctx, path);
+                int r2 = remove_node(ctx, path);
+                if (r2 < 0)
+                        log_warn("target.port_cleanup_failed", "port=%s error=\"%s\"", path, strerror(-r2));
                 return r;
         }
         pathf(path + strlen(path), sizeof(path) - strlen(path), "/subsystems");
-        mkdir_ok(path); /* a default group on configfs */
+        if ((r = mkdir_ok(path)) < 0) /* a default group on configfs */
+                return r;
         path[strlen(path) - strlen("/subsystems")] = '\0';
         pathf(ret, size, "%s", path);
         return 0;
@@ -431,11 +446,13 @@ int tgt_nvmet_apply(struct tgt_context *ctx, const char *nqn, json_t *subsys,
         pathf(sub, sizeof(sub), "%s/%s", dir, nqn);
         if ((r = mkdir_ok(dir)) < 0 || (r = mkdir_ok(sub)) < 0)
                 return gantry_error_set(err, r, "mkdir %s: %s", sub, strerror(-r));
-        if (!ctx->configfs_real) {
+        if (!ctx->configfs_real) { /* default groups on configfs */
                 pathf(dir, sizeof(dir), "%s/namespaces", sub);
-                mkdir_ok(dir);
+                if ((r = mkdir_ok(dir)) < 0)
+                        return gantry_error_set(err, r, "mkdir %s: %s", dir, strerror(-r));
                 pathf(dir, sizeof(dir), "%s/allowed_hosts", sub);
-                mkdir_ok(dir);
+                if ((r = mkdir_ok(dir)) < 0)
+                        return gantry_error_set(err, r, "mkdir %s: %s", dir, strerror(-r));
         }
         /* access control first: never a moment where any host may connect */
         if ((r = set_attr(ctx, sub, "attr_allow_any_host", any ? "1" : "0")) < 0 ||
@@ -491,12 +508,16 @@ static int revalidate_namespace(const struct tgt_context *ctx, const char *nqn, 
                 return 0;
         pathf(dir, sizeof(dir), "%s/subsystems/%s/namespaces/%lld", ctx->configfs, nqn,
               (long long)json_integer_value(json_object_get(ns, "nsid")));
-        if (ctx->configfs_real)
-                write_attr(ctx, dir, "revalidate_size", "1");
-        return 0;
+        if (!ctx->configfs_real)
+                return 0;
+        return write_attr(ctx, dir, "revalidate_size", "1");
 }
 
-void tgt_nvmet_revalidate(struct tgt_context *ctx, const char *path)
+int tgt_nvmet_revalidate(struct tgt_context *ctx, const char *path, struct gantry_error *err)
 {
-        tgt_state_foreach_namespace(ctx, revalidate_namespace, (void *)path);
+        int r = tgt_state_foreach_namespace(ctx, revalidate_namespace, (void *)path);
+
+        if (r < 0)
+                return gantry_error_set(err, r, "revalidating the namespaces of %s: %s", path, strerror(-r));
+        return 0;
 }

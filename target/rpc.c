@@ -198,8 +198,8 @@ static int commit(struct tgt_context *ctx, json_t *old, const char *nqn, bool re
                 json_decref(ctx->state);
                 ctx->state = old;
                 prev = json_object_get(tgt_state_subsystems(ctx), nqn);
-                if (prev)
-                        tgt_nvmet_apply(ctx, nqn, prev, &ignored);
+                if (prev && tgt_nvmet_apply(ctx, nqn, prev, &ignored) < 0) /* reapplied at restart */
+                        log_warn("target.rollback_failed", "nqn=%s error=\"%s\"", nqn, ignored.msg);
                 return r;
         }
         json_decref(old);
@@ -291,7 +291,9 @@ static int m_bdev_lvol_create(struct tgt_context *ctx, json_t *p, json_t **ret, 
             (r = tgt_bdev_file_create(path, size, thin, err)) < 0) {
                 struct gantry_error ignored = { 0 };
                 json_object_del(tgt_state_bdevs(ctx), uuid);
-                tgt_state_save(ctx, &ignored);
+                /* a saved "creating" entry left behind is dropped at the next start */
+                if (tgt_state_save(ctx, &ignored) < 0)
+                        log_warn("target.rollback_failed", "bdev=%s error=\"%s\"", uuid, ignored.msg);
                 return r;
         }
         json_object_del(b, "creating");
@@ -655,9 +657,9 @@ static int m_bdev_lvol_resize(struct tgt_context *ctx, json_t *p, json_t **ret, 
                                     json_is_true(json_object_get(b, "thin")), err)) < 0)
                 return r;
         json_object_set_new(b, "size", json_integer((json_int_t)size));
-        if ((r = tgt_state_save(ctx, err)) < 0)
+        if ((r = tgt_state_save(ctx, err)) < 0 ||
+            (r = tgt_nvmet_revalidate(ctx, json_string_value(json_object_get(b, "filename")), err)) < 0)
                 return r;
-        tgt_nvmet_revalidate(ctx, json_string_value(json_object_get(b, "filename")));
         *ret = json_true();
         return 0;
 }

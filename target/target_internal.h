@@ -74,15 +74,15 @@ struct tgt_context {
 /* ---- state.c: the desired state document ---- */
 
 /* Loads @ctx->state_path (absent: empty state). -errno with @err on a bad file. */
-int tgt_state_load(struct tgt_context *ctx, struct gantry_error *err);
+int tgt_state_load(struct tgt_context *ctx, struct gantry_error *err) GANTRY_MUST_CHECK;
 /* Writes the state atomically (temp file, fsync, rename, fsync dir). */
-int tgt_state_save(const struct tgt_context *ctx, struct gantry_error *err);
+int tgt_state_save(const struct tgt_context *ctx, struct gantry_error *err) GANTRY_MUST_CHECK;
 /*
  * At start: removes the lvols a crash left half made -- entries still marked
  * "creating" (saved before their file was made) and their files. Saves the
  * state when it removed any. Returns 0 or -errno (@err says why).
  */
-int tgt_state_drop_unfinished(struct tgt_context *ctx, struct gantry_error *err);
+int tgt_state_drop_unfinished(struct tgt_context *ctx, struct gantry_error *err) GANTRY_MUST_CHECK;
 /* The "bdevs" / "subsystems" objects of the state (borrowed). */
 json_t *tgt_state_bdevs(const struct tgt_context *ctx);
 json_t *tgt_state_subsystems(const struct tgt_context *ctx);
@@ -105,13 +105,13 @@ int tgt_state_foreach_namespace(const struct tgt_context *ctx, tgt_state_namespa
 /* The lvstore named @name, or NULL. */
 const struct tgt_lvstore *tgt_lvstore_find(const struct tgt_context *ctx, const char *name);
 /* Creates (or adopts, when a crash left it) the backing file of a logical volume. */
-int tgt_bdev_file_create(const char *path, uint64_t size, bool thin, struct gantry_error *err);
+int tgt_bdev_file_create(const char *path, uint64_t size, bool thin, struct gantry_error *err) GANTRY_MUST_CHECK;
 /* Grows a backing file to @size (never shrinks). */
-int tgt_bdev_file_grow(const char *path, uint64_t size, bool thin, struct gantry_error *err);
+int tgt_bdev_file_grow(const char *path, uint64_t size, bool thin, struct gantry_error *err) GANTRY_MUST_CHECK;
 /* The size in bytes of a regular file or a block device. */
-int tgt_bdev_path_size(const char *path, uint64_t *ret_size);
+int tgt_bdev_path_size(const char *path, uint64_t *ret_size) GANTRY_MUST_CHECK;
 /* Total and free bytes of the filesystem holding @dir. */
-int tgt_lvstore_space(const struct tgt_lvstore *lvs, uint64_t *ret_total, uint64_t *ret_free);
+int tgt_lvstore_space(const struct tgt_lvstore *lvs, uint64_t *ret_total, uint64_t *ret_free) GANTRY_MUST_CHECK;
 
 /* ---- clone.c: point-in-time copies of backing files ---- */
 
@@ -121,7 +121,7 @@ int tgt_lvstore_space(const struct tgt_lvstore *lvs, uint64_t *ret_total, uint64
  * -ENOTEMPTY with @err saying why. *ret_reflinked says which was done.
  */
 int tgt_file_clone(const char *src, const char *dst, bool allow_copy, bool *ret_reflinked,
-                   struct gantry_error *err);
+                   struct gantry_error *err) GANTRY_MUST_CHECK;
 
 /* ---- nvmet.c: configfs ---- */
 
@@ -132,23 +132,27 @@ bool tgt_nvmet_is_configfs(const char *path);
  * allowed hosts, ports. Idempotent. Returns 0 or -errno with @err.
  */
 int tgt_nvmet_apply(struct tgt_context *ctx, const char *nqn, json_t *subsys,
-                    struct gantry_error *err);
+                    struct gantry_error *err) GANTRY_MUST_CHECK;
 /* Removes subsystem @nqn from configfs (ports, hosts, namespaces). Absent is success. */
-int tgt_nvmet_remove(struct tgt_context *ctx, const char *nqn, struct gantry_error *err);
-/* Asks nvmet to re-read the size of the namespaces backed by @path (after a grow). */
-void tgt_nvmet_revalidate(struct tgt_context *ctx, const char *path);
+int tgt_nvmet_remove(struct tgt_context *ctx, const char *nqn, struct gantry_error *err) GANTRY_MUST_CHECK;
+/*
+ * Asks nvmet to re-read the size of the namespaces backed by @path (after a
+ * grow). -errno when a namespace could not be told: the host still sees the
+ * old size, so the resize must be retried (it is idempotent).
+ */
+int tgt_nvmet_revalidate(struct tgt_context *ctx, const char *path, struct gantry_error *err) GANTRY_MUST_CHECK;
 
 /* ---- durable.c, drain.c: the durable tier and the drain worker ---- */
 
 /* Reads --durable @path. Returns 0 or -errno with @err naming the file and field. */
-int tgt_durable_load(const char *path, struct tgt_durable **ret, struct gantry_error *err);
+int tgt_durable_load(const char *path, struct tgt_durable **ret, struct gantry_error *err) GANTRY_MUST_CHECK;
 void tgt_durable_free(struct tgt_durable *d);
 /* An ioctx on the durable pool (new; the caller destroys it), connecting on first use. */
-int tgt_durable_connect(struct tgt_context *ctx, rados_ioctx_t *ret_io, struct gantry_error *err);
+int tgt_durable_connect(struct tgt_context *ctx, rados_ioctx_t *ret_io, struct gantry_error *err) GANTRY_MUST_CHECK;
 /* Removes RBD image @image from the durable pool; a missing image is success. */
-int tgt_durable_remove(struct tgt_context *ctx, const char *image, struct gantry_error *err);
+int tgt_durable_remove(struct tgt_context *ctx, const char *image, struct gantry_error *err) GANTRY_MUST_CHECK;
 /* Starts the drain worker (a no-op without a durable tier); it resumes running drains. */
-int tgt_drainer_start(struct tgt_context *ctx, struct gantry_error *err);
+int tgt_drainer_start(struct tgt_context *ctx, struct gantry_error *err) GANTRY_MUST_CHECK;
 /* Wakes the worker after a drain was started. Takes no lock the caller may hold but rpc.c's. */
 void tgt_drainer_kick(struct tgt_context *ctx);
 /* The live progress of bdev @key's drain when it is the one copying now. */
@@ -171,7 +175,7 @@ void tgt_rpc_unlock(void);
  */
 char *tgt_rpc_handle(struct tgt_context *ctx, const char *body, size_t len);
 /* Applies the whole loaded state to configfs (at start). */
-int tgt_rpc_reapply(struct tgt_context *ctx, struct gantry_error *err);
+int tgt_rpc_reapply(struct tgt_context *ctx, struct gantry_error *err) GANTRY_MUST_CHECK;
 
 /* ---- server.c: HTTP(S) ---- */
 
@@ -184,5 +188,5 @@ struct tgt_server_options {
 
 struct tgt_server;
 int tgt_server_start(struct tgt_context *ctx, const struct tgt_server_options *opts,
-                     struct tgt_server **ret_server, int *ret_port, struct gantry_error *err);
+                     struct tgt_server **ret_server, int *ret_port, struct gantry_error *err) GANTRY_MUST_CHECK;
 void tgt_server_stop(struct tgt_server *s);

@@ -2,8 +2,10 @@
 cluster: many concurrent requests over few names give one image per name;
 a plugin killed with SIGKILL in the middle of a create storm, restarted,
 and asked every request again leaves each name with exactly one image and
-nothing orphaned in the journal or the pool."""
+nothing orphaned in the journal or the pool; creates and deletes of one name
+racing each other leave nothing orphaned either."""
 import concurrent.futures
+import threading
 import time
 import unittest
 
@@ -123,6 +125,73 @@ class StormTest(unittest.TestCase):
         self.check_one_image_per_name(prefix, names, ids)
         self.delete_all(p2, ids + [src])
         self.check_nothing_left(prefix, ids + [src])
+
+    def test_creates_racing_deletes_of_one_name(self):
+        """CreateVolume of one name from four threads while a fifth deletes
+        each new volume ID they answer (a CO retrying a create while the delete
+        of the name's previous volume runs), for a few seconds: every answer
+        is OK or ABORTED (a try-lock held), and after the last delete nothing
+        of the name is left, no image without its record or record without
+        its name.
+
+        It covers CreateVolume's re-read of the name under the volume lock
+        (reserve_locked() in controller/dataset_volume.c): a delete that
+        completes between the create's lookup of the name and its taking of
+        "volume:<uuid>" must send the create round for a fresh reservation.
+        That window is microseconds and a delete against Ceph takes
+        milliseconds, so this test did NOT fail before the re-read existed
+        (no honest way to widen the window without a hook in the code); it
+        guards the create/delete interleaving as a whole."""
+        name = "race-%s-x" % env.UNIQUE
+        p = self.plugin()
+        ids, gone, answered = set(), set(), threading.Condition()
+        stop = time.monotonic() + 6
+        counts = {"created": 0, "deleted": 0, "aborted": 0}
+
+        def count(key):
+            with answered:
+                counts[key] += 1
+
+        def creator():
+            while time.monotonic() < stop:
+                try:
+                    vid = p.call("CreateVolume", env.create_req(name, size=16 << 20),
+                                 timeout=60).volume.volume_id
+                except grpc.RpcError as e:
+                    self.assertEqual(e.code(), grpc.StatusCode.ABORTED, e.details())
+                    count("aborted")
+                    time.sleep(0.01)  # a CO's retry backoff, as env.retry
+                    continue
+                with answered:
+                    ids.add(vid)
+                    counts["created"] += 1
+                    answered.notify()
+
+        def deleter():
+            while time.monotonic() < stop:
+                with answered:
+                    answered.wait_for(lambda: ids - gone, timeout=max(0.0, stop - time.monotonic()))
+                    pending = list(ids - gone)
+                for vid in pending:
+                    try:
+                        p.call("DeleteVolume", env.delete_req(vid), timeout=60)
+                        with answered:
+                            gone.add(vid)
+                            counts["deleted"] += 1
+                    except grpc.RpcError as e:
+                        self.assertEqual(e.code(), grpc.StatusCode.ABORTED, e.details())
+                        count("aborted")
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=5) as pool:
+            futures = [pool.submit(creator) for _ in range(4)] + [pool.submit(deleter)]
+            for f in futures:
+                f.result()
+        print("creates racing deletes: %s, %d volume IDs" % (counts, len(ids)))
+        # the name was made again after a delete: creates and deletes interleaved
+        self.assertGreater(len(ids), 1, counts)
+        self.assertGreater(counts["deleted"], 0)
+        self.delete_all(p, ids)
+        self.check_nothing_left("race-%s-" % env.UNIQUE, ids)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ part gantry-scheduler talks to, with the same wire shapes:
           BOOKMARK when asked), from RV on; an RV older than the last
           compaction gets an ERROR event with a 410 Status (or HTTP 410 in
           --gone-mode http), as the real server does
-  GET  one object by name (.../RESOURCE/NAME, .../namespaces/NS/RESOURCE/NAME)
+  GET  any of those paths + /NAME (namespaced: .../namespaces/NS/RES/NAME)
+       -> the object, or 404 with a NotFound Status
   POST /api/v1/namespaces/NS/pods/NAME/binding
        -> sets spec.nodeName (404 no pod, 409 already bound or UID mismatch)
 
@@ -310,14 +311,15 @@ class Handler(BaseHTTPRequestHandler):
             return self.bind(ns, name)
         if verb == "list":
             return self.list(resource, ns, q)
-        if verb == "watch":
-            return self.watch(resource, ns, q, fail)
-        if verb == "get" and sub is None and (ns is not None) == RESOURCES[resource][2]:
+        if verb == "get" and name and not sub:
             with st.cond:
-                obj = copy.deepcopy(st.objects[resource].get(f"{ns}/{name}" if ns else name))
+                obj = st.objects[resource].get(f"{ns}/{name}" if ns else name)
+                obj = copy.deepcopy(obj) if obj is not None else None
             if obj is None:
                 return self.send_status(404, "NotFound", f'{resource} "{name}" not found')
             return self.send_json(200, obj)
+        if verb == "watch":
+            return self.watch(resource, ns, q, fail)
         return self.send_status(405, "MethodNotAllowed", f"{method} is not supported on {path}")
 
     @staticmethod

@@ -95,7 +95,7 @@ def chart_docs():
 NO_API = ("gantry-node", "gantry-target")
 # gantry-csi's only API client: the controller's node registry (CSINode objects)
 CONTROLLER_CLIENT = ("controller/node_registry.c", "controller/CMakeLists.txt")
-CONTROLLER_CALLS = {("storage.k8s.io", "csinodes", "list")}
+CONTROLLER_CALLS = {("storage.k8s.io", "csinodes", "get"), ("storage.k8s.io", "csinodes", "list")}
 
 
 class NoApiTest(unittest.TestCase):
@@ -136,12 +136,13 @@ class NoApiTest(unittest.TestCase):
                     self.assertNotIn(needle, text, os.path.relpath(path, ROOT))
 
     def test_the_controller_may_make_its_calls(self):
-        """The controller lists CSINode objects (controller/node_registry.c)
-        with the gantry-controller ServiceAccount."""
+        """The controller gets and lists CSINode objects
+        (controller/node_registry.c) with the gantry-controller ServiceAccount."""
         with open(os.path.join(ROOT, "controller", "node_registry.c")) as f:
             text = f.read()
-        self.assertIn("/apis/storage.k8s.io/v1/csinodes?", text)
+        self.assertIn("/apis/storage.k8s.io/v1/csinodes", text)
         self.assertIn('"list", "csinodes"', text)
+        self.assertIn('"get", "csinodes"', text)
         sources = [("manifests/", manifest_docs())]
         if STANDIN:
             sources.append(("charts/gantry", chart_docs()))

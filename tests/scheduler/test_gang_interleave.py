@@ -143,6 +143,12 @@ class GangInterleaveTest(unittest.TestCase):
         self.assertTrue(reason.startswith("gang default/big: 8 pods need"), reason)
         self.assertIn("spread", reason)  # 2000 Gbps: more than the whole spine
         self.assertTrue(names_free(reason), reason)
+        # each refusal is one log line carrying the gang, not two
+        logs = w.ext.logs().splitlines()
+        self.assertEqual([l for l in logs if "sched.filter_refused pod=default/big-" in l], [])
+        refused = [l for l in logs if "sched.gang_refused pod=default/big-0 gang=default/big " in l]
+        self.assertTrue(refused, "\n".join(logs[-20:]))
+        self.assertIn("causes=gang:", refused[0])
 
     def test_size_from_the_owning_job(self):
         fab = gd.Fabric(leaves=3, nodes_per_leaf=2, spines=1)

@@ -7,6 +7,7 @@ import shutil
 import tempfile
 import sys
 import unittest
+import urllib.request
 
 import grpc
 
@@ -201,8 +202,10 @@ class NodeRegistryTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="gantry-node-registry-%d-" % os.getpid())
         self.addCleanup(shutil.rmtree, self.dir, True)
+        # host-7's node plugin was started with --node-id gpu-7: not its name
         self.api = start_fake(self.dir, {"csinodes": [csinode("gpu-1", "gpu-1"),
-                                                   csinode("gpu-2", "gpu-2", driver="other.csi.io")]})
+                                                   csinode("gpu-2", "gpu-2", driver="other.csi.io"),
+                                                   csinode("host-7", "gpu-7")]})
         self.addCleanup(self.api.stop)
         self.t = Target(workdir=os.path.join(self.dir, "t")).start()
         self.addCleanup(self.t.cleanup)
@@ -225,6 +228,32 @@ class NodeRegistryTest(unittest.TestCase):
         with self.assertRaises(grpc.RpcError) as e:
             self.plugin.call("ControllerPublishVolume", req, timeout=30)
         return e.exception.code(), e.exception.details()
+
+    def csinode_calls(self):
+        """The verbs of the CSINode requests the FAKE API server saw, then forgets them."""
+        verbs = [r["verb"] for r in self.api.get("/fake/requests") if r["resource"] == "csinodes"]
+        req = urllib.request.Request(self.api.base + "/fake/requests", method="DELETE")
+        urllib.request.urlopen(req, timeout=10).close()
+        return verbs
+
+    def test_node_named_after_its_id_is_one_get(self):
+        """The usual case (node ID = node name = CSINode name) costs one GET,
+        never a list of every CSINode; an ID under another name is still found
+        by the list."""
+        v = self.plugin.call("CreateVolume", create_req("pvc-fast", leaf="leaf-1"), timeout=30).volume
+        self.addCleanup(self.plugin.call, "DeleteVolume",
+                        csi_pb2.DeleteVolumeRequest(volume_id=v.volume_id), 30)
+        self.csinode_calls()
+        for node in ("gpu-1", "gpu-7"):
+            self.plugin.call("ControllerPublishVolume", publish_req(v.volume_id, node), timeout=30)
+            self.plugin.call("ControllerUnpublishVolume", csi_pb2.ControllerUnpublishVolumeRequest(
+                volume_id=v.volume_id, node_id=node), timeout=30)
+            calls = self.csinode_calls()
+            if node == "gpu-1":
+                self.assertEqual(calls, ["get"])
+            else:  # csinodes/gpu-7 is 404: the list finds it on host-7
+                self.assertEqual(calls[0], "get")
+                self.assertIn("list", calls)
 
     def test_unknown_node_is_not_found(self):
         v = self.plugin.call("CreateVolume", create_req("pvc-reg", leaf="leaf-1"), timeout=30).volume

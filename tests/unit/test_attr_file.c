@@ -2,7 +2,10 @@
  * Unit tests of gantry_attr_read() (common/attr_file.c) on real files in a
  * temporary directory: the bare value without "\n", "\r\n" or padding, an
  * exact fit, a value too long for the buffer (-EFBIG, never cut short), an
- * empty file and a missing one.
+ * empty file and a missing one. And gantry_file_read(): a whole file as it
+ * is (newlines and NUL bytes kept), the size cap, a directory, a missing file.
+ * And gantry_block_dev_name() against the DEVNAME of the same device's
+ * uevent (another sysfs source), and for a device that does not exist.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -11,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -123,6 +128,78 @@ static void test_empty_and_missing(void **state)
         assert_int_equal(gantry_attr_read(d->path, buf, sizeof(buf)), -EISDIR);
 }
 
+static void test_file_read_whole_as_is(void **state)
+{
+        static const char text[] = "-----BEGIN CERTIFICATE-----\r\nab\0cd\n";
+        struct dir *d = *state;
+        char buf[8], *data = NULL;
+        size_t len = 0;
+
+        write_read(d, text, sizeof(text) - 1, buf, sizeof(buf));
+        assert_int_equal(gantry_file_read(d->file, sizeof(text) - 1, &data, &len), 0);
+        assert_int_equal(len, sizeof(text) - 1);
+        assert_memory_equal(data, text, len);
+        assert_int_equal(data[len], '\0');
+        free(data);
+        /* one byte over the cap: refused, outputs untouched */
+        data = NULL;
+        len = 7;
+        assert_int_equal(gantry_file_read(d->file, sizeof(text) - 2, &data, &len), -EFBIG);
+        assert_null(data);
+        assert_int_equal(len, 7);
+        write_read(d, "", 0, buf, sizeof(buf));
+        assert_int_equal(gantry_file_read(d->file, 16, &data, &len), 0);
+        assert_int_equal(len, 0);
+        assert_string_equal(data, "");
+        free(data);
+}
+
+static void test_file_read_not_a_file(void **state)
+{
+        struct dir *d = *state;
+        char path[128], *data = NULL;
+        size_t len = 0;
+
+        assert_int_equal(gantry_file_read(d->path, 16, &data, &len), -EINVAL);
+        snprintf(path, sizeof(path), "%s/absent", d->path);
+        assert_int_equal(gantry_file_read(path, 16, &data, &len), -ENOENT);
+        assert_null(data);
+}
+
+static void test_block_dev_name(void **state)
+{
+        DIR *d = opendir("/sys/dev/block");
+        struct dirent *e;
+        char name[64], small[2];
+        int checked = 0;
+
+        (void)state;
+        while (d && (e = readdir(d))) {
+                unsigned int maj, min;
+                char uevent[600], text[1024], *devname;
+
+                if (sscanf(e->d_name, "%u:%u", &maj, &min) != 2)
+                        continue;
+                snprintf(uevent, sizeof(uevent), "/sys/dev/block/%s/uevent", e->d_name);
+                if (gantry_attr_read(uevent, text, sizeof(text)) < 0 || !(devname = strstr(text, "DEVNAME=")))
+                        continue;
+                devname += strlen("DEVNAME=");
+                devname[strcspn(devname, "\n")] = '\0';
+                assert_int_equal(gantry_block_dev_name(makedev(maj, min), name, sizeof(name)), 0);
+                for (char *c = devname; *c; c++) /* sysfs spells "cciss/c0d0" "cciss!c0d0" */
+                        if (*c == '/')
+                                *c = '!';
+                assert_string_equal(name, devname);
+                assert_int_equal(gantry_block_dev_name(makedev(maj, min), small, sizeof(small)), -ENAMETOOLONG);
+                checked++;
+        }
+        if (d)
+                closedir(d);
+        assert_int_equal(gantry_block_dev_name(makedev(4095, 1048575), name, sizeof(name)), -ENODEV);
+        if (!checked)
+                skip(); /* no block device in this sandbox */
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -130,6 +207,9 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_exact_fit_and_too_long, dir_make, dir_remove),
                 cmocka_unit_test_setup_teardown(test_big_file_read_whole, dir_make, dir_remove),
                 cmocka_unit_test_setup_teardown(test_empty_and_missing, dir_make, dir_remove),
+                cmocka_unit_test_setup_teardown(test_file_read_whole_as_is, dir_make, dir_remove),
+                cmocka_unit_test_setup_teardown(test_file_read_not_a_file, dir_make, dir_remove),
+                cmocka_unit_test(test_block_dev_name),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
