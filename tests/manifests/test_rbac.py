@@ -94,8 +94,15 @@ def chart_docs():
 # ServiceAccounts of pods that make no Kubernetes API call.
 NO_API = ("gantry-node", "gantry-target")
 # gantry-csi's only API client: the controller's node registry (CSINode objects)
-CONTROLLER_CLIENT = ("controller/node_registry.c", "controller/CMakeLists.txt")
-CONTROLLER_CALLS = {("storage.k8s.io", "csinodes", "get"), ("storage.k8s.io", "csinodes", "list")}
+# the controller's API clients: the node registry (CSINodes) and the
+# eviction policy with gantryctl tier demote (VolumeAttachments, a PVC's PV)
+CONTROLLER_CLIENT = ("controller/node_registry.c", "controller/CMakeLists.txt",
+                     "controller/eviction.c", "controller/eviction.h",
+                     "controller/copy_in_use.c", "controller/copy_in_use.h",
+                     "controller/tier_demote.c")
+CONTROLLER_CALLS = {("storage.k8s.io", "csinodes", "get"), ("storage.k8s.io", "csinodes", "list"),
+                    ("storage.k8s.io", "volumeattachments", "list"),
+                    ("", "persistentvolumeclaims", "get")}
 
 
 class NoApiTest(unittest.TestCase):
@@ -123,8 +130,8 @@ class NoApiTest(unittest.TestCase):
 
     def test_the_binaries_link_no_kubernetes_client(self):
         """gantry-target and the node plugin have no Kubernetes client in
-        them; in gantry-csi only the controller's node registry has one (its
-        calls: CONTROLLER_CALLS, granted below)."""
+        them; in gantry-csi only the controller's node registry and eviction
+        code have one (their calls: CONTROLLER_CALLS, granted below)."""
         for folder in ("csi", "controller", "node", "target"):
             for path in glob.glob(os.path.join(ROOT, folder, "*.[ch]")) + \
                     glob.glob(os.path.join(ROOT, folder, "CMakeLists.txt")):
