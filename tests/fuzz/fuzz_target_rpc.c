@@ -143,7 +143,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         if (!root[0])
                 setup();
-        json_decref(ctx.state);
         ctx.state = json_pack("{s:i, s:{}, s:{}}", "version", 1, "bdevs", "subsystems");
         for (size_t off = 0; off < size;) {
                 const uint8_t *nl = memchr(data + off, '\n', size - off);
@@ -153,6 +152,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 free(resp);
                 off += len + 1;
         }
+        /* freed here, not at the next input: libFuzzer counts mallocs against
+         * frees per input to look for leaks, and a state kept over would both
+         * hide a real leak and make it re-run every input that built one */
+        json_decref(ctx.state);
+        ctx.state = NULL;
         cleanup();
         return 0;
 }
