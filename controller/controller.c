@@ -16,6 +16,7 @@
 #include "checkpoint.h"
 #include "controller.h"
 #include "controller_internal.h"
+#include "copy_state.h"
 #include "eviction.h"
 #include "log.h"
 
@@ -323,6 +324,8 @@ int gantry_controller_init(const struct gantry_config *config, const char *kubec
                         return gantry_error_set(err, ENOENT, "cannot register %s", handlers[i].name);
         if ((r = gantry_node_registry_init(kubeconfig, err)) < 0)
                 return r;
+        if ((r = gantry_copy_state_init(kubeconfig, err)) < 0)
+                return r;
         gantry_promotion_resume_start(config); /* copies a killed controller left go on */
         return gantry_eviction_start(config, kubeconfig, err);
 }
@@ -363,6 +366,7 @@ void gantry_controller_set_metrics(struct gantry_metrics *m)
 {
         gantry_promotion_set_metrics(m);
         gantry_eviction_set_metrics(m);
+        gantry_copy_state_set_metrics(m);
 }
 
 void gantry_controller_shutdown(void)
@@ -372,5 +376,6 @@ void gantry_controller_shutdown(void)
         gantry_promotion_resume_stop();
         gantry_promotion_shutdown();
         gantry_ceph_close_all();
+        gantry_copy_state_shutdown();
         gantry_node_registry_shutdown();
 }

@@ -5,7 +5,9 @@
  * demoted copy starts the copy from its source again with the promotion
  * machinery of CreateVolume (promotion.c) and answers ABORTED with the
  * progress line until it is done; the external attacher retries ABORTED,
- * so the pod starts once its data is back. A volume without a copy record
+ * so the pod starts once its data is back. The PV's annotation
+ * gantry.io/copy-state says "copying" from the start of that copy and
+ * "done" once it is complete (copy_state.c). A volume without a copy record
  * is not a promoted copy and is left alone.
  */
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "copy_state.h"
 #include "eviction.h"
 #include "log.h"
 #include "record.h"
@@ -156,9 +159,11 @@ int gantry_copy_use_publish(const struct gantry_config *config, struct gantry_da
          * snapshot it took when it is asked once it is done)
          */
         demoted = strcmp(rec.state, "demoted") == 0 || strcmp(rec.state, "demoting") == 0;
-        if (demoted)
+        if (demoted) {
                 log_info("tier.copy_repromoting", "name=%s uuid=%s source=%s demoted_at=%lld",
                          e->name, e->uuid, rec.source, (long long)rec.demoted);
+                gantry_copy_state_set(NULL, e->name, "copying");
+        }
         r = repromote(config, t, e, &rec, err);
         gantry_tier_record_clear(&rec);
         if (r != 0)
@@ -169,6 +174,8 @@ int gantry_copy_use_publish(const struct gantry_config *config, struct gantry_da
                 ;
         if (r < 0)
                 r = gantry_ceph_error(err, r, "write the copy record of", e->name);
+        else
+                gantry_copy_state_set(NULL, e->name, "done");
         goto out_unlocked;
 out:
         gantry_tier_record_clear(&rec);

@@ -18,7 +18,8 @@
  * The record says "demoting" before the data goes and the check is made
  * again then, so a publish that comes in between is seen. Every decision is
  * one log line (event=tier.evict_decision, with its reason) and one count
- * in gantry_tier_evict_decisions_total{cluster,decision,reason}.
+ * in gantry_tier_evict_decisions_total{cluster,decision,reason}. A demoted
+ * copy's PV gets the annotation gantry.io/copy-state "demoted" (copy_state.c).
  *
  * Ceph's pool statistics lag behind by a few seconds: what a pass freed is
  * subtracted from the reported usage for STATS_LAG_S, so the next pass does
@@ -37,6 +38,7 @@
 #include <jansson.h>
 
 #include "copy_in_use.h"
+#include "copy_state.h"
 #include "eviction.h"
 #include "kube_client.h"
 #include "log.h"
@@ -333,6 +335,7 @@ int gantry_eviction_demote(const char *cluster_id, rados_ioctx_t io, const char 
         snprintf(detail, sizeof(detail), "bytes_freed=%llu image=%s", (unsigned long long)freed,
                  dest_image(&rec));
         decide(cluster_id, rec.name, key, "demoted", reason, idle_s, detail);
+        gantry_copy_state_set(kube, rec.name, "demoted");
         count("gantry_tier_demoted_bytes_total", "Bytes of promoted copies discarded by demotions.",
               NULL, (double)freed);
         if (ret_freed)

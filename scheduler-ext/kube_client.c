@@ -250,3 +250,29 @@ int gantry_kube_get(struct gantry_kube_client *client, const char *path, const c
         *ret_obj = obj;
         return 0;
 }
+
+int gantry_kube_merge_patch(struct gantry_kube_client *client, const char *path,
+                            const char *resource, const json_t *patch, struct gantry_error *err)
+{
+        struct kube_request req = {
+                .method = "PATCH", .path = path, .verb = "patch", .resource = resource,
+                .content_type = "application/merge-patch+json", .max_body = 16 * 1024 * 1024,
+        };
+        struct kube_response resp = { 0 };
+        int r;
+
+        if (!client)
+                return gantry_error_set(err, EINVAL, "patch: client is NULL");
+        if (!json_is_object(patch))
+                return gantry_error_set(err, EINVAL, "patch %s: not a JSON object", path);
+        if (!(req.body = json_dumps(patch, JSON_COMPACT)))
+                return gantry_error_set(err, ENOMEM, "patch %s: cannot encode the body", path);
+        r = kube_http_do(&client->http, &req, &resp, err);
+        if (r < 0)
+                gantry_error_prefix(err, path);
+        else if (resp.status / 100 != 2)
+                r = kube_http_status_error(&resp, path, err);
+        kube_response_clear(&resp);
+        free((char *)req.body);
+        return r;
+}

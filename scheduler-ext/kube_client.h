@@ -147,6 +147,19 @@ int gantry_kube_bind_pod(struct gantry_kube_client *client, const char *namespac
 int gantry_kube_get(struct gantry_kube_client *client, const char *path, const char *verb,
                     const char *resource, json_t **ret_obj, struct gantry_error *err);
 
+/* ------------------------------------------------------------------- patch */
+
+/*
+ * Sends @patch (a JSON object) as a JSON merge patch (RFC 7386,
+ * "application/merge-patch+json") to @path ("/api/v1/persistentvolumes/pv-1",
+ * already escaped); @resource names it in metrics ("persistentvolumes", verb
+ * "patch"). Blocks for at most the request timeout; callable from any thread.
+ * Returns 0 when the server took it, or -errno with @err as for
+ * gantry_kube_bind_pod (-ENOENT: 404).
+ */
+int gantry_kube_merge_patch(struct gantry_kube_client *client, const char *path,
+                            const char *resource, const json_t *patch, struct gantry_error *err);
+
 /* --------------------------------------------------------------- informers */
 
 /*

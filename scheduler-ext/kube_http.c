@@ -506,7 +506,11 @@ int kube_http_do(struct kube_http *h, const struct kube_request *req,
         if (auth)
                 headers = curl_slist_append(headers, auth);
         if (req->body) {
-                headers = curl_slist_append(headers, "Content-Type: application/json");
+                char ctype[96];
+
+                snprintf(ctype, sizeof(ctype), "Content-Type: %s",
+                         req->content_type ? req->content_type : "application/json");
+                headers = curl_slist_append(headers, ctype);
                 curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body);
         }
         if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0)

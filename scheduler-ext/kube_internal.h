@@ -108,7 +108,8 @@ typedef int (*kube_body_fn)(void *ctx, const char *data, size_t len);
 struct kube_request {
         const char *method;   /* "GET", "POST" */
         const char *path;     /* "/api/v1/nodes?limit=500" (already escaped) */
-        const char *body;     /* POST body (JSON) or NULL */
+        const char *body;     /* POST/PATCH body (JSON) or NULL */
+        const char *content_type; /* of the body; NULL: "application/json" */
         const char *verb;     /* for metrics: "list", "watch", "create" */
         const char *resource; /* for metrics: "nodes", "pods/binding" */
         bool stream;          /* watch: no overall timeout, body to on_body */

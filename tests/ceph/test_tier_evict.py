@@ -6,7 +6,10 @@ API server). The eviction policy (clusters[].evict) must demote only unused
 copies, idle longest first, stop at the low watermark, never touch the ones
 in use or the sources, log and count every decision; a ControllerPublishVolume
 of a demoted copy copies it again (ABORTED with the progress, then OK, the
-content checked by checksum); `gantryctl tier demote` by hand."""
+content checked by checksum); `gantryctl tier demote` by hand. The PVs in the
+FAKE API server carry the annotation gantry.io/copy-state the controller
+writes (demoted / copying / done); a PV it cannot patch does not stop a
+demotion."""
 import json
 import os
 import re
@@ -150,6 +153,12 @@ class EvictTest(unittest.TestCase):
             volume_id=self.copies[key], node_id="gpu-1", volume_capability=env.cap(),
             secrets=env.secrets())
 
+    def copy_state(self, name):
+        """The annotation gantry.io/copy-state of PV @name in the FAKE API
+        server (None: not set; KeyError: no such PV)."""
+        pvs = {o["metadata"]["name"]: o for o in self.api.get("/fake/objects/persistentvolumes")}
+        return pvs[name]["metadata"].get("annotations", {}).get("gantry.io/copy-state")
+
     def decisions(self, p):
         return [m.groups() for m in DECISION.finditer(p.read_log())]
 
@@ -173,6 +182,13 @@ class EvictTest(unittest.TestCase):
             "spec": {"attacher": "csi.gantry.io", "nodeName": "gpu-1",
                      "source": {"persistentVolumeName": names["b"]}},
             "status": {"attached": True}})
+        # the PVs the provisioner made; D's is gone (deleted by hand): its annotation
+        # cannot be written, which must not stop its demotion
+        for k in "abc":
+            self.api.post("/fake/objects/persistentvolumes", {
+                "apiVersion": "v1", "kind": "PersistentVolume",
+                "metadata": {"name": names[k], "annotations": {"keep": "me"}},
+                "spec": {"csi": {"driver": "csi.gantry.io", "volumeHandle": self.copies[k]}}})
         self.api.post("/fake/objects/persistentvolumeclaims", {
             "apiVersion": "v1", "kind": "PersistentVolumeClaim",
             "metadata": {"name": "data-b", "namespace": "team"},
@@ -209,6 +225,14 @@ class EvictTest(unittest.TestCase):
         _, rows = tier_status(self.plain)
         self.assertEqual(rows[names["a"]]["state"], "demoted")
         self.assertIn("next ControllerPublishVolume", rows[names["a"]]["progress"])
+        # the scheduler's hint: A's PV says demoted (a merge patch: other annotations stay)
+        self.assertEqual(self.copy_state(names["a"]), "demoted", "\n".join(
+            l for l in p1.read_log().splitlines() if "copy_state" in l or "kube" in l))
+        pv_a = [o for o in self.api.get("/fake/objects/persistentvolumes")
+                if o["metadata"]["name"] == names["a"]][0]
+        self.assertEqual(pv_a["metadata"]["annotations"]["keep"], "me")
+        for k in "bc":
+            self.assertIsNone(self.copy_state(names[k]), k)
 
         # 2: 192 of 512 = 0.375 > 0.3: C (watcher) and B (attached) stay, D goes; 0.25 > 0.2
         p2 = self.plugin(self.config("evict2", {"highWatermark": 0.3, "lowWatermark": 0.2,
@@ -230,6 +254,10 @@ class EvictTest(unittest.TestCase):
         self.assertRegex(mtext, r'gantry_tier_evict_decisions_total\{cluster="perf",'
                          r'decision="kept",reason="attached"\} [1-9]')
         self.assertIn('gantry_tier_demoted_bytes_total %d' % (64 * MiB), mtext)
+        # D has no PV object: the patch failed (404), was counted, and D is demoted all the same
+        self.assertIn('gantry_copy_state_patch_failures_total{state="demoted"} 1', mtext)
+        self.assertRegex(p2.read_log(), r"event=tier\.copy_state_failed pv=%s state=demoted "
+                         % names["d"])
         self.assertRegex(mtext, r'gantry_tier_pool_usage_ratio\{cluster="perf",pool="%s"\} '
                          % POOL)
         rec = env.copy_records()
@@ -273,6 +301,8 @@ class EvictTest(unittest.TestCase):
                 self.assertEqual(e.code(), grpc.StatusCode.ABORTED, e.details())
                 self.assertLess(time.monotonic(), deadline)
                 messages.append(e.details())
+                # while the copy runs the PV says so (set before the first ABORTED)
+                self.assertEqual(self.copy_state(names["a"]), "copying")
             time.sleep(0.2)
         print("re-promoted 64 MiB through %d ABORTED answers; first: %s" % (len(messages),
                                                                        messages[0] if messages else "-"))
@@ -286,6 +316,7 @@ class EvictTest(unittest.TestCase):
         log = p3.read_log()
         self.assertIn("event=tier.copy_repromoting name=%s" % names["a"], log)
         self.assertIn("event=tier.copy_repromoted name=%s" % names["a"], log)
+        self.assertEqual(self.copy_state(names["a"]), "done")
         p3.stop()
 
         # 4: gantryctl tier demote by hand
@@ -297,6 +328,7 @@ class EvictTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout, r"^demoted %s \(perf/rbd, %d bytes" % (names["a"], 64 * MiB))
         self.assertEqual(env.copy_records()[env.uuid_of(self.copies["a"])]["state"], "demoted")
+        self.assertEqual(self.copy_state(names["a"]), "demoted")  # by hand too
         self.assertEqual(data_objects(near["a"]), 0)
         r = demote(near["a"])  # by image name: already done
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -20,6 +20,9 @@ part gantry-scheduler talks to, with the same wire shapes:
        -> the object, or 404 with a NotFound Status
   POST /api/v1/namespaces/NS/pods/NAME/binding
        -> sets spec.nodeName (404 no pod, 409 already bound or UID mismatch)
+  PATCH /api/v1/persistentvolumes/NAME with
+       Content-Type: application/merge-patch+json
+       -> a JSON merge patch (RFC 7386) of the PV (404 none, 415 another type)
 
 Every API request must carry "Authorization: Bearer TOKEN" (--token) or, with
 --client-ca, a client certificate signed by that CA; otherwise 401. TLS with
@@ -84,6 +87,19 @@ RESOURCES = {
 }
 GROUPS = {"/api/v1": "", "/apis/storage.k8s.io/v1": "storage.k8s.io", "/apis/batch/v1": "batch",
           "/apis/scheduling.x-k8s.io/v1alpha1": "scheduling.x-k8s.io"}
+
+
+def merge_patch(target, patch):
+    """RFC 7386: objects merge key by key, null removes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
 
 
 def status_obj(code, reason, message):
@@ -277,6 +293,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_DELETE(self):
         self.route("DELETE")
 
+    def do_PATCH(self):
+        self.route("PATCH")
+
     def route(self, method):
         url = urllib.parse.urlsplit(self.path)
         q = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
@@ -309,6 +328,8 @@ class Handler(BaseHTTPRequestHandler):
                                     f"fake failure injected for {verb} {resource}")
         if verb == "create" and sub == "binding":
             return self.bind(ns, name)
+        if verb == "patch" and resource == "persistentvolumes" and sub is None and name and ns is None:
+            return self.merge_patch(resource, name)
         if verb == "list":
             return self.list(resource, ns, q)
         if verb == "get" and name and not sub:
@@ -321,6 +342,28 @@ class Handler(BaseHTTPRequestHandler):
         if verb == "watch":
             return self.watch(resource, ns, q, fail)
         return self.send_status(405, "MethodNotAllowed", f"{method} is not supported on {path}")
+
+    def merge_patch(self, resource, name):
+        st = self.server.state
+        ctype = self.headers.get("Content-Type", "").split(";")[0].strip()
+        if ctype != "application/merge-patch+json":
+            return self.send_status(415, "UnsupportedMediaType",
+                                    f"the body of the request was in an unknown format ({ctype})")
+        try:
+            patch = json.loads(self.read_body() or b"null")
+        except ValueError as e:
+            return self.send_status(400, "BadRequest", f"invalid JSON: {e}")
+        if not isinstance(patch, dict):
+            return self.send_status(400, "BadRequest", "a merge patch must be a JSON object")
+        with st.cond:
+            obj = copy.deepcopy(st.objects[resource].get(name))
+            if obj is None:
+                return self.send_status(404, "NotFound", f'{resource} "{name}" not found')
+            obj = merge_patch(obj, patch)
+            obj["metadata"]["name"] = name
+            obj["metadata"].pop("resourceVersion", None)
+            obj = st.upsert(resource, obj)
+        return self.send_json(200, obj)
 
     @staticmethod
     def classify(method, parts, q):

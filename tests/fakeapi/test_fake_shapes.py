@@ -133,6 +133,44 @@ class FakeShapes(unittest.TestCase):
                 for a in attrs["addresses"].split(","):
                     self.assertRegex(a, r"^(tcp|rdma):[^:]+:\d+$")
 
+    def delete(self, path):
+        with urllib.request.urlopen(urllib.request.Request(self.base + path, method="DELETE"),
+                                    timeout=20) as r:
+            return r.status
+
+    def patch(self, path, body, ctype="application/merge-patch+json"):
+        req = urllib.request.Request(self.base + path, data=json.dumps(body).encode(),
+                                     method="PATCH", headers={"Content-Type": ctype,
+                                                              "Authorization": "Bearer " + TOKEN})
+        try:
+            with urllib.request.urlopen(req, timeout=20) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def test_a_merge_patch_of_a_pv(self):
+        """PATCH of a PV as the controller sends it (gantry.io/copy-state):
+        RFC 7386 (null removes, other keys stay), a new resourceVersion, a
+        MODIFIED PersistentVolume; 404 for no PV, 415 for another body type."""
+        self.post("/fake/objects/persistentvolumes", {
+            "metadata": {"name": "pv-patch", "annotations": {"a": "1", "b": "2"}},
+            "spec": {"capacity": {"storage": "1Gi"}}})
+        self.addCleanup(self.delete, "/fake/objects/persistentvolumes/_/pv-patch")
+        status, pv = self.patch("/api/v1/persistentvolumes/pv-patch",
+                                {"metadata": {"annotations": {"gantry.io/copy-state": "demoted",
+                                                              "b": None}}})
+        self.assertEqual(status, 200, pv)
+        self.assert_model(pv, "V1PersistentVolume", "patched PV")
+        self.assertEqual(pv["metadata"]["annotations"], {"a": "1", "gantry.io/copy-state": "demoted"})
+        self.assertEqual(pv["spec"]["capacity"], {"storage": "1Gi"})
+        _, got = self.get("/api/v1/persistentvolumes/pv-patch")
+        self.assertEqual(json.loads(got), pv)
+        status, st = self.patch("/api/v1/persistentvolumes/no-such-pv", {"metadata": {}})
+        self.assertEqual((status, st["reason"]), (404, "NotFound"))
+        status, st = self.patch("/api/v1/persistentvolumes/pv-patch", {"metadata": {}},
+                                ctype="application/json")
+        self.assertEqual((status, st["reason"]), (415, "UnsupportedMediaType"))
+
     def test_the_checker_sees_a_wrong_shape(self):
         errors = []
         check({"metadata": {"name": 3}, "spec": {"unschedulable": "yes"}, "bogus": 1}, "V1Node", "node", errors)

@@ -93,16 +93,16 @@ def chart_docs():
 
 # ServiceAccounts of pods that make no Kubernetes API call.
 NO_API = ("gantry-node", "gantry-target")
-# gantry-csi's only API client: the controller's node registry (CSINode objects)
-# the controller's API clients: the node registry (CSINodes) and the
-# eviction policy with gantryctl tier demote (VolumeAttachments, a PVC's PV)
-CONTROLLER_CLIENT = ("controller/node_registry.c", "controller/CMakeLists.txt",
-                     "controller/eviction.c", "controller/eviction.h",
-                     "controller/copy_in_use.c", "controller/copy_in_use.h",
-                     "controller/tier_demote.c")
+# gantry-csi's only API clients are in the controller: the node registry
+# (CSINode objects), the eviction of promoted copies (VolumeAttachments, a
+# PVC's PV for `gantryctl tier demote`) and the copy-state annotation of PVs
+CONTROLLER_CLIENT = tuple("controller/" + f for f in (
+    "node_registry.c", "CMakeLists.txt", "copy_in_use.c", "copy_in_use.h", "eviction.c",
+    "eviction.h", "tier_demote.c", "copy_state.c", "copy_state.h"))
 CONTROLLER_CALLS = {("storage.k8s.io", "csinodes", "get"), ("storage.k8s.io", "csinodes", "list"),
                     ("storage.k8s.io", "volumeattachments", "list"),
-                    ("", "persistentvolumeclaims", "get")}
+                    ("", "persistentvolumeclaims", "get"),
+                    ("", "persistentvolumes", "patch")}
 
 
 class NoApiTest(unittest.TestCase):
@@ -130,8 +130,8 @@ class NoApiTest(unittest.TestCase):
 
     def test_the_binaries_link_no_kubernetes_client(self):
         """gantry-target and the node plugin have no Kubernetes client in
-        them; in gantry-csi only the controller's node registry and eviction
-        code have one (their calls: CONTROLLER_CALLS, granted below)."""
+        them; in gantry-csi only the controller's CONTROLLER_CLIENT files have one (their
+        calls: CONTROLLER_CALLS, granted below)."""
         for folder in ("csi", "controller", "node", "target"):
             for path in glob.glob(os.path.join(ROOT, folder, "*.[ch]")) + \
                     glob.glob(os.path.join(ROOT, folder, "CMakeLists.txt")):
@@ -143,13 +143,17 @@ class NoApiTest(unittest.TestCase):
                     self.assertNotIn(needle, text, os.path.relpath(path, ROOT))
 
     def test_the_controller_may_make_its_calls(self):
-        """The controller gets and lists CSINode objects
-        (controller/node_registry.c) with the gantry-controller ServiceAccount."""
-        with open(os.path.join(ROOT, "controller", "node_registry.c")) as f:
-            text = f.read()
-        self.assertIn("/apis/storage.k8s.io/v1/csinodes", text)
-        self.assertIn('"list", "csinodes"', text)
-        self.assertIn('"get", "csinodes"', text)
+        """The controller's calls (CONTROLLER_CALLS: CSINodes, VolumeAttachments,
+        a PVC, the PV patch) are granted to the gantry-controller ServiceAccount."""
+        def source(name):
+            with open(os.path.join(ROOT, "controller", name)) as f:
+                return f.read()
+        self.assertIn("/apis/storage.k8s.io/v1/csinodes?", source("node_registry.c"))
+        self.assertIn('"list", "csinodes"', source("node_registry.c"))
+        self.assertIn('"get", "csinodes"', source("node_registry.c"))
+        self.assertIn('"list", "volumeattachments"', source("copy_in_use.c"))
+        self.assertIn('"get", "persistentvolumeclaims"', source("tier_demote.c"))
+        self.assertIn('gantry_kube_merge_patch(kube, path, "persistentvolumes"', source("copy_state.c"))
         sources = [("manifests/", manifest_docs())]
         if STANDIN:
             sources.append(("charts/gantry", chart_docs()))

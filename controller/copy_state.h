@@ -1,0 +1,31 @@
+/*
+ * The PV annotation gantry.io/copy-state (#13): the controller tells the
+ * Kubernetes API where a promoted copy stands ("demoted", "copying",
+ * "done"), so gantry-scheduler scores a node as holding the data only once
+ * the copy is really there (copy_state.c).
+ */
+#pragma once
+
+#include "error.h"
+
+struct gantry_kube_client;
+struct gantry_metrics;
+
+#define GANTRY_COPY_STATE_ANNOTATION "gantry.io/copy-state"
+
+/*
+ * Makes the controller's API client for the annotation (@kubeconfig, else
+ * in-cluster; none when neither is there: then nothing is annotated).
+ * -errno when the API config is broken.
+ */
+int gantry_copy_state_init(const char *kubeconfig, struct gantry_error *err);
+void gantry_copy_state_shutdown(void);
+void gantry_copy_state_set_metrics(struct gantry_metrics *m);
+
+/*
+ * Sets the annotation of PV @pv to @state through @kube, or through the
+ * controller's client when @kube is NULL; no client: nothing. A failure is
+ * logged (warn) and counted in gantry_copy_state_patch_failures_total, never
+ * returned: the annotation is a hint for the scheduler.
+ */
+void gantry_copy_state_set(struct gantry_kube_client *kube, const char *pv, const char *state);
