@@ -148,7 +148,7 @@ class NoApiTest(unittest.TestCase):
         def source(name):
             with open(os.path.join(ROOT, "controller", name)) as f:
                 return f.read()
-        self.assertIn("/apis/storage.k8s.io/v1/csinodes?", source("node_registry.c"))
+        self.assertIn("/apis/storage.k8s.io/v1/csinodes", source("node_registry.c"))
         self.assertIn('"list", "csinodes"', source("node_registry.c"))
         self.assertIn('"get", "csinodes"', source("node_registry.c"))
         self.assertIn('"list", "volumeattachments"', source("copy_in_use.c"))
