@@ -541,7 +541,7 @@ static void pass_pool(struct pass *p, const struct gantry_ceph_credentials *cred
                 r = gantry_ceph_ioctx(c, creds, v->pool, &io, &err);
                 if (r == 0) {
                         r = gantry_eviction_demote(c->cluster_id, io, v->key, "watermark", idle,
-                                                   attached, NULL, &freed, &why, &err);
+                                                   attached, ev.kube, &freed, &why, &err);
                         gantry_ceph_ioctx_destroy(io);
                 } else {
                         decide(c->cluster_id, v->name, v->key, "failed", "error", idle, err.msg);
