@@ -13,14 +13,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api_access.h"
 #include "checkpoint.h"
 #include "controller.h"
 #include "controller_internal.h"
 #include "copy_state.h"
 #include "eviction.h"
+#include "kube_client.h"
 #include "log.h"
+#include "node_registry.h"
 
 #define LIST_MAX 4096 /* entries in one list answer, whatever max_entries says */
+
+/* The one Kubernetes API client (api_access.c), lent to the modules below. */
+static struct gantry_kube_client *api;
 
 int gantry_dataset_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
                                     struct gantry_error *err)
@@ -322,12 +328,12 @@ int gantry_controller_init(const struct gantry_config *config, const char *kubec
         for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
                 if (gantry_csi_register(handlers[i].name, handlers[i].fn) < 0)
                         return gantry_error_set(err, ENOENT, "cannot register %s", handlers[i].name);
-        if ((r = gantry_node_registry_init(kubeconfig, err)) < 0)
+        if (!api && (r = gantry_api_access_open(kubeconfig, &api, err)) < 0)
                 return r;
-        if ((r = gantry_copy_state_init(kubeconfig, err)) < 0)
-                return r;
+        gantry_node_registry_init(api);
+        gantry_copy_state_init(api);
         gantry_promotion_resume_start(config); /* copies a killed controller left go on */
-        return gantry_eviction_start(config, kubeconfig, err);
+        return gantry_eviction_start(config, api, err);
 }
 
 int gantry_controller_probe(const struct gantry_config *config, int64_t deadline_ms,
@@ -378,4 +384,6 @@ void gantry_controller_shutdown(void)
         gantry_ceph_close_all();
         gantry_copy_state_shutdown();
         gantry_node_registry_shutdown();
+        gantry_kube_client_free(api);
+        api = NULL;
 }

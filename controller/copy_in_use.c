@@ -34,18 +34,6 @@ struct gantry_attachments {
         size_t n, cap;
 };
 
-int gantry_attachments_client(const char *kubeconfig, struct gantry_kube_client **ret,
-                              struct gantry_error *err)
-{
-        struct gantry_kube_client_options o = { .kubeconfig = kubeconfig };
-        const char *host = getenv("KUBERNETES_SERVICE_HOST");
-
-        *ret = NULL;
-        if ((!kubeconfig || !*kubeconfig) && (!host || !*host))
-                return 0;
-        return gantry_kube_client_new(&o, ret, err);
-}
-
 void gantry_attachments_free(struct gantry_attachments *a)
 {
         if (!a)

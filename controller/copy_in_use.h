@@ -14,13 +14,6 @@ struct gantry_kube_client;
 struct gantry_attachments;
 
 /*
- * A client of the Kubernetes API: @kubeconfig, else in-cluster when
- * KUBERNETES_SERVICE_HOST is set; *@ret is NULL (and 0 returned) when
- * neither is there. -errno when the API config is broken.
- */
-int gantry_attachments_client(const char *kubeconfig, struct gantry_kube_client **ret,
-                              struct gantry_error *err);
-/*
  * Lists the VolumeAttachments of csi.gantry.io (every page) into a new
  * *@ret (free with gantry_attachments_free). -ENOTCONN / -EACCES when the
  * API cannot be read.

@@ -16,7 +16,6 @@
 
 #include <jansson.h>
 
-#include "copy_in_use.h"
 #include "copy_state.h"
 #include "kube_client.h"
 #include "log.h"
@@ -24,21 +23,20 @@
 
 static struct {
         pthread_mutex_t lock;
-        struct gantry_kube_client *kube;
+        struct gantry_kube_client *kube; /* borrowed from controller.c */
         struct gantry_metrics *metrics;
 } cs = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-int gantry_copy_state_init(const char *kubeconfig, struct gantry_error *err)
+void gantry_copy_state_init(struct gantry_kube_client *kube)
 {
-        if (cs.kube)
-                return 0;
-        return gantry_attachments_client(kubeconfig, &cs.kube, err);
+        pthread_mutex_lock(&cs.lock);
+        cs.kube = kube;
+        pthread_mutex_unlock(&cs.lock);
 }
 
 void gantry_copy_state_shutdown(void)
 {
-        gantry_kube_client_free(cs.kube);
-        cs.kube = NULL;
+        gantry_copy_state_init(NULL);
 }
 
 void gantry_copy_state_set_metrics(struct gantry_metrics *m)
@@ -79,8 +77,11 @@ void gantry_copy_state_set(struct gantry_kube_client *kube, const char *pv, cons
         json_t *patch;
         int r;
 
-        if (!kube)
+        if (!kube) {
+                pthread_mutex_lock(&cs.lock);
                 kube = cs.kube;
+                pthread_mutex_unlock(&cs.lock);
+        }
         if (!kube)
                 return;
         if ((r = pv_path(pv, path, sizeof(path))) < 0) {

@@ -14,11 +14,10 @@ struct gantry_metrics;
 #define GANTRY_COPY_STATE_ANNOTATION "gantry.io/copy-state"
 
 /*
- * Makes the controller's API client for the annotation (@kubeconfig, else
- * in-cluster; none when neither is there: then nothing is annotated).
- * -errno when the API config is broken.
+ * The API client for the annotation (borrowed until
+ * gantry_copy_state_shutdown()); NULL: nothing is annotated.
  */
-int gantry_copy_state_init(const char *kubeconfig, struct gantry_error *err);
+void gantry_copy_state_init(struct gantry_kube_client *kube);
 void gantry_copy_state_shutdown(void);
 void gantry_copy_state_set_metrics(struct gantry_metrics *m);
 

@@ -662,11 +662,10 @@ static void *evict_thread(void *arg)
         return NULL;
 }
 
-int gantry_eviction_start(const struct gantry_config *config, const char *kubeconfig,
+int gantry_eviction_start(const struct gantry_config *config, struct gantry_kube_client *kube,
                           struct gantry_error *err)
 {
         bool any = false;
-        int r;
 
         for (size_t i = 0; i < config->n_clusters; i++) {
                 const struct gantry_cluster_config *c = &config->clusters[i];
@@ -681,15 +680,13 @@ int gantry_eviction_start(const struct gantry_config *config, const char *kubeco
         }
         if (!any || ev.started)
                 return 0;
-        if ((r = gantry_attachments_client(kubeconfig, &ev.kube, err)) < 0)
-                return r;
+        ev.kube = kube;
         if (!ev.kube)
                 log_info("tier.evict_attachments_unchecked", "reason=\"no API access (neither "
                          "--kubeconfig nor in-cluster): only watchers tell a copy in use\"");
         ev.config = config;
         ev.stopping = false;
         if (pthread_create(&ev.thread, NULL, evict_thread, NULL) != 0) {
-                gantry_kube_client_free(ev.kube);
                 ev.kube = NULL;
                 return gantry_error_set(err, EAGAIN, "cannot start the eviction thread");
         }
@@ -707,6 +704,5 @@ void gantry_eviction_stop(void)
         pthread_mutex_unlock(&ev.lock);
         pthread_join(ev.thread, NULL);
         ev.started = false;
-        gantry_kube_client_free(ev.kube);
         ev.kube = NULL;
 }

@@ -18,10 +18,11 @@ struct gantry_metrics;
 
 /*
  * Starts the eviction thread when a cluster of @config has an "evict"
- * policy; VolumeAttachments are read through @kubeconfig (or in-cluster).
- * @config must outlive gantry_eviction_stop(). Returns 0 or -errno.
+ * policy; VolumeAttachments are read through @kube (NULL: no API access,
+ * only watchers tell a copy in use). @config and @kube must outlive
+ * gantry_eviction_stop(). Returns 0 or -errno.
  */
-int gantry_eviction_start(const struct gantry_config *config, const char *kubeconfig,
+int gantry_eviction_start(const struct gantry_config *config, struct gantry_kube_client *kube,
                           struct gantry_error *err);
 /* Stops the thread (a demotion under way stops between two chunks); no thread: no-op. */
 void gantry_eviction_stop(void);

@@ -34,30 +34,22 @@
 #define OBJECT_NAME_MAX 253
 #define MAX_PAGES 200
 
-static struct gantry_kube_client *client;
+static struct gantry_kube_client *client; /* borrowed from controller.c */
 
-int gantry_node_registry_init(const char *kubeconfig, struct gantry_error *err)
+void gantry_node_registry_init(struct gantry_kube_client *kube)
 {
-        struct gantry_kube_client_options o = { .kubeconfig = kubeconfig };
-        const char *host = getenv("KUBERNETES_SERVICE_HOST");
-        int r;
-
-        if ((!kubeconfig || !*kubeconfig) && (!host || !*host)) {
+        client = kube;
+        if (!client) {
                 log_info("controller.node_ids_unchecked",
                          "reason=\"no API access (neither --kubeconfig nor in-cluster)\"");
-                return 0;
+                return;
         }
-        r = gantry_kube_client_new(&o, &client, err);
-        if (r < 0)
-                return r;
         log_info("controller.node_registry", "source=csinodes server=%s",
                  gantry_kube_client_server(client));
-        return 0;
 }
 
 void gantry_node_registry_shutdown(void)
 {
-        gantry_kube_client_free(client);
         client = NULL;
 }
 

@@ -6,12 +6,14 @@
 
 #include "error.h"
 
+struct gantry_kube_client;
+
 /*
- * Reads node IDs from the CSINode objects through the Kubernetes API:
- * @kubeconfig, else in-cluster when KUBERNETES_SERVICE_HOST is set, else
- * not at all (node IDs unchecked). -errno when the API config is broken.
+ * Reads node IDs from the CSINode objects through @kube (borrowed until
+ * gantry_node_registry_shutdown()); NULL: no API access, node IDs are not
+ * checked and the start log says so.
  */
-int gantry_node_registry_init(const char *kubeconfig, struct gantry_error *err);
+void gantry_node_registry_init(struct gantry_kube_client *kube);
 void gantry_node_registry_shutdown(void);
 /*
  * 0 when @node_id is one a node plugin of ours reported (or nothing can be

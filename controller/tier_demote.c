@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "api_access.h"
 #include "controller.h"
 #include "copy_in_use.h"
 #include "eviction.h"
@@ -98,7 +99,7 @@ int gantry_controller_demote(const struct gantry_config *config, const char *wha
         if (!what || !*what || strlen(what) > 600)
                 return gantry_error_set(err, EINVAL, "name a PVC (NAMESPACE/NAME), a PV, a volume "
                                         "uuid or an image");
-        if ((r = gantry_attachments_client(kubeconfig, &kube, err)) < 0)
+        if ((r = gantry_api_access_open(kubeconfig, &kube, err)) < 0)
                 return r;
         if (strchr(what, '/') && !strchr(strchr(what, '/') + 1, '/')) {
                 if (!valid_pvc(what)) {
