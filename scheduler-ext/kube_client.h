@@ -193,8 +193,9 @@ struct gantry_kube_informer_options {
         int initial_backoff_ms;
         int max_backoff_ms;
         /* Consecutive failed attempts after which the informer gives up and
-         * its thread ends (gantry_kube_informer_state() reports it failed);
-         * 0: retry for ever. */
+         * its thread ends (gantry_kube_informer_state() reports it failed),
+         * counted only until the first sync: after it, errors are retried
+         * for ever; 0: retry for ever from the start. */
         int max_errors;
         /* Longest watch line (one JSON event) or list page accepted, in
          * bytes; 0: 16 MiB. A longer one is an error (then re-list). */

@@ -10,7 +10,9 @@
  * event, and an undecodable line lead to a re-list; the re-list's diff
  * against the kept objects yields the ADDED / MODIFIED / DELETED the watch
  * missed. Errors back off exponentially (capped, jittered) and, when asked,
- * the informer gives up after max_errors in a row.
+ * the informer gives up after max_errors in a row -- only before its first
+ * sync: a kind that was listed once (an API server restart, a lost
+ * connection) is retried for ever, like every other informer.
  *
  * The kept objects are a jansson object keyed by "namespace/name", which is
  * also what lets DELETED carry the last state of an object after a re-list.
@@ -475,6 +477,7 @@ long kube_backoff_ms(int initial_ms, int max_ms, int consecutive, unsigned int *
 static bool note_error(struct gantry_kube_informer *inf, int r, long *ret_delay)
 {
         int consecutive;
+        bool synced;
         char quoted[GANTRY_ERROR_MSG_MAX + 8];
 
         if (r >= 0 || inf->werr.err == 0)
@@ -484,9 +487,10 @@ static bool note_error(struct gantry_kube_informer *inf, int r, long *ret_delay)
         inf->state.errors++;
         consecutive = ++inf->state.consecutive_errors;
         inf->state.last_error = inf->werr;
+        synced = inf->state.synced;
         pthread_mutex_unlock(&inf->lock);
         gantry_log_quote(inf->werr.msg, quoted, sizeof(quoted));
-        if (inf->max_errors > 0 && consecutive >= inf->max_errors) {
+        if (inf->max_errors > 0 && !synced && consecutive >= inf->max_errors) {
                 log_error("kube.informer.failed", "kind=%s errors=%d error=%s", inf->info->kind,
                           consecutive, quoted);
                 return false;

@@ -16,8 +16,9 @@ static const enum gantry_kube_kind start_order[] = {
 };
 
 /* PodGroup is a CRD (scheduler-plugins): a cluster without it answers 404.
- * Its informer gives up after this many failures and gantry-scheduler runs
- * on without PodGroup sizes. */
+ * Its informer gives up after this many failures at start and
+ * gantry-scheduler runs on without PodGroup sizes; once it has synced it
+ * retries for ever, as the others do. */
 #define OPTIONAL_MAX_ERRORS 3
 #define N_INFORMERS (sizeof(start_order) / sizeof(start_order[0]))
 

@@ -486,6 +486,52 @@ static void test_gives_up_after_max_errors(void **state)
         assert_int_equal(recorder_count(&fx->rec), 0);
 }
 
+static bool six_errors(void *ctx)
+{
+        struct gantry_kube_informer_state st;
+
+        gantry_kube_informer_state(ctx, &st);
+        return st.errors >= 6;
+}
+
+/*
+ * max_errors counts only before the first sync: an informer that has listed
+ * its kind once (PodGroups) rides out an API server outage of any length
+ * and delivers what changed after it.
+ */
+static void test_max_errors_only_before_sync(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = fast_opts();
+        struct gantry_kube_informer_state st;
+        char node[512];
+        int from;
+
+        o.max_errors = 3;
+        start(fx, GANTRY_KUBE_NODE, &o);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, TEST_WAIT_MS), 0);
+        wait_watching(fx);
+        /* the next watch fails with an ERROR event, then five re-lists fail */
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/fail",
+                                      "{\"verb\":\"watch\",\"status\":500,\"count\":1,\"mode\":\"event\"}", NULL),
+                         200);
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/fail",
+                                      "{\"verb\":\"list\",\"status\":503,\"count\":5}", NULL), 200);
+        from = recorder_count(&fx->rec);
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/drop", "{}", NULL), 200);
+        assert_true(test_wait_for(six_errors, fx->inf, TEST_WAIT_MS));
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_SYNCED, NULL, 1, TEST_WAIT_MS));
+        gantry_kube_informer_state(fx->inf, &st);
+        assert_false(st.failed);
+        assert_int_equal(st.errors, 6);
+        assert_int_equal(st.consecutive_errors, 0);
+        wait_watching(fx);
+        from = recorder_count(&fx->rec);
+        node_json(node, sizeof(node), "gpu-after-outage", "leaf-2");
+        assert_int_equal(fake_upsert(&fx->fake, "nodes", node), 200);
+        assert_true(recorder_wait(&fx->rec, from, GANTRY_KUBE_ADDED, "gpu-after-outage", 1, TEST_WAIT_MS));
+}
+
 static void test_watch_error_event_relists_with_backoff(void **state)
 {
         struct fixture *fx = *state;
@@ -695,6 +741,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_watch_timeout_reconnects_quietly, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_errors_back_off_then_recover, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_gives_up_after_max_errors, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_max_errors_only_before_sync, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_watch_error_event_relists_with_backoff, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_line_limit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_selectors_and_namespace, setup, teardown),
