@@ -124,6 +124,8 @@ struct gantry_journal_entry {
         char data_pool[128];
         uint64_t size;         /* bytes asked for (volumes) */
         bool ready;            /* the image (or snapshot) is complete */
+        char parent[256];      /* volumes being deleted: the drained checkpoint image they are
+                                * a clone of, "pool-id/namespace/image-id" (drained_trash.c) */
 };
 
 /* The uuid reserved for @name, or -ENOENT. */
@@ -179,6 +181,10 @@ int gantry_dataset_target_open(const struct gantry_config *config, const char *i
 int gantry_dataset_target_open_pool(const struct gantry_config *config, const char *cluster_id,
                                     const char *pool, void *const *secrets, size_t n_secrets,
                                     struct gantry_dataset_target *ret, struct gantry_error *err);
+/* Pool @pool_id of cluster @cluster_id with the config's credentials (-ENOENT when the pool is gone). */
+int gantry_dataset_target_open_pool_id(const struct gantry_config *config, const char *cluster_id,
+                                       int64_t pool_id, struct gantry_dataset_target *ret,
+                                       struct gantry_error *err);
 void gantry_dataset_target_close(struct gantry_dataset_target *t);
 /*
  * For the Delete calls: opens the pool of @id and reads its @kind record.
@@ -202,6 +208,19 @@ void gantry_dataset_snap_name(const char *uuid, char *buf, size_t size);
  */
 int gantry_dataset_image_remove(rados_ioctx_t io, const char *name, bool force,
                                 struct gantry_error *err);
+/*
+ * DeleteVolume of a clone of a drained checkpoint image that gantry-target
+ * moved to the RBD trash (drained_trash.c). gantry_drained_parent_note()
+ * records in @e (and its journal record in @io) the parent of @e's image when
+ * that is a drained checkpoint image, before the image is removed; no-op when
+ * @e has a note already or the image is gone. gantry_drained_parent_purge()
+ * removes the noted parent from the trash of its pool (in @cluster_id, with
+ * the config's credentials) once the clone is gone: 0 too when it is not in
+ * the trash, not gantry-target's, or still has other clones.
+ */
+int gantry_drained_parent_note(rados_ioctx_t io, struct gantry_journal_entry *e, struct gantry_error *err);
+int gantry_drained_parent_purge(const struct gantry_config *config, const char *cluster_id,
+                                const struct gantry_journal_entry *e, struct gantry_error *err);
 /* The size of @image (at @snap, NULL: the head) in @io, or -errno (-ENOENT: either is gone). */
 int gantry_dataset_image_size(rados_ioctx_t io, const char *image, const char *snap, uint64_t *ret);
 

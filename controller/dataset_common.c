@@ -71,6 +71,24 @@ int gantry_dataset_target_open_pool(const struct gantry_config *config, const ch
         return 0;
 }
 
+int gantry_dataset_target_open_pool_id(const struct gantry_config *config, const char *cluster_id,
+                                       int64_t pool_id, struct gantry_dataset_target *t,
+                                       struct gantry_error *err)
+{
+        int r;
+
+        memset(t, 0, sizeof(*t));
+        r = open_common(config, cluster_id, "clusterID", NULL, 0, t, err);
+        if (r < 0)
+                return r;
+        snprintf(t->ref.cluster_id, sizeof(t->ref.cluster_id), "%s", cluster_id);
+        t->ref.pool_id = pool_id;
+        r = gantry_ceph_ioctx_by_id(t->cluster, &t->creds, pool_id, &t->io, err);
+        if (r < 0)
+                t->io = NULL;
+        return r;
+}
+
 int gantry_dataset_open_record(const struct gantry_config *config, const char *id,
                                const char *field, enum gantry_journal_kind kind,
                                void *const *secrets, size_t n_secrets,

@@ -556,8 +556,13 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
         if ((r = gantry_mirror_cancel(call->config, t.io, e.uuid, e.image, !e.ready, err)) < 0 ||
             (r = gantry_promotion_cancel(call->config, t.io, e.uuid, err)) < 0)
                 goto out;
+        /* a clone of a drained checkpoint image in the RBD trash: note the parent while the
+         * clone tells it, purge it once the clone is gone (drained_trash.c) */
+        if ((r = gantry_drained_parent_note(t.io, &e, err)) < 0)
+                goto out;
         /* a half-made image (ready=0) is ours to purge; a ready one must be unused */
-        if ((r = gantry_dataset_image_remove(t.io, e.image, !e.ready, err)) < 0)
+        if ((r = gantry_dataset_image_remove(t.io, e.image, !e.ready, err)) < 0 ||
+            (r = gantry_drained_parent_purge(call->config, t.cluster->cluster_id, &e, err)) < 0)
                 goto out;
         r = gantry_journal_remove(t.io, GANTRY_JOURNAL_VOLUME, e.name, e.uuid);
         if (r < 0) {

@@ -4,7 +4,9 @@
  * Two kinds of objects per pool and kind (volumes, snapshots):
  *   gantry.volumes            directory: omap key = the CO's name, value = uuid
  *   gantry.volume.<uuid>      record: omap keys name, image, source, fp,
- *                             dataPool, size, ready
+ *                             dataPool, size, ready, and parent (only
+ *                             written by a DeleteVolume that found a drained
+ *                             checkpoint image as its clone parent)
  *
  * The directory entry is the reservation: it is written (atomically, with an
  * omap compare so two plugins can never reserve one name twice) before the
@@ -87,15 +89,16 @@ int gantry_journal_write(rados_ioctx_t io, enum gantry_journal_kind kind,
                          const struct gantry_journal_entry *e)
 {
         char obj[64], size[32];
-        const char *keys[] = { "name", "image", "source", "fp", "dataPool", "size", "ready" };
+        const char *keys[] = { "name", "image", "source", "fp", "dataPool", "size", "ready", "parent" };
         const char *vals[] = { e->name, e->image, e->source, e->fingerprint, e->data_pool, size,
-                               e->ready ? "1" : "0" };
-        size_t key_lens[7], val_lens[7];
+                               e->ready ? "1" : "0", e->parent };
+        int n = e->parent[0] ? 8 : 7; /* parent: only when there is one */
+        size_t key_lens[8], val_lens[8];
         rados_write_op_t op;
         int r;
 
         snprintf(size, sizeof(size), "%llu", (unsigned long long)e->size);
-        for (int i = 0; i < 7; i++) {
+        for (int i = 0; i < n; i++) {
                 key_lens[i] = strlen(keys[i]);
                 val_lens[i] = strlen(vals[i]);
         }
@@ -104,7 +107,7 @@ int gantry_journal_write(rados_ioctx_t io, enum gantry_journal_kind kind,
         if (!op)
                 return -ENOMEM;
         rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
-        rados_write_op_omap_set2(op, keys, vals, key_lens, val_lens, 7);
+        rados_write_op_omap_set2(op, keys, vals, key_lens, val_lens, (size_t)n);
         r = rados_write_op_operate(op, io, obj, NULL, 0);
         rados_release_write_op(op);
         return r;
@@ -151,6 +154,8 @@ int gantry_journal_read(rados_ioctx_t io, enum gantry_journal_kind kind, const c
                         copy_value(e.fingerprint, sizeof(e.fingerprint), v, vlen);
                 else if (strcmp(k, "dataPool") == 0)
                         copy_value(e.data_pool, sizeof(e.data_pool), v, vlen);
+                else if (strcmp(k, "parent") == 0)
+                        copy_value(e.parent, sizeof(e.parent), v, vlen);
                 else if (strcmp(k, "size") == 0) {
                         copy_value(num, sizeof(num), v, vlen);
                         e.size = strtoull(num, NULL, 10);

@@ -110,6 +110,7 @@ out:
 
 int tgt_durable_remove(struct tgt_context *ctx, const char *image, struct gantry_error *err)
 {
+        char id[128] = "";
         rbd_image_t img;
         rados_ioctx_t io;
         int r;
@@ -119,11 +120,25 @@ int tgt_durable_remove(struct tgt_context *ctx, const char *image, struct gantry
         if (rbd_open(io, image, &img, NULL) == 0) {
                 /* clone v2: with dataset volumes cloned from it the snapshot moves to the trash */
                 rbd_snap_remove(img, TGT_DRAINED_SNAP);
+                if (rbd_get_id(img, id, sizeof(id)) < 0)
+                        id[0] = '\0';
                 rbd_close(img);
         }
         r = rbd_remove(io, image);
-        if (r == -ENOTEMPTY || r == -EBUSY || r == -EMLINK) /* children still hang on it: purged with them */
+        if (r == -ENOTEMPTY || r == -EBUSY || r == -EMLINK) {
+                /*
+                 * Dataset volumes still hang on it: the trash keeps it, the
+                 * DeleteVolume of the last clone purges it (controller/
+                 * drained_trash.c). One more try once it is there: a clone
+                 * deleted since rbd_remove() looked found it not yet trashed.
+                 */
                 r = rbd_trash_move(io, image, 0);
+                if (r == 0 && !(id[0] && rbd_trash_remove(io, id, false) == 0)) {
+                        log_info("target.drain_image_trashed", "image=%s id=%s pool=%s reason=clones", image, id,
+                                 ctx->durable->pool);
+                        r = 1;
+                }
+        }
         rados_ioctx_destroy(io);
         if (r < 0 && r != -ENOENT)
                 return gantry_error_set(err, r, "removing rbd image %s/%s: %s", ctx->durable->pool, image,

@@ -51,8 +51,8 @@ class CheckpointDrainTest(TargetsTestCase):
                ("b", "tgt-b", "leaf-2", "127.0.0.2", {"durable": DURABLE}))
     CLUSTERS = [PERF] if env.DIR else None  # for dataset volumes (not "capa": ceph_dataset_dead stops it)
 
-    def volume(self, name):
-        v = self.call("CreateVolume", create_req(name, size=SIZE, leaf="leaf-1")).volume
+    def volume(self, name, size=SIZE):
+        v = self.call("CreateVolume", create_req(name, size=size, leaf="leaf-1")).volume
         self.addCleanup(self.call, "DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=v.volume_id))
         return v
 
@@ -232,6 +232,66 @@ class CheckpointDrainTest(TargetsTestCase):
         image = "gantry-vol-" + env.uuid_of(ds.volume_id)
         self.assertEqual(env.rbd_info("perf", image)["parent"]["image"], self.image_of(s))
         self.assertEqual(env.checksum("perf", image), want)
+        # the clone goes first, the checkpoint snapshot after: its image is removed at once, no trash
+        self.call("DeleteVolume", env.delete_req(ds.volume_id))
+        self.call("DeleteSnapshot", csi_pb2.DeleteSnapshotRequest(snapshot_id=s.snapshot_id))
+        self.assertNotIn(self.image_of(s), env.rbd_images("perf"))
+        self.assertEqual(self.trashed(self.image_of(s)), [])
+
+    def trashed(self, prefix="gantry-"):
+        """The images named @prefix... in the RBD trash of perf/rbd (`rbd trash ls --all`): (name, source)."""
+        out = json.loads(env.tool("rbd", "perf", "trash", "ls", "--all", "--long", "--format", "json", "rbd") or "[]")
+        return sorted((e["name"], e["source"]) for e in out if e["name"].startswith(prefix))
+
+    def drained_clones(self, tag, n):
+        """A drained checkpoint snapshot and @n dataset volumes cloned from it: (snapshot, checksum, volumes)."""
+        v = self.volume("pvc-drain-" + tag, size=8 * MiB)  # small: a drain reads all of it at 8 MB/s
+        want = self.write_checkpoint(v, tag, [(MiB, 2 * MiB)])
+        s = self.until_ready(self.snapshot_req("snap-drain-" + tag, v))
+        self.addCleanup(self.call, "DeleteSnapshot", csi_pb2.DeleteSnapshotRequest(snapshot_id=s.snapshot_id))
+        clones = []
+        for i in range(n):
+            ds = self.call("CreateVolume", env.create_req("pvc-%s-ds%d" % (tag, i), size=0,
+                                                          source_snapshot=s.snapshot_id)).volume
+            self.addCleanup(self.call, "DeleteVolume", env.delete_req(ds.volume_id))
+            clones.append(ds)
+        # the checkpoint snapshot goes while its clones live: its image waits in the RBD trash
+        self.call("DeleteSnapshot", csi_pb2.DeleteSnapshotRequest(snapshot_id=s.snapshot_id))
+        self.assertNotIn(self.image_of(s), env.rbd_images("perf"))
+        self.assertEqual(self.trashed(self.image_of(s)), [(self.image_of(s), "USER")])
+        return s, want, clones
+
+    def test_snapshot_deleted_before_its_dataset_clones_is_purged_with_the_last(self):
+        s, want, (a, b) = self.drained_clones("trash", 2)
+        self.assertEqual(env.checksum("perf", "gantry-vol-" + env.uuid_of(a.volume_id)), want)
+        self.call("DeleteVolume", env.delete_req(a.volume_id))
+        self.assertEqual(self.trashed(self.image_of(s)), [(self.image_of(s), "USER")])  # b still hangs on it
+        self.assertEqual(env.checksum("perf", "gantry-vol-" + env.uuid_of(b.volume_id)), want)
+        self.call("DeleteVolume", env.delete_req(b.volume_id))
+        self.assertEqual(self.trashed(), [])  # no Gantry image at all
+        self.call("DeleteVolume", env.delete_req(b.volume_id))  # idempotent
+        images = env.rbd_images("perf")
+        for ds in (a, b):
+            self.assertNotIn("gantry-vol-" + env.uuid_of(ds.volume_id), images)
+        _, records, _ = env.assert_consistent(self)
+        self.assertFalse({env.uuid_of(a.volume_id), env.uuid_of(b.volume_id)} & records)
+
+    def test_delete_volume_retried_after_the_clone_went_still_purges(self):
+        s, want, (ds,) = self.drained_clones("trash-retry", 1)
+        image = "gantry-vol-" + env.uuid_of(ds.volume_id)
+        # a first DeleteVolume fails after it read the parent (the clone is open: a watcher) ...
+        import rbd
+        io = env.admin_ioctx("perf")
+        with rbd.Image(io, image):
+            with self.assertRaises(grpc.RpcError) as e:
+                self.call("DeleteVolume", env.delete_req(ds.volume_id))
+            self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION, e.exception.details())
+        # ... and the clone goes as a controller dying right after rbd_remove() would leave it
+        env.tool("rbd", "perf", "rm", "--no-progress", "rbd/" + image)
+        self.assertEqual(self.trashed(self.image_of(s)), [(self.image_of(s), "USER")])
+        self.call("DeleteVolume", env.delete_req(ds.volume_id))  # the retry: the clone is gone already
+        self.assertEqual(self.trashed(self.image_of(s)), [])
+        self.assertNotIn(env.uuid_of(ds.volume_id), env.assert_consistent(self)[1])
 
 
 if __name__ == "__main__":
