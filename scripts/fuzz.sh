@@ -7,6 +7,8 @@
 #   FUZZ_TARGETS   which targets (default: all five)
 #   FUZZ_BUILD     build directory (default build-fuzz)
 #   FUZZ_LOG       summary file, one line per target (default $FUZZ_BUILD/fuzz-summary.txt)
+#   FUZZ_FORK      run each target as N parallel libFuzzer jobs (-fork=N) in
+#                  one run; FUZZ_RUNS then counts the executions of all jobs
 #
 # Needs clang (scripts/deps.sh installs it). A target stops at whichever limit
 # comes first. New inputs go to a scratch directory first; `-merge=1` then
@@ -22,6 +24,7 @@ SECONDS_PER=${FUZZ_SECONDS:-60}
 RUNS=${FUZZ_RUNS:--1}
 TARGETS=${FUZZ_TARGETS:-"csi_request gantryctl_input kube_parse extender target_rpc"}
 LOG=${FUZZ_LOG:-$BUILD/fuzz-summary.txt}
+FORK=${FUZZ_FORK:-0}
 MAX_LEN=${FUZZ_MAX_LEN:-8192}
 
 if ! command -v clang >/dev/null; then
@@ -45,7 +48,9 @@ for t in $TARGETS; do
         mkdir -p "$work" "$findings" "$corpus"
         before=$(ls "$corpus" | wc -l)
         start=$(date +%s)
-        "$bin" -max_total_time="$SECONDS_PER" -runs="$RUNS" -max_len="$MAX_LEN" \
+        fork=()
+        [ "$FORK" -gt 0 ] && fork=(-fork="$FORK")
+        "$bin" "${fork[@]}" -max_total_time="$SECONDS_PER" -runs="$RUNS" -max_len="$MAX_LEN" \
                 -print_final_stats=1 -artifact_prefix="$findings/" \
                 "$work" "$corpus" >"$out" 2>&1
         rc=$?
@@ -53,6 +58,11 @@ for t in $TARGETS; do
         # the stat line libFuzzer prints at exit: stat::number_of_executed_units: N
         execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out" | tail -1)
         rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$out" | tail -1)
+        if [ "$FORK" -gt 0 ]; then
+                # fork mode prints no stat:: lines; its progress lines start "#N: cov:"
+                execs=$(sed -n 's/^#\([0-9]*\): cov:.*/\1/p' "$out" | tail -1)
+                [ -n "$execs" ] && [ "$elapsed" -gt 0 ] && rate=$(( execs / elapsed ))
+        fi
         crashes=$(ls "$findings" | wc -l)
         # edges only (-use_counters=0): hit-count variants would bloat the corpus
         "$bin" -merge=1 -use_counters=0 -max_len="$MAX_LEN" "$corpus" "$work" >>"$out" 2>&1
