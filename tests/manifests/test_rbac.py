@@ -97,8 +97,9 @@ NO_API = ("gantry-node", "gantry-target")
 # (CSINode objects), the eviction of promoted copies (VolumeAttachments, a
 # PVC's PV for `gantryctl tier demote`) and the copy-state annotation of PVs
 CONTROLLER_CLIENT = tuple("controller/" + f for f in (
-    "node_registry.c", "CMakeLists.txt", "copy_in_use.c", "copy_in_use.h", "eviction.c",
-    "eviction.h", "tier_demote.c", "copy_state.c", "copy_state.h"))
+    "api_access.c", "api_access.h", "controller.c", "node_registry.c", "node_registry.h",
+    "CMakeLists.txt", "copy_in_use.c", "copy_in_use.h", "eviction.c", "eviction.h",
+    "tier_demote.c", "copy_state.c", "copy_state.h"))
 CONTROLLER_CALLS = {("storage.k8s.io", "csinodes", "get"), ("storage.k8s.io", "csinodes", "list"),
                     ("storage.k8s.io", "volumeattachments", "list"),
                     ("", "persistentvolumeclaims", "get"),
