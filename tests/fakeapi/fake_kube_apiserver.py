@@ -56,6 +56,7 @@ listens, exits on SIGTERM/SIGINT, when its parent dies, or after
 
 import argparse
 import base64
+import bisect
 import copy
 import json
 import os
@@ -105,6 +106,10 @@ def merge_patch(target, patch):
 def status_obj(code, reason, message):
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
             "message": message, "reason": reason, "code": code}
+
+
+def history_rv(entry):
+    return entry[0]
 
 
 def obj_key(obj):
@@ -248,6 +253,13 @@ class State:
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "fake-kube-apiserver/0"
+    # As the real server (Go sets TCP_NODELAY on every connection): without
+    # it, Nagle holds a response's body back until the client's delayed ACK
+    # of the headers, 40 ms on every request. Buffered writes put headers
+    # and body in one segment; handle_one_request flushes after each
+    # request, and a watch flushes each chunk itself.
+    disable_nagle_algorithm = True
+    wbufsize = 64 << 10
 
     def log_message(self, fmt, *args):  # quiet: tests read stdout for readiness
         if self.server.verbose:
@@ -491,10 +503,15 @@ class Handler(BaseHTTPRequestHandler):
                 self.write_chunk(json.dumps(ev).encode() + b"\n")
                 return
             last = since
+            seen = since  # history up to this RV is looked at
             while True:
                 with st.cond:
                     while True:
-                        new = [h for h in st.history if h[0] > last and h[2] == resource]
+                        # history is in RV order: look at what came since
+                        # the last look only, not the whole of it each time
+                        i = bisect.bisect_right(st.history, seen, key=history_rv)
+                        new = [h for h in st.history[i:] if h[2] == resource]
+                        seen = st.rv
                         if (new or pending or st.drop_gen != drop_gen or st.stopping
                                 or st.bookmark_gen != bookmark_gen or time.monotonic() >= deadline):
                             break
