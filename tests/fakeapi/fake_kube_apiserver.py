@@ -42,6 +42,11 @@ Every API request must carry "Authorization: Bearer TOKEN" (--token) or, with
                                          keep Binding POSTs unanswered until
                                          released (a client that gives up
                                          first binds nothing)
+  POST   /fake/hold-lists {"resource","count"}, /fake/release-lists
+                                         the next COUNT lists of RESOURCE are
+                                         answered with what is there when they
+                                         come, but only once released (a stale
+                                         answer, as from a slow server)
   POST   /fake/tokens {"tokens": [...]}  the bearer tokens accepted from now on
   POST   /fake/fail {"verb","resource","status","count","mode"}
          the next COUNT matching API requests fail with STATUS (mode "event":
@@ -180,6 +185,9 @@ class State:
         self.hold_bindings = False
         self.held_bindings = 0
         self.held_watches = 0
+        self.list_holds = []       # dicts from /fake/hold-lists
+        self.held_lists = 0
+        self.list_release_gen = 0
         self.tokens = set()
 
     def next_rv(self):
@@ -434,6 +442,16 @@ class Handler(BaseHTTPRequestHandler):
                     st.snapshots[cid] = (rv, items)
                 meta["continue"] = base64.urlsafe_b64encode(json.dumps([cid, start + limit]).encode()).decode()
                 meta["remainingItemCount"] = len(items) - start - limit
+            hold = next((h for h in st.list_holds if h["count"] > 0 and h["resource"] == resource),
+                        None)
+            if hold:  # /fake/hold-lists: the answer as of now, sent once released
+                hold["count"] -= 1
+                gen = st.list_release_gen
+                st.held_lists += 1
+                st.cond.notify_all()
+                while st.list_release_gen == gen and not st.stopping and not self.client_gone():
+                    st.cond.wait(0.2)
+                st.held_lists -= 1
         self.send_json(200, {"kind": kind + "List", "apiVersion": api_version, "metadata": meta,
                              "items": page})
 
@@ -612,6 +630,17 @@ class Handler(BaseHTTPRequestHandler):
                 st.hold_bindings = op == "hold-bindings"
                 st.cond.notify_all()
             return self.send_json(200, {})
+        if op == "hold-lists" and method == "POST":
+            h = {"resource": body.get("resource"), "count": int(body.get("count", 1))}
+            with st.cond:
+                st.list_holds.append(h)
+            return self.send_json(200, h)
+        if op == "release-lists" and method == "POST":
+            with st.cond:
+                st.list_holds = []
+                st.list_release_gen += 1
+                st.cond.notify_all()
+            return self.send_json(200, {})
         if op == "tokens" and method == "POST":
             with st.cond:
                 st.tokens = set(body.get("tokens", []))
@@ -652,6 +681,7 @@ class Handler(BaseHTTPRequestHandler):
                                             "failuresLeft": sum(f["count"] for f in st.failures),
                                             "heldWatches": st.held_watches,
                                             "heldBindings": st.held_bindings,
+                                            "heldLists": st.held_lists,
                                             "compactedBelow": st.compacted_rv})
         return self.send_json(404, {"error": f"unknown control request {method} /fake/{'/'.join(parts)}"})
 
