@@ -11,7 +11,8 @@ FAKE API server carry the annotation gantry.io/copy-state the controller
 writes (demoted / copying / done); a PV it cannot patch does not stop a
 demotion. ControllerPublishVolume racing a policy that demotes every second:
 an OK publish is never followed by the data going while attached (also when
-the pass read the VolumeAttachments before the attacher wrote its own)."""
+the pass read the VolumeAttachments before the attacher wrote its own), nor
+answered while `gantryctl tier demote` has the copy "demoting"."""
 import json
 import os
 import re
@@ -440,7 +441,7 @@ class EvictTest(unittest.TestCase):
         published(p1)
         # 2: the attacher's cycles racing the passes: detached, the copy is demoted;
         # attached again, the publish copies it back, and it stays while attached
-        cycles = 3
+        cycles = 2
         for _ in range(cycles):
             p1.call("ControllerUnpublishVolume", unpublish, timeout=60)
             detach()
@@ -453,8 +454,6 @@ class EvictTest(unittest.TestCase):
             self.assertGreater(len(done), 0, "a demoted copy was published at once")
             self.assertEqual(done, sorted(done), "the copy back started over: %s" % messages)
             published(p1)
-        p1.call("ControllerUnpublishVolume", unpublish, timeout=60)
-        detach()
         p1.stop()
         # the log's order: no demotion between a copy back's start and its publish's OK
         events = re.findall(r"event=tier\.(copy_repromoting|copy_repromoted|evict_decision) "
@@ -472,6 +471,47 @@ class EvictTest(unittest.TestCase):
             len(mine(p1, "demoted")), len(mine(p1, "kept", "attached")),
             len(mine(p1, "kept", "busy"))))
 
+        # 3: another process demotes (`gantryctl tier demote`: no lock shared with the
+        # controller, only the record). Held in its re-check of the VolumeAttachments with
+        # the record "demoting", the attacher's publish answers ABORTED; then the re-check
+        # answers without the attachment (it asked before it was written: the data goes,
+        # and the publish copies it back) or with it (the demotion backs off)
+        p2 = self.plugin(self.plain)
+        for fresh in (False, True):
+            p2.call("ControllerUnpublishVolume", unpublish, timeout=60)
+            detach()
+            self.api.post("/fake/hold-lists", {"resource": "volumeattachments", "skip": 1,
+                                               "fresh": fresh})
+            try:
+                demote = subprocess.Popen([CTL, "tier", "demote", name, "--config", self.plain,
+                                           "--kubeconfig", self.kubeconfig],
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                wait_for("gantryctl's re-check held",
+                         lambda: self.api.get("/fake/state")["heldLists"], 60)
+                self.assertEqual(state(), "demoting")
+                attach()
+                with self.assertRaises(grpc.RpcError) as cm:
+                    p2.call("ControllerPublishVolume", self.publish_req("race"), timeout=60)
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.ABORTED)
+                self.assertEqual(cm.exception.details(),
+                                 "volume_id: %s is being demoted; retry" % name)
+            finally:
+                self.api.post("/fake/release-lists", {})
+            out, errs = demote.communicate(timeout=120)
+            if fresh:
+                self.assertEqual(demote.returncode, 1, out + errs)
+                self.assertIn("a VolumeAttachment attaches it to node gpu-1", errs)
+                self.assertEqual(state(), "done")
+            else:
+                self.assertEqual(demote.returncode, 0, errs)
+                self.assertEqual(state(), "demoted")
+            messages = publish(p2)
+            self.assertEqual(len(messages) > 0, not fresh, messages)
+            self.assertEqual(state(), "done")
+            self.assertEqual(env.checksum("perf", near), want)
+        p2.call("ControllerUnpublishVolume", unpublish, timeout=60)
+        detach()
+        p2.stop()
 
 if __name__ == "__main__":
     unittest.main()

@@ -42,11 +42,13 @@ Every API request must carry "Authorization: Bearer TOKEN" (--token) or, with
                                          keep Binding POSTs unanswered until
                                          released (a client that gives up
                                          first binds nothing)
-  POST   /fake/hold-lists {"resource","count"}, /fake/release-lists
-                                         the next COUNT lists of RESOURCE are
-                                         answered with what is there when they
-                                         come, but only once released (a stale
-                                         answer, as from a slow server)
+  POST   /fake/hold-lists {"resource","count","skip","fresh"}, /fake/release-lists
+                                         after SKIP (default 0) lists of RESOURCE
+                                         answered as usual, the next COUNT are
+                                         answered only once released: with what
+                                         was there when they came (a stale
+                                         answer), or with "fresh": true what is
+                                         there when released
   POST   /fake/tokens {"tokens": [...]}  the bearer tokens accepted from now on
   POST   /fake/fail {"verb","resource","status","count","mode"}
          the next COUNT matching API requests fail with STATUS (mode "event":
@@ -409,12 +411,31 @@ class Handler(BaseHTTPRequestHandler):
         return True
 
     # -- list
+    def hold_list(self):
+        """/fake/hold-lists: waits (under st.cond) until /fake/release-lists."""
+        st = self.server.state
+        gen = st.list_release_gen
+        st.held_lists += 1
+        st.cond.notify_all()
+        while st.list_release_gen == gen and not st.stopping and not self.client_gone():
+            st.cond.wait(0.2)
+        st.held_lists -= 1
+
     def list(self, resource, ns, q):
         st = self.server.state
         kind, api_version, _, _ = RESOURCES[resource]
         limit = int(q.get("limit") or 0)
         cont = q.get("continue")
         with st.cond:
+            hold = next((h for h in st.list_holds if h["count"] > 0 and h["resource"] == resource),
+                        None)
+            if hold and hold["skip"] > 0:
+                hold["skip"] -= 1
+                hold = None
+            elif hold:
+                hold["count"] -= 1
+            if hold and hold["fresh"]:
+                self.hold_list()
             if cont:
                 try:
                     cid, start = json.loads(base64.urlsafe_b64decode(cont.encode()))
@@ -442,16 +463,8 @@ class Handler(BaseHTTPRequestHandler):
                     st.snapshots[cid] = (rv, items)
                 meta["continue"] = base64.urlsafe_b64encode(json.dumps([cid, start + limit]).encode()).decode()
                 meta["remainingItemCount"] = len(items) - start - limit
-            hold = next((h for h in st.list_holds if h["count"] > 0 and h["resource"] == resource),
-                        None)
-            if hold:  # /fake/hold-lists: the answer as of now, sent once released
-                hold["count"] -= 1
-                gen = st.list_release_gen
-                st.held_lists += 1
-                st.cond.notify_all()
-                while st.list_release_gen == gen and not st.stopping and not self.client_gone():
-                    st.cond.wait(0.2)
-                st.held_lists -= 1
+            if hold and not hold["fresh"]:
+                self.hold_list()
         self.send_json(200, {"kind": kind + "List", "apiVersion": api_version, "metadata": meta,
                              "items": page})
 
@@ -631,7 +644,8 @@ class Handler(BaseHTTPRequestHandler):
                 st.cond.notify_all()
             return self.send_json(200, {})
         if op == "hold-lists" and method == "POST":
-            h = {"resource": body.get("resource"), "count": int(body.get("count", 1))}
+            h = {"resource": body.get("resource"), "count": int(body.get("count", 1)),
+                 "skip": int(body.get("skip", 0)), "fresh": bool(body.get("fresh"))}
             with st.cond:
                 st.list_holds.append(h)
             return self.send_json(200, h)
