@@ -336,13 +336,18 @@ def run_replicas(plugin, req, n, stop, go_on=lambda: False, timeout=120):
     deadline = time.monotonic() + timeout
     for t in threads:
         t.join(max(0.1, deadline - time.monotonic()))
+    stop_replicas(threads, stop)
+    return threads
+
+
+def stop_replicas(threads, stop):
+    """Sets @stop, joins @threads (bounded) and raises what one of them raised."""
     stop.set()
     for t in threads:
-        t.join(30)
+        t.join(60)
     for t in threads:
         if t.error:
             raise t.error
-    return threads
 
 
 class PromoteRaceTest(CopyTest):
@@ -471,16 +476,10 @@ class PromoteRaceTest(CopyTest):
                       for t in threads):
                 self.assertLess(time.monotonic(), deadline, "a replica stopped calling")
                 time.sleep(0.05)
-            deleted.set()
-            stop.set()
         finally:
-            stop.set()
             deleted.set()
-            for t in threads:
-                t.join(60)
+            stop_replicas(threads, stop)
         for t in threads:
-            if t.error:
-                raise t.error
             _, _, oks = self.check_answers(t, delete_at=sent[-1])
             # the deleted volume never answered OK: its copy was cancelled
             self.assertEqual([v.volume_id for v in oks if v.volume_id == vid], [])
