@@ -9,7 +9,10 @@ of a demoted copy copies it again (ABORTED with the progress, then OK, the
 content checked by checksum); `gantryctl tier demote` by hand. The PVs in the
 FAKE API server carry the annotation gantry.io/copy-state the controller
 writes (demoted / copying / done); a PV it cannot patch does not stop a
-demotion."""
+demotion. ControllerPublishVolume racing a policy that demotes every second:
+an OK publish is never followed by the data going while attached (also when
+the pass read the VolumeAttachments before the attacher wrote its own), nor
+answered while `gantryctl tier demote` has the copy "demoting"."""
 import json
 import os
 import re
@@ -34,6 +37,8 @@ MiB = 1 << 20
 POOL = "evictdata"
 CAPACITY = 512 * MiB
 CAPS = ["mon", "profile rbd", "mgr", "profile rbd pool=rbd", "osd"]
+# ControllerPublishVolume's other ABORTED answers: the volume's lock is held, or a demotion runs
+BUSY = re.compile(r"^volume_id: (an operation on \S+ is in progress|\S+ is being demoted; retry)$")
 DECISION = re.compile(r"event=tier\.evict_decision cluster=perf name=(\S+) uuid=\S+ "
                       r"decision=(\w+) reason=(\w+)")
 
@@ -132,14 +137,15 @@ class EvictTest(unittest.TestCase):
         with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=10) as r:
             return r.read().decode()
 
-    def promote(self, p, key):
-        """A 64 MiB dataset of capa, full of data, promoted into perf (data in POOL)."""
+    def promote(self, p, key, mib=64):
+        """A 64 MiB dataset of capa, its first @mib MiB full of data, promoted into
+        perf (data in POOL)."""
         name = "evict-%s-%s" % (key, env.UNIQUE)
         src = p.call("CreateVolume", env.create_req(name + "-far", "capa"), timeout=60).volume
         self.sources[key] = src.volume_id
         img = dict(src.volume_context)["imageName"]
         env.tool("rbd", "capa", "bench", "--io-type", "write", "--io-pattern", "seq", "--io-size",
-                 "4M", "--io-threads", "4", "--io-total", "64M", "rbd/" + img)
+                 "4M", "--io-threads", "4", "--io-total", "%dM" % mib, "rbd/" + img)
         # a second boundary between copies: the policy's idle clock counts seconds
         now = int(time.time())
         wait_for("the next second", lambda: int(time.time()) > now, 5)
@@ -347,6 +353,165 @@ class EvictTest(unittest.TestCase):
                          ["demoted", "done", "done", "demoted"])
         self.assertEqual(env.checksum("perf", near["c"]), sums["c"])
 
+    def test_publish_race(self):
+        """ControllerPublishVolume of a copy (as the attacher calls it: after
+        writing the VolumeAttachment, until OK) while the policy thread
+        demotes every copy it may, once a second: an OK publish is never
+        followed by the data going while the copy is attached, and no
+        demotion lands while a publish copies it back."""
+        # 4 MiB of data: a demotion frees little, so the pool stays above the high mark
+        # with the ballast below (what a pass freed counts for 30 s against Ceph's stats)
+        p0 = self.plugin(self.plain)
+        name, far, near = self.promote(p0, "race", mib=4)
+        p0.stop()
+        ballast = "race-ballast-%s" % env.UNIQUE
+        subprocess.run(["rbd", "-c", env.conf(), "import", "--no-progress", "--data-pool", POOL,
+                        "-", "rbd/" + ballast], input=os.urandom(32 * MiB), check=True, timeout=120)
+        self.addCleanup(env.tool, "rbd", "perf", "rm", "--no-progress", "rbd/" + ballast)
+        wait_for("Ceph's stats to show the copy and the ballast", lambda: stored() >= 36 * MiB)
+        want = env.checksum("capa", far)
+        va = "csi-race-%s" % env.UNIQUE
+        unpublish = csi_pb2.ControllerUnpublishVolumeRequest(
+            volume_id=self.copies["race"], node_id="gpu-1", secrets=env.secrets())
+
+        def attach():
+            self.api.post("/fake/objects/volumeattachments", {
+                "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+                "metadata": {"name": va},
+                "spec": {"attacher": "csi.gantry.io", "nodeName": "gpu-1",
+                         "source": {"persistentVolumeName": name}}})
+
+        def detach():
+            req = urllib.request.Request(self.api.base + "/fake/objects/volumeattachments/_/" + va,
+                                         method="DELETE")
+            urllib.request.urlopen(req, timeout=10).close()
+
+        def state():
+            return env.copy_records()[env.uuid_of(self.copies["race"])]["state"]
+
+        def mine(p, decision=None, reason=None):
+            return [d for d in self.decisions(p) if d[0] == name and
+                    (decision is None or d[1] == decision) and (reason is None or d[2] == reason)]
+
+        def publish(p):
+            """The attacher's loop: ABORTED (a copy back, or the volume busy) retried."""
+            messages = []
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    p.call("ControllerPublishVolume", self.publish_req("race"), timeout=60)
+                    return messages
+                except grpc.RpcError as e:
+                    self.assertEqual(e.code(), grpc.StatusCode.ABORTED, e.details())
+                    self.assertLess(time.monotonic(), deadline)
+                    messages.append(e.details())
+                    if not BUSY.match(e.details()):
+                        self.assertEqual(LINE.match(e.details()).group(1), name, e.details())
+                time.sleep(0.05)
+
+        def published(p):
+            """While attached, after an OK publish: the data stays through two passes."""
+            self.assertEqual(state(), "done")
+            self.assertEqual(env.checksum("perf", near), want)
+            passes = p.read_log().count("event=tier.evict_pass_done ")
+            wait_for("two passes over the attached copy",
+                     lambda: p.read_log().count("event=tier.evict_pass_done ") >= passes + 2, 60)
+            self.assertEqual(state(), "done")
+            self.assertEqual(env.checksum("perf", near), want)
+
+        # 1: the pass read the VolumeAttachments before the attacher wrote its own and
+        # called ControllerPublishVolume (OK: a complete copy): it has to see it all
+        # the same before it discards anything
+        self.api.post("/fake/hold-lists", {"resource": "volumeattachments", "count": 1})
+        p1 = self.plugin(self.config("race", {"highWatermark": 0.01, "lowWatermark": 0.01,
+                                             "idleSeconds": 0, "intervalSeconds": 1,
+                                             "capacityBytes": CAPACITY}))
+        try:
+            wait_for("the pass's list held", lambda: self.api.get("/fake/state")["heldLists"], 60)
+            attach()
+            self.assertEqual(publish(p1), [])
+        finally:
+            self.api.post("/fake/release-lists", {})
+        wait_for("the pass over the copy", lambda: mine(p1), 60)
+        self.assertEqual(mine(p1)[0], (name, "kept", "attached"))
+        log = p1.read_log()  # decided by the pass that read the stale list, the first one
+        self.assertLess(re.search(r"name=%s uuid=\S+ decision=kept reason=attached" %
+                                  re.escape(name), log).start(),
+                        log.index("event=tier.evict_pass_done cluster=perf pool=%s " % POOL))
+        published(p1)
+        # 2: the attacher's cycles racing the passes: detached, the copy is demoted;
+        # attached again, the publish copies it back, and it stays while attached
+        cycles = 2
+        for _ in range(cycles):
+            p1.call("ControllerUnpublishVolume", unpublish, timeout=60)
+            detach()
+            n = len(mine(p1, "demoted"))
+            wait_for("the demotion of the detached copy", lambda: len(mine(p1, "demoted")) > n, 60)
+            self.assertEqual(state(), "demoted")
+            attach()
+            messages = publish(p1)
+            done = [int(LINE.match(m).group(3) or 0) for m in messages if LINE.match(m)]
+            self.assertGreater(len(done), 0, "a demoted copy was published at once")
+            self.assertEqual(done, sorted(done), "the copy back started over: %s" % messages)
+            published(p1)
+        p1.stop()
+        # the log's order: no demotion between a copy back's start and its publish's OK
+        events = re.findall(r"event=tier\.(copy_repromoting|copy_repromoted|evict_decision) "
+                            r"(?:cluster=perf )?name=%s uuid=\S+(?: decision=(\w+))?" %
+                            re.escape(name), p1.read_log())
+        copying = False
+        for ev, decision in events:
+            if ev == "copy_repromoting":
+                copying = True
+            elif ev == "copy_repromoted":
+                copying = False
+            self.assertFalse(copying and decision == "demoted", "demoted while copied back")
+        self.assertEqual(sum(1 for ev, _ in events if ev == "copy_repromoted"), cycles)
+        print("publish race: %d demotions, %d kept (attached), %d kept (busy)" % (
+            len(mine(p1, "demoted")), len(mine(p1, "kept", "attached")),
+            len(mine(p1, "kept", "busy"))))
+
+        # 3: another process demotes (`gantryctl tier demote`: no lock shared with the
+        # controller, only the record). Held in its re-check of the VolumeAttachments with
+        # the record "demoting", the attacher's publish answers ABORTED; then the re-check
+        # answers without the attachment (it asked before it was written: the data goes,
+        # and the publish copies it back) or with it (the demotion backs off)
+        p2 = self.plugin(self.plain)
+        for fresh in (False, True):
+            p2.call("ControllerUnpublishVolume", unpublish, timeout=60)
+            detach()
+            self.api.post("/fake/hold-lists", {"resource": "volumeattachments", "skip": 1,
+                                               "fresh": fresh})
+            try:
+                demote = subprocess.Popen([CTL, "tier", "demote", name, "--config", self.plain,
+                                           "--kubeconfig", self.kubeconfig],
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                wait_for("gantryctl's re-check held",
+                         lambda: self.api.get("/fake/state")["heldLists"], 60)
+                self.assertEqual(state(), "demoting")
+                attach()
+                with self.assertRaises(grpc.RpcError) as cm:
+                    p2.call("ControllerPublishVolume", self.publish_req("race"), timeout=60)
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.ABORTED)
+                self.assertEqual(cm.exception.details(),
+                                 "volume_id: %s is being demoted; retry" % name)
+            finally:
+                self.api.post("/fake/release-lists", {})
+            out, errs = demote.communicate(timeout=120)
+            if fresh:
+                self.assertEqual(demote.returncode, 1, out + errs)
+                self.assertIn("a VolumeAttachment attaches it to node gpu-1", errs)
+                self.assertEqual(state(), "done")
+            else:
+                self.assertEqual(demote.returncode, 0, errs)
+                self.assertEqual(state(), "demoted")
+            messages = publish(p2)
+            self.assertEqual(len(messages) > 0, not fresh, messages)
+            self.assertEqual(state(), "done")
+            self.assertEqual(env.checksum("perf", near), want)
+        p2.call("ControllerUnpublishVolume", unpublish, timeout=60)
+        detach()
+        p2.stop()
 
 if __name__ == "__main__":
     unittest.main()

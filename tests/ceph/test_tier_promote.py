@@ -4,13 +4,18 @@ provisioner's retry loop (CreateVolume answers ABORTED with the progress
 until the copy is done), content checked by checksum; kill -9 of the
 controller at ~30 % and a new controller resumes, re-copying at most a few
 percent (bytes measured at the destination's OSDs); DeleteVolume while the
-copy runs cancels it and leaves nothing; the progress metrics."""
+copy runs cancels it and leaves nothing; the progress metrics. Several
+CreateVolume calls of one name in flight at once (provisioner replicas)
+during a throttled copy see one copy and one volume, and a DeleteVolume
+among them leaves nothing of it."""
 import json
 import os
+import random
 import re
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 import urllib.request
@@ -284,6 +289,221 @@ class PromoteTest(CopyTest):
                      "rbd/%s@gantry-copy-image-%s" % (self.far_img, dst), check=False)
             env.tool("rados", "perf", "-p", "rbd", "rmomapkey", "gantry.copies", "image-" + dst,
                      check=False)
+
+
+# The other ABORTED answers of CreateVolume: an operation on the same name or
+# volume holds its lock (dataset_volume.c); the caller retries, as with progress.
+LOCKED = re.compile(r"^name: (an operation on volume \S+ is in progress|volume \S+ is busy "
+                    r"\(being deleted\?\)|volume \S+ is being created and deleted elsewhere)$")
+
+
+class Replica(threading.Thread):
+    """One external-provisioner replica: CreateVolume of @req over and over,
+    ABORTED and DEADLINE_EXCEEDED retried after a short jittered backoff,
+    until OK (and @go_on() is false) or @stop is set. Each answer is kept
+    as (sent, answered, code name, details or volume)."""
+
+    def __init__(self, plugin, req, stop, go_on=lambda: False):
+        super().__init__(daemon=True)
+        self.plugin, self.req, self.stop, self.go_on = plugin, req, stop, go_on
+        self.answers, self.error = [], None
+
+    def run(self):
+        import grpc
+        try:
+            while not self.stop.is_set():
+                sent = time.monotonic()
+                try:
+                    vol = self.plugin.call("CreateVolume", self.req, timeout=60).volume
+                    self.answers.append((sent, time.monotonic(), "OK", vol))
+                    if not self.go_on():
+                        return
+                except grpc.RpcError as e:
+                    self.answers.append((sent, time.monotonic(), e.code().name, e.details()))
+                    if e.code() not in (grpc.StatusCode.ABORTED,
+                                        grpc.StatusCode.DEADLINE_EXCEEDED):
+                        return
+                time.sleep(random.uniform(0.02, 0.08))
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            self.error = e
+
+
+def run_replicas(plugin, req, n, stop, go_on=lambda: False, timeout=120):
+    """@n Replicas of @req started at once; joined (bounded by @timeout, then stopped)."""
+    threads = [Replica(plugin, req, stop, go_on) for _ in range(n)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        t.join(max(0.1, deadline - time.monotonic()))
+    stop_replicas(threads, stop)
+    return threads
+
+
+def stop_replicas(threads, stop):
+    """Sets @stop, joins @threads (bounded) and raises what one of them raised."""
+    stop.set()
+    for t in threads:
+        t.join(60)
+    for t in threads:
+        if t.error:
+            raise t.error
+
+
+class PromoteRaceTest(CopyTest):
+    """Several CreateVolume calls of one name in flight at once while the
+    promotion copies (provisioner replicas, or a restarted one): the
+    name's and the volume's locks make them take turns; they all see one
+    copy, one volume, and a DeleteVolume among them leaves nothing of it."""
+    N = 5
+
+    @classmethod
+    def setUpClass(cls):
+        cls.far, cls.far_img = cls.make_source("tier-race-", 128 << 20)
+        cls.want = env.checksum("capa", cls.far_img)
+        # 128 MiB at 16 MB/s: ~8 s of copying for the replicas to overlap in
+        cls.configs.append(config(read_mbps=16))
+
+    def setUp(self):
+        self.p = self.plugin(self.configs[2])
+        self.images = env.rbd_images("perf")
+        self.name = "race-%s-%s" % (self._testMethodName[5:14].replace("_", "-"), env.UNIQUE)
+        self.req = env.create_req(self.name, "perf", size=0, source_volume=self.far.volume_id)
+
+    def tearDown(self):
+        uuid = env.journal()[0].get(self.name)
+        if uuid:
+            env.retry(lambda: self.p.call("DeleteVolume",
+                                          env.delete_req(env.volume_id("perf", "rbd", uuid))))
+        env.assert_consistent(self)
+
+    def check_answers(self, t, delete_at=None):
+        """Every answer of Replica @t is OK or ABORTED (progress of this name,
+        or a lock held by another call); the progress never goes backwards,
+        except once for a new copy after a DeleteVolume whose successful
+        attempt was sent at @delete_at. Returns (progress lines, lock answers,
+        volumes)."""
+        progress, locked, oks, last, restarted = 0, 0, [], -1, False
+        for _, answered, code, what in t.answers:
+            if code == "OK":
+                oks.append(what)
+                continue
+            self.assertEqual(code, "ABORTED", what)
+            if LOCKED.match(what):
+                self.assertIn(self.name, what)
+                locked += 1
+                continue
+            self.assertRegex(what, LINE)
+            self.assertEqual(LINE.match(what).group(1), self.name, what)
+            done = percent(what)
+            if done < last and delete_at is not None and answered > delete_at and not restarted:
+                restarted, last = True, -1  # the volume of the name the delete left: a new copy
+            self.assertGreaterEqual(done, last, "progress went backwards: %s" % what)
+            last, progress = done, progress + 1
+        return progress, locked, oks
+
+    def overlapped(self, threads):
+        """Pairs of calls of different replicas in flight at the same time."""
+        calls = sorted((a[0], a[1], i) for i, t in enumerate(threads) for a in t.answers)
+        n = 0
+        for j, (s, e, i) in enumerate(calls):
+            n += sum(1 for s2, _, i2 in calls[j + 1:] if s2 < e and i2 != i)
+        return n
+
+    def test_concurrent_retries(self):
+        threads = run_replicas(self.p, self.req, self.N, threading.Event())
+        counts = [self.check_answers(t) for t in threads]
+        vols = [v for _, _, oks in counts for v in oks]
+        progress = sum(c[0] for c in counts)
+        locked = sum(c[1] for c in counts)
+        both = self.overlapped(threads)
+        print("%d replicas: %d calls, %d progress answers, %d lock answers, %d overlapping pairs" %
+              (self.N, sum(len(t.answers) for t in threads), progress, locked, both))
+        # the calls really were in flight together during the copy
+        self.assertGreaterEqual(sum(1 for c in counts if c[0] > 0), 2, counts)
+        self.assertGreater(both, 0)
+        self.assertEqual(len(vols), self.N, "a replica never got OK")
+        for v in vols:
+            self.assertEqual(v.volume_id, vols[0].volume_id)
+            self.assertEqual(v.capacity_bytes, 128 << 20)
+            self.assertEqual(dict(v.volume_context), dict(vols[0].volume_context))
+        uuid = env.uuid_of(vols[0].volume_id)
+        # one copy made it: one image, one record, one snapshot of the source
+        self.assertEqual(env.rbd_images("perf") - self.images, {"gantry-vol-" + uuid})
+        recs = {k: r for k, r in env.copy_records().items() if r["name"] == self.name}
+        self.assertEqual(list(recs), [uuid])
+        self.assertEqual(recs[uuid]["state"], "done")
+        self.assertEqual(source_snaps(self.far_img), ["gantry-copy-" + uuid])
+        self.assertEqual(self.p.read_log().count("event=tier.copy_started name=%s " % self.name), 1)
+        self.assertEqual(env.checksum("perf", "gantry-vol-" + uuid), self.want)
+        # DeleteVolume removes all of it
+        env.retry(lambda: self.p.call("DeleteVolume", env.delete_req(vols[0].volume_id), timeout=60))
+        self.assertEqual(env.rbd_images("perf"), self.images)
+        self.assertNotIn(uuid, env.copy_records())
+        self.assertNotIn(self.name, env.journal()[0])
+        self.assertEqual(source_snaps(self.far_img), [])
+
+    def test_delete_among_retries(self):
+        stop, deleted = threading.Event(), threading.Event()
+
+        def go_on():  # none stops on its own before the delete is through
+            return not deleted.is_set()
+
+        threads = [Replica(self.p, self.req, stop, go_on) for _ in range(self.N)]
+        for t in threads:
+            t.start()
+        try:
+            # mid-copy: past 10 %, as the replicas see it
+            def mid():
+                return any(c == "ABORTED" and LINE.match(m) and percent(m) >= 10
+                           for t in threads for _, _, c, m in list(t.answers))
+            deadline = time.monotonic() + 120
+            while not mid():
+                self.assertLess(time.monotonic(), deadline, "the copy never got to 10 %")
+                time.sleep(0.05)
+            uuid = env.journal()[0][self.name]
+            vid = env.volume_id("perf", "rbd", uuid)
+            sent = []
+
+            def delete():
+                sent.append(time.monotonic())
+                return self.p.call("DeleteVolume", env.delete_req(vid), timeout=60)
+            env.retry(delete)  # ABORTED while a create holds the volume's lock
+            done_at = time.monotonic()
+            # every replica calls at least once more after the delete (a stale retry)
+            deadline = time.monotonic() + 60
+            while any(t.is_alive() and not any(a[0] > done_at for a in t.answers)
+                      for t in threads):
+                self.assertLess(time.monotonic(), deadline, "a replica stopped calling")
+                time.sleep(0.05)
+        finally:
+            deleted.set()
+            stop_replicas(threads, stop)
+        for t in threads:
+            _, _, oks = self.check_answers(t, delete_at=sent[-1])
+            # the deleted volume never answered OK: its copy was cancelled
+            self.assertEqual([v.volume_id for v in oks if v.volume_id == vid], [])
+        self.assertIn("event=tier.copy_cancelled name=%s uuid=%s" % (self.name, uuid),
+                      self.p.read_log())
+        # nothing of the deleted volume is left...
+        self.assertNotIn(uuid, env.copy_records())
+        self.assertNotIn("gantry-vol-" + uuid, env.rbd_images("perf"))
+        self.assertNotIn("gantry-copy-" + uuid, source_snaps(self.far_img))
+        # ...and the retries after it made exactly one new volume of the name (the name
+        # was free again): one image, one record, one snapshot, consistent when complete
+        uuid2 = env.journal()[0][self.name]
+        self.assertNotEqual(uuid2, uuid)
+        self.assertEqual(env.rbd_images("perf") - self.images, {"gantry-vol-" + uuid2})
+        recs = [k for k, r in env.copy_records().items() if r["name"] == self.name]
+        self.assertEqual(recs, [uuid2])
+        self.assertEqual(source_snaps(self.far_img), ["gantry-copy-" + uuid2])
+        vol, _ = env.provision(self.p, self.req, timeout=120)
+        self.assertEqual(env.uuid_of(vol.volume_id), uuid2)
+        self.assertEqual(env.checksum("perf", "gantry-vol-" + uuid2), self.want)
+        env.retry(lambda: self.p.call("DeleteVolume", env.delete_req(vol.volume_id), timeout=60))
+        self.assertEqual(env.rbd_images("perf"), self.images)
+        self.assertEqual([k for k, r in env.copy_records().items() if r["name"] == self.name], [])
+        self.assertEqual(source_snaps(self.far_img), [])
 
 
 if __name__ == "__main__":

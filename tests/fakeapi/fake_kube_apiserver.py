@@ -42,6 +42,13 @@ Every API request must carry "Authorization: Bearer TOKEN" (--token) or, with
                                          keep Binding POSTs unanswered until
                                          released (a client that gives up
                                          first binds nothing)
+  POST   /fake/hold-lists {"resource","count","skip","fresh"}, /fake/release-lists
+                                         after SKIP (default 0) lists of RESOURCE
+                                         answered as usual, the next COUNT are
+                                         answered only once released: with what
+                                         was there when they came (a stale
+                                         answer), or with "fresh": true what is
+                                         there when released
   POST   /fake/tokens {"tokens": [...]}  the bearer tokens accepted from now on
   POST   /fake/fail {"verb","resource","status","count","mode"}
          the next COUNT matching API requests fail with STATUS (mode "event":
@@ -185,6 +192,9 @@ class State:
         self.hold_bindings = False
         self.held_bindings = 0
         self.held_watches = 0
+        self.list_holds = []       # dicts from /fake/hold-lists
+        self.held_lists = 0
+        self.list_release_gen = 0
         self.tokens = set()
 
     def next_rv(self):
@@ -413,12 +423,31 @@ class Handler(BaseHTTPRequestHandler):
         return True
 
     # -- list
+    def hold_list(self):
+        """/fake/hold-lists: waits (under st.cond) until /fake/release-lists."""
+        st = self.server.state
+        gen = st.list_release_gen
+        st.held_lists += 1
+        st.cond.notify_all()
+        while st.list_release_gen == gen and not st.stopping and not self.client_gone():
+            st.cond.wait(0.2)
+        st.held_lists -= 1
+
     def list(self, resource, ns, q):
         st = self.server.state
         kind, api_version, _, _ = RESOURCES[resource]
         limit = int(q.get("limit") or 0)
         cont = q.get("continue")
         with st.cond:
+            hold = next((h for h in st.list_holds if h["count"] > 0 and h["resource"] == resource),
+                        None)
+            if hold and hold["skip"] > 0:
+                hold["skip"] -= 1
+                hold = None
+            elif hold:
+                hold["count"] -= 1
+            if hold and hold["fresh"]:
+                self.hold_list()
             if cont:
                 try:
                     cid, start = json.loads(base64.urlsafe_b64decode(cont.encode()))
@@ -446,6 +475,8 @@ class Handler(BaseHTTPRequestHandler):
                     st.snapshots[cid] = (rv, items)
                 meta["continue"] = base64.urlsafe_b64encode(json.dumps([cid, start + limit]).encode()).decode()
                 meta["remainingItemCount"] = len(items) - start - limit
+            if hold and not hold["fresh"]:
+                self.hold_list()
         self.send_json(200, {"kind": kind + "List", "apiVersion": api_version, "metadata": meta,
                              "items": page})
 
@@ -629,6 +660,18 @@ class Handler(BaseHTTPRequestHandler):
                 st.hold_bindings = op == "hold-bindings"
                 st.cond.notify_all()
             return self.send_json(200, {})
+        if op == "hold-lists" and method == "POST":
+            h = {"resource": body.get("resource"), "count": int(body.get("count", 1)),
+                 "skip": int(body.get("skip", 0)), "fresh": bool(body.get("fresh"))}
+            with st.cond:
+                st.list_holds.append(h)
+            return self.send_json(200, h)
+        if op == "release-lists" and method == "POST":
+            with st.cond:
+                st.list_holds = []
+                st.list_release_gen += 1
+                st.cond.notify_all()
+            return self.send_json(200, {})
         if op == "tokens" and method == "POST":
             with st.cond:
                 st.tokens = set(body.get("tokens", []))
@@ -669,6 +712,7 @@ class Handler(BaseHTTPRequestHandler):
                                             "failuresLeft": sum(f["count"] for f in st.failures),
                                             "heldWatches": st.held_watches,
                                             "heldBindings": st.held_bindings,
+                                            "heldLists": st.held_lists,
                                             "compactedBelow": st.compacted_rv})
         return self.send_json(404, {"error": f"unknown control request {method} /fake/{'/'.join(parts)}"})
 
