@@ -202,12 +202,19 @@ void gantry_dataset_image_name(const char *uuid, char *buf, size_t size);
 void gantry_dataset_snap_name(const char *uuid, char *buf, size_t size);
 
 /*
- * Removes image @name from @io: refuses with -ENOTEMPTY (naming the watcher
- * or the snapshots) when it is mapped or has snapshots unless @force, which
+ * Removes image @name from @io: refuses with -ENOTEMPTY (naming the watcher,
+ * the snapshots or the clones) when it is mapped, has CSI snapshots or has
+ * clones of its snapshots unless @force, which
  * purges snapshots first (for half-made images). Missing image: 0.
  */
 int gantry_dataset_image_remove(rados_ioctx_t io, const char *name, bool force,
                                 struct gantry_error *err);
+/*
+ * The checks gantry_dataset_image_remove() makes of a ready image (not
+ * @force), without removing anything: 0 when it can go (or is missing),
+ * -ENOTEMPTY when it is watched, has CSI snapshots or has clones.
+ */
+int gantry_dataset_image_check(rados_ioctx_t io, const char *name, struct gantry_error *err);
 /*
  * DeleteVolume of a clone of a drained checkpoint image that gantry-target
  * moved to the RBD trash (drained_trash.c). gantry_drained_parent_note()

@@ -29,3 +29,9 @@ void gantry_attachments_free(struct gantry_attachments *a);
  * connection; the first one's address goes into @who. -errno on failure.
  */
 int gantry_image_watched(rbd_image_t img, rados_ioctx_t io, char *who, size_t size);
+
+/*
+ * Whether a snapshot of image @image in @io has clones (children), which read
+ * through it: 1 yes (also for more snapshots than it looks at), 0 no, -errno.
+ */
+int gantry_image_has_clones(rados_ioctx_t io, const char *image);

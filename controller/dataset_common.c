@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "controller_internal.h"
+#include "copy_in_use.h"
 #include "log.h"
 
 void gantry_dataset_image_name(const char *uuid, char *buf, size_t size)
@@ -204,6 +205,45 @@ static int purge_snapshots(rbd_image_t img, const char *name, bool purge, struct
         return r < 0 ? r : (purge ? 0 : n);
 }
 
+/*
+ * What keeps a ready image (not @half_made) in place: watchers, CSI
+ * snapshots, clones of any of its snapshots (a refreshed copy reading through
+ * a refresh base's "gantry-promoted"), each -ENOTEMPTY naming it. Else how
+ * many other snapshots it has (ours to purge). A half-made image: watchers only.
+ */
+static int check_removable(rados_ioctx_t io, rbd_image_t img, const char *name, bool half_made,
+                           struct gantry_error *err)
+{
+        int r = check_watchers(img, name, half_made, err), c;
+
+        if (r < 0 || half_made)
+                return r;
+        if ((r = purge_snapshots(img, name, false, err)) <= 0) /* refuses CSI snapshots */
+                return r;
+        c = gantry_image_has_clones(io, name);
+        if (c < 0)
+                return gantry_ceph_error(err, c, "list the clones of", name);
+        if (c > 0)
+                return gantry_error_set(err, ENOTEMPTY, "volume_id: image %s still has clones "
+                                        "(refreshed copies read through it); delete them first",
+                                        name);
+        return r;
+}
+
+int gantry_dataset_image_check(rados_ioctx_t io, const char *name, struct gantry_error *err)
+{
+        rbd_image_t img;
+        int r = rbd_open_read_only(io, name, &img, NULL);
+
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return gantry_ceph_error(err, r, "open image", name);
+        r = check_removable(io, img, name, false, err);
+        rbd_close(img);
+        return r < 0 ? r : 0;
+}
+
 int gantry_dataset_image_remove(rados_ioctx_t io, const char *name, bool force,
                                 struct gantry_error *err)
 {
@@ -217,9 +257,7 @@ int gantry_dataset_image_remove(rados_ioctx_t io, const char *name, bool force,
         if (r < 0 && !force)
                 return gantry_ceph_error(err, r, "open image", name);
         if (r == 0) {
-                r = check_watchers(img, name, force, err);
-                if (r == 0 && !force)
-                        r = purge_snapshots(img, name, false, err); /* refuses CSI snapshots */
+                r = check_removable(io, img, name, force, err);
                 rbd_close(img);
                 if (r < 0)
                         return r;

@@ -551,6 +551,12 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
                                        (void *const *)req->secrets, req->n_secrets, &t, &e, err);
         if (r <= 0)
                 goto out;
+        /* a ready image that must stay (mapped, CSI snapshots, clones of a refresh base)
+         * refuses before anything goes: its copy and mirror records stay with it. A copy
+         * running into it (a demoted copy copied again) watches it: stopped below first */
+        if (e.ready && !gantry_promotion_running(e.uuid) &&
+            (r = gantry_dataset_image_check(t.io, e.image, err)) < 0)
+                goto out;
         /* a copy into it (promotion.c) stops first, and its snapshot of the source goes;
          * one through rbd-mirror (mirror.c) removes the image before the source's mirroring */
         if ((r = gantry_mirror_cancel(call->config, t.io, e.uuid, e.image, !e.ready, err)) < 0 ||

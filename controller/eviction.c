@@ -110,33 +110,6 @@ static void decide(const char *cluster, const char *name, const char *key, const
 
 /* ---- one demotion ---- */
 
-/* Whether a snapshot of @image has clones (children), which read through it. */
-static int has_clones(rados_ioctx_t io, const char *image, rbd_image_t img)
-{
-        rbd_snap_info_t snaps[64];
-        int max = 64, n = rbd_snap_list(img, snaps, &max), r = 0;
-
-        if (n == -ERANGE)
-                return 1; /* that many snapshots: treat as cloned, never guess */
-        if (n < 0)
-                return n;
-        for (int i = 0; i < n && r == 0; i++) {
-                rbd_linked_image_spec_t kids[4];
-                size_t nk = 4;
-                rbd_image_t s;
-
-                if ((r = rbd_open_read_only(io, image, &s, snaps[i].name)) < 0)
-                        break;
-                r = rbd_list_children3(s, kids, &nk);
-                if (r >= 0 && nk > 0)
-                        rbd_linked_image_spec_list_cleanup(kids, nk);
-                r = r == -ERANGE || (r >= 0 && nk > 0) ? 1 : r < 0 ? r : 0;
-                rbd_close(s);
-        }
-        rbd_snap_list_end(snaps);
-        return r;
-}
-
 static int write_record(rados_ioctx_t io, const char *key, struct gantry_tier_record *rec,
                         const char *state)
 {
@@ -231,7 +204,7 @@ static int in_use(rados_ioctx_t io, rbd_image_t img, const struct gantry_tier_re
                 return gantry_error_set(err, EBUSY, "%s is in use: image %s is watched by %s "
                                         "(mapped on a node?)", rec->name, dest_image(rec), who);
         }
-        if ((r = has_clones(io, dest_image(rec), img)) < 0)
+        if ((r = gantry_image_has_clones(io, dest_image(rec))) < 0)
                 return gantry_ceph_error(err, r, "list the clones of", dest_image(rec));
         if (r > 0) {
                 *why = "clones";

@@ -5,6 +5,8 @@ snapshot; 5 % of the source is changed and snapshotted again; a new volume
 from the new snapshot is made as a clone of the promoted copy plus only the
 changed objects (bytes counted by the copier's record and at the OSDs), its
 content equals the new snapshot and the old copy still equals the old one.
+DeleteVolume of the old copy while the new one is its clone is refused and
+loses nothing (its copy record stays); after the new one, it goes.
 Resume at start: the controller is killed with kill -9 mid-copy and a new
 one carries the copy on without any CreateVolume call."""
 import os
@@ -150,6 +152,21 @@ class RefreshTest(CopyTest):
                          cm.exception.details())
         self.assertIn("clones", cm.exception.details())
         self.assertEqual(env.checksum("perf", img2), want2)
+        # ... and loses nothing: the base keeps its copy record (tier status, eviction and
+        # later refreshes see it), its refresh base snapshot and its content
+        kept = env.copy_records()[env.uuid_of(v1.volume_id)]
+        self.assertEqual((kept["state"], kept["promotedSnap"]), ("done", "gantry-promoted"))
+        self.assertIn(self.name("v1"), tier_status(self.configs[0])[1])
+        self.assertIn("gantry-promoted", source_snaps(img1, "perf"))
+        self.assertEqual(env.checksum("perf", img1), want1)
+        # the child gone, the base goes, with its record and image
+        for v in (v2, v1):
+            p.call("DeleteVolume", env.delete_req(v.volume_id), timeout=60)
+            self.made.remove(("volume", v.volume_id, "perf"))
+        self.assertFalse({env.uuid_of(v1.volume_id), env.uuid_of(v2.volume_id)}
+                         & set(env.copy_records()))
+        self.assertFalse({img1, img2} & env.rbd_images("perf"))
+        self.assertFalse([s for s in source_snaps(self.src_img) if s.startswith("gantry-copy-")])
 
     def check_gantryctl_refresh(self, v1, rbd_snap1, rbd_snap2, want2):
         """`gantryctl tier promote --refresh` by hand: the same refresh of an image."""
