@@ -9,7 +9,8 @@ of a demoted copy copies it again (ABORTED with the progress, then OK, the
 content checked by checksum); `gantryctl tier demote` by hand. The PVs in the
 FAKE API server carry the annotation gantry.io/copy-state the controller
 writes (demoted / copying / done); a PV it cannot patch does not stop a
-demotion. ControllerPublishVolume racing a policy that demotes every second:
+demotion (404: dropped, not retried), and a "done" patch that fails (503)
+is retried until the PV says "done", with no further CSI call. ControllerPublishVolume racing a policy that demotes every second:
 an OK publish is never followed by the data going while attached (also when
 the pass read the VolumeAttachments before the attacher wrote its own), nor
 answered while `gantryctl tier demote` has the copy "demoting"."""
@@ -264,6 +265,8 @@ class EvictTest(unittest.TestCase):
         self.assertIn('gantry_copy_state_patch_failures_total{state="demoted"} 1', mtext)
         self.assertRegex(p2.read_log(), r"event=tier\.copy_state_failed pv=%s state=demoted "
                          % names["d"])
+        self.assertRegex(p2.read_log(), r"event=tier\.copy_state_dropped pv=%s state=demoted "
+                         r"reason=pv_gone" % names["d"])
         self.assertRegex(mtext, r'gantry_tier_pool_usage_ratio\{cluster="perf",pool="%s"\} '
                          % POOL)
         rec = env.copy_records()
@@ -306,6 +309,11 @@ class EvictTest(unittest.TestCase):
             except grpc.RpcError as e:
                 self.assertEqual(e.code(), grpc.StatusCode.ABORTED, e.details())
                 self.assertLess(time.monotonic(), deadline)
+                if not messages:
+                    # the API answers the next two patches (the "done" one and its
+                    # first retry) 503: the controller retries it without a CSI call
+                    self.api.post("/fake/fail", {"verb": "patch", "resource": "persistentvolumes",
+                                                 "status": 503, "count": 2})
                 messages.append(e.details())
                 # while the copy runs the PV says so (set before the first ABORTED)
                 self.assertEqual(self.copy_state(names["a"]), "copying")
@@ -322,7 +330,14 @@ class EvictTest(unittest.TestCase):
         log = p3.read_log()
         self.assertIn("event=tier.copy_repromoting name=%s" % names["a"], log)
         self.assertIn("event=tier.copy_repromoted name=%s" % names["a"], log)
-        self.assertEqual(self.copy_state(names["a"]), "done")
+        wait_for("the retried patch of A's copy-state", lambda: self.copy_state(names["a"]) == "done",
+                 30)
+        self.assertEqual(self.api.get("/fake/state")["failuresLeft"], 0)
+        log = p3.read_log()
+        self.assertRegex(log, r"event=tier\.copy_state_failed pv=%s state=done attempt=2 "
+                         r"error=.*HTTP 503" % names["a"])
+        self.assertIn("event=tier.copy_state pv=%s state=done retried=2" % names["a"], log)
+        self.assertIn('gantry_copy_state_patch_failures_total{state="done"} 2', self.metrics(p3))
         p3.stop()
 
         # 4: gantryctl tier demote by hand

@@ -346,6 +346,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_status(404, "NotFound", f"the server could not find the requested resource ({path})")
         fail = st.take_failure(verb, resource + ("/" + sub if sub else ""))
         if fail and not (verb == "watch" and fail.get("mode") == "event"):
+            self.read_body()  # as the real server: the connection stays usable for the next request
             return self.send_status(fail["status"], "InternalError" if fail["status"] >= 500 else "Failure",
                                     f"fake failure injected for {verb} {resource}")
         if verb == "create" and sub == "binding":
