@@ -551,6 +551,11 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
                                        (void *const *)req->secrets, req->n_secrets, &t, &e, err);
         if (r <= 0)
                 goto out;
+        /* a clone of a drained checkpoint image in the RBD trash: note the parent while the
+         * clone tells it, purge it once the clone is gone (drained_trash.c). First of all:
+         * the note only remembers, and a delete refused below keeps it for the retry */
+        if ((r = gantry_drained_parent_note(t.io, &e, err)) < 0)
+                goto out;
         /* a ready image that must stay (mapped, CSI snapshots, clones of a refresh base)
          * refuses before anything goes: its copy and mirror records stay with it. A copy
          * running into it (a demoted copy copied again) watches it: stopped below first */
@@ -561,10 +566,6 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
          * one through rbd-mirror (mirror.c) removes the image before the source's mirroring */
         if ((r = gantry_mirror_cancel(call->config, t.io, e.uuid, e.image, !e.ready, err)) < 0 ||
             (r = gantry_promotion_cancel(call->config, t.io, e.uuid, err)) < 0)
-                goto out;
-        /* a clone of a drained checkpoint image in the RBD trash: note the parent while the
-         * clone tells it, purge it once the clone is gone (drained_trash.c) */
-        if ((r = gantry_drained_parent_note(t.io, &e, err)) < 0)
                 goto out;
         /* a half-made image (ready=0) is ours to purge; a ready one must be unused */
         if ((r = gantry_dataset_image_remove(t.io, e.image, !e.ready, err)) < 0 ||
