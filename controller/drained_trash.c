@@ -18,7 +18,6 @@
  * is never forced: while other clones hang on the image librbd refuses
  * (-ENOTEMPTY, -EBUSY) and the DeleteVolume of the last one purges it.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -27,22 +26,16 @@
 
 #include "controller_internal.h"
 #include "log.h"
+#include "nvmf_names.h"
 
-/* gantry-ckpt-snap-<uuid>: what gantry-target names a drained image (target/rpc.c). */
+/* gantry-ckpt-snap-<uuid>: what gantry-target names a drained image (target/rpc.c),
+ * the uuid made by gantry_nvmf_volume_uuid() (checkpoint_snapshot.c). */
 static bool is_drained_image(const char *name)
 {
         static const char prefix[] = "gantry-ckpt-snap-";
-        const char *u;
 
-        if (!name || strncmp(name, prefix, sizeof(prefix) - 1) != 0)
-                return false;
-        u = name + sizeof(prefix) - 1;
-        if (strlen(u) != GANTRY_UUID_LEN)
-                return false;
-        for (; *u; u++)
-                if (!isxdigit((unsigned char)*u) && *u != '-')
-                        return false;
-        return true;
+        return name && strncmp(name, prefix, sizeof(prefix) - 1) == 0 &&
+               gantry_nvmf_is_uuid(name + sizeof(prefix) - 1);
 }
 
 int gantry_drained_parent_note(rados_ioctx_t io, struct gantry_journal_entry *e, struct gantry_error *err)
