@@ -16,7 +16,7 @@
 #include "api_access.h"
 #include "checkpoint.h"
 #include "controller.h"
-#include "controller_internal.h"
+#include "dataset_internal.h"
 #include "copy_state.h"
 #include "eviction.h"
 #include "kube_client.h"

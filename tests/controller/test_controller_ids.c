@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "controller_internal.h"
+#include "dataset_internal.h"
 
 static void test_round_trip(void **state)
 {

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "controller_internal.h"
+#include "dataset_internal.h"
 
 #define MAX_PARAMS 16
 

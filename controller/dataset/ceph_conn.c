@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "controller_internal.h"
+#include "dataset_internal.h"
 #include "attr_file.h"
 #include "log.h"
 

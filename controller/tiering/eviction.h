@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "controller_internal.h"
+#include "dataset_internal.h"
 #include "error.h"
 
 struct gantry_attachments;

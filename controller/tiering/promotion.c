@@ -35,7 +35,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "controller_internal.h"
+#include "dataset_internal.h"
 #include "copier.h"
 #include "log.h"
 #include "metrics.h"

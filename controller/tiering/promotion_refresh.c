@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller_internal.h"
+#include "dataset_internal.h"
 #include "log.h"
 #include "record.h"
 

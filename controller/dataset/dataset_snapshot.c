@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "controller_internal.h"
+#include "dataset_internal.h"
 #include "eviction.h"
 #include "log.h"
 

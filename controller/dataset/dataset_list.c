@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller_internal.h"
+#include "dataset_internal.h"
 #include "log.h"
 
 #define LIST_MAX 4096 /* entries in one answer, whatever max_entries says */

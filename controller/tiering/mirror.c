@@ -30,7 +30,7 @@
 #include <time.h>
 
 #include "controller.h"
-#include "controller_internal.h"
+#include "dataset_internal.h"
 #include "log.h"
 #include "record.h"
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "controller_internal.h"
+#include "dataset_internal.h"
 
 #define ID_VERSION "0001"
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller_internal.h"
+#include "dataset_internal.h"
 
 static const struct {
         const char *name;

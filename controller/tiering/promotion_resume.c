@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "controller_internal.h"
+#include "dataset_internal.h"
 #include "log.h"
 #include "record.h"
 

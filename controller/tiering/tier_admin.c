@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "controller.h"
-#include "controller_internal.h"
+#include "dataset_internal.h"
 #include "record.h"
 
 #define PAGE 256

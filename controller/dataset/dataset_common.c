@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller_internal.h"
+#include "dataset_internal.h"
 #include "copy_in_use.h"
 #include "log.h"
 

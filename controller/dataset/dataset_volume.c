@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "checkpoint.h"
-#include "controller_internal.h"
+#include "dataset_internal.h"
 #include "eviction.h"
 #include "log.h"
 
