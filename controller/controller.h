@@ -28,11 +28,11 @@ int gantry_controller_probe(const struct gantry_config *config, int64_t deadline
                             struct gantry_error *err);
 
 struct gantry_metrics;
-struct gantry_tier_record;
+struct gantry_copier_record;
 
 /* Called for each copy record; @cluster_id and @pool say where it is kept. Return < 0 to stop. */
 typedef int (*gantry_controller_copy_fn)(const char *cluster_id, const char *pool,
-                                         const struct gantry_tier_record *rec, void *arg);
+                                         const struct gantry_copier_record *rec, void *arg);
 /* Called for a cluster that could not be read; @msg says why. */
 typedef void (*gantry_controller_cluster_error_fn)(const char *cluster_id, const char *msg, void *arg);
 

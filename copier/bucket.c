@@ -8,13 +8,13 @@
 
 #include "bucket.h"
 
-struct gantry_tier_bucket {
+struct gantry_copier_bucket {
         pthread_mutex_t lock;
         uint64_t rate; /* bytes/s, 0: unlimited */
         uint64_t tat;  /* theoretical arrival time of the next byte, ns */
 };
 
-uint64_t gantry_tier_now_ns(void)
+uint64_t gantry_copier_now_ns(void)
 {
         struct timespec ts;
 
@@ -22,9 +22,9 @@ uint64_t gantry_tier_now_ns(void)
         return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int gantry_tier_bucket_new(uint64_t bytes_per_s, struct gantry_tier_bucket **ret)
+int gantry_copier_bucket_new(uint64_t bytes_per_s, struct gantry_copier_bucket **ret)
 {
-        struct gantry_tier_bucket *b = calloc(1, sizeof(*b));
+        struct gantry_copier_bucket *b = calloc(1, sizeof(*b));
 
         if (!b)
                 return -ENOMEM;
@@ -34,7 +34,7 @@ int gantry_tier_bucket_new(uint64_t bytes_per_s, struct gantry_tier_bucket **ret
         return 0;
 }
 
-void gantry_tier_bucket_free(struct gantry_tier_bucket *b)
+void gantry_copier_bucket_free(struct gantry_copier_bucket *b)
 {
         if (!b)
                 return;
@@ -42,14 +42,14 @@ void gantry_tier_bucket_free(struct gantry_tier_bucket *b)
         free(b);
 }
 
-void gantry_tier_bucket_set_rate(struct gantry_tier_bucket *b, uint64_t bytes_per_s)
+void gantry_copier_bucket_set_rate(struct gantry_copier_bucket *b, uint64_t bytes_per_s)
 {
         pthread_mutex_lock(&b->lock);
         b->rate = bytes_per_s;
         pthread_mutex_unlock(&b->lock);
 }
 
-uint64_t gantry_tier_bucket_rate(struct gantry_tier_bucket *b)
+uint64_t gantry_copier_bucket_rate(struct gantry_copier_bucket *b)
 {
         uint64_t r;
 
@@ -59,7 +59,7 @@ uint64_t gantry_tier_bucket_rate(struct gantry_tier_bucket *b)
         return r;
 }
 
-uint64_t gantry_tier_bucket_reserve(struct gantry_tier_bucket *b, uint64_t now_ns, uint64_t bytes)
+uint64_t gantry_copier_bucket_reserve(struct gantry_copier_bucket *b, uint64_t now_ns, uint64_t bytes)
 {
         uint64_t wait = 0, cost;
 
@@ -71,17 +71,17 @@ uint64_t gantry_tier_bucket_reserve(struct gantry_tier_bucket *b, uint64_t now_n
                 if (b->tat < now_ns)
                         b->tat = now_ns; /* an idle bucket does not bank more than the burst */
                 b->tat += cost;
-                if (b->tat > now_ns + GANTRY_TIER_BUCKET_BURST_NS)
-                        wait = b->tat - now_ns - GANTRY_TIER_BUCKET_BURST_NS;
+                if (b->tat > now_ns + GANTRY_COPIER_BUCKET_BURST_NS)
+                        wait = b->tat - now_ns - GANTRY_COPIER_BUCKET_BURST_NS;
         }
         pthread_mutex_unlock(&b->lock);
         return wait;
 }
 
-int gantry_tier_bucket_take(struct gantry_tier_bucket *b, uint64_t bytes, const atomic_bool *cancel)
+int gantry_copier_bucket_take(struct gantry_copier_bucket *b, uint64_t bytes, const atomic_bool *cancel)
 {
-        uint64_t now = gantry_tier_now_ns();
-        uint64_t until = now + gantry_tier_bucket_reserve(b, now, bytes);
+        uint64_t now = gantry_copier_now_ns();
+        uint64_t until = now + gantry_copier_bucket_reserve(b, now, bytes);
         struct timespec ts;
         uint64_t step;
 
@@ -92,7 +92,7 @@ int gantry_tier_bucket_take(struct gantry_tier_bucket *b, uint64_t bytes, const 
                 ts.tv_sec = (time_t)(step / 1000000000ull);
                 ts.tv_nsec = (long)(step % 1000000000ull);
                 nanosleep(&ts, NULL);
-                now = gantry_tier_now_ns();
+                now = gantry_copier_now_ns();
         }
         return cancel && atomic_load(cancel) ? -ECANCELED : 0;
 }

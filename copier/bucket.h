@@ -6,8 +6,8 @@
  * source cluster, gantry-target one per target, so every concurrent copy
  * shares the cap.
  *
- * gantry_tier_bucket_reserve() is plain arithmetic over a caller-supplied
- * time (unit-tested with a fake clock); gantry_tier_bucket_take() sleeps on
+ * gantry_copier_bucket_reserve() is plain arithmetic over a caller-supplied
+ * time (unit-tested with a fake clock); gantry_copier_bucket_take() sleeps on
  * CLOCK_MONOTONIC and can be cut short by a cancel flag. Thread-safe.
  */
 #pragma once
@@ -17,31 +17,31 @@
 #include <stdint.h>
 
 /* how far ahead of the rate a taker may run: bursts of rate x 100 ms */
-#define GANTRY_TIER_BUCKET_BURST_NS 100000000ull
+#define GANTRY_COPIER_BUCKET_BURST_NS 100000000ull
 
-struct gantry_tier_bucket;
+struct gantry_copier_bucket;
 
 /* A bucket of @bytes_per_s (0: unlimited). Returns 0, or -ENOMEM. */
-int gantry_tier_bucket_new(uint64_t bytes_per_s, struct gantry_tier_bucket **ret);
+int gantry_copier_bucket_new(uint64_t bytes_per_s, struct gantry_copier_bucket **ret);
 /* NULL is a no-op. No taker may be inside the bucket. */
-void gantry_tier_bucket_free(struct gantry_tier_bucket *b);
+void gantry_copier_bucket_free(struct gantry_copier_bucket *b);
 
 /* Changes the rate (0: unlimited) for the takers that come next. */
-void gantry_tier_bucket_set_rate(struct gantry_tier_bucket *b, uint64_t bytes_per_s);
-uint64_t gantry_tier_bucket_rate(struct gantry_tier_bucket *b);
+void gantry_copier_bucket_set_rate(struct gantry_copier_bucket *b, uint64_t bytes_per_s);
+uint64_t gantry_copier_bucket_rate(struct gantry_copier_bucket *b);
 
 /*
  * Reserves @bytes at @now_ns; returns the nanoseconds the caller must wait
  * before it moves them (0: at once). NULL bucket or rate 0: always 0.
  */
-uint64_t gantry_tier_bucket_reserve(struct gantry_tier_bucket *b, uint64_t now_ns, uint64_t bytes);
+uint64_t gantry_copier_bucket_reserve(struct gantry_copier_bucket *b, uint64_t now_ns, uint64_t bytes);
 
 /*
  * Reserves @bytes now and sleeps as long as the bucket says, waking every
  * 50 ms to look at @cancel (may be NULL). Returns 0, or -ECANCELED when
  * @cancel became true while waiting.
  */
-int gantry_tier_bucket_take(struct gantry_tier_bucket *b, uint64_t bytes, const atomic_bool *cancel);
+int gantry_copier_bucket_take(struct gantry_copier_bucket *b, uint64_t bytes, const atomic_bool *cancel);
 
 /* CLOCK_MONOTONIC in nanoseconds (the clock of every tier timestamp). */
-uint64_t gantry_tier_now_ns(void);
+uint64_t gantry_copier_now_ns(void);

@@ -21,10 +21,10 @@
 /* zero runs shorter than this are written rather than split into more writes */
 #define ZERO_BLOCK (64u * 1024)
 
-struct gantry_tier_copy {
-        struct gantry_tier_source *src;
-        struct gantry_tier_dest *dst;
-        struct gantry_tier_copy_opts o;
+struct gantry_copier_copy {
+        struct gantry_copier_source *src;
+        struct gantry_copier_dest *dst;
+        struct gantry_copier_copy_opts o;
         char *start_position;
 
         pthread_mutex_t lock;
@@ -33,20 +33,20 @@ struct gantry_tier_copy {
 
         /* under lock */
         uint64_t *plan;
-        struct gantry_tier_position pos;
+        struct gantry_copier_position pos;
         uint64_t cursor;         /* objects below it were started (or were done already) */
         unsigned workers_left;
         unsigned since_persist;  /* objects done since the last persist */
         int err;                 /* first error of a worker or of persist */
         uint64_t start_ns;
-        struct gantry_tier_rate rate;
-        struct gantry_tier_progress p;
+        struct gantry_copier_rate rate;
+        struct gantry_copier_progress p;
 };
 
-int gantry_tier_copy_new(struct gantry_tier_source *src, struct gantry_tier_dest *dst,
-                         const struct gantry_tier_copy_opts *opts, struct gantry_tier_copy **ret)
+int gantry_copier_copy_new(struct gantry_copier_source *src, struct gantry_copier_dest *dst,
+                         const struct gantry_copier_copy_opts *opts, struct gantry_copier_copy **ret)
 {
-        struct gantry_tier_copy *c;
+        struct gantry_copier_copy *c;
         pthread_condattr_t attr;
         uint64_t os = dst->object_size;
 
@@ -59,9 +59,9 @@ int gantry_tier_copy_new(struct gantry_tier_source *src, struct gantry_tier_dest
         if (opts)
                 c->o = *opts;
         if (c->o.in_flight == 0)
-                c->o.in_flight = GANTRY_TIER_IN_FLIGHT_DEFAULT;
-        if (c->o.in_flight > GANTRY_TIER_IN_FLIGHT_MAX)
-                c->o.in_flight = GANTRY_TIER_IN_FLIGHT_MAX;
+                c->o.in_flight = GANTRY_COPIER_IN_FLIGHT_DEFAULT;
+        if (c->o.in_flight > GANTRY_COPIER_IN_FLIGHT_MAX)
+                c->o.in_flight = GANTRY_COPIER_IN_FLIGHT_MAX;
         if (c->o.persist_every_objects == 0)
                 c->o.persist_every_objects = PERSIST_OBJECTS_DEFAULT;
         if (c->o.persist_every_ms == 0)
@@ -85,7 +85,7 @@ int gantry_tier_copy_new(struct gantry_tier_source *src, struct gantry_tier_dest
         return 0;
 }
 
-void gantry_tier_copy_free(struct gantry_tier_copy *c)
+void gantry_copier_copy_free(struct gantry_copier_copy *c)
 {
         if (!c)
                 return;
@@ -96,7 +96,7 @@ void gantry_tier_copy_free(struct gantry_tier_copy *c)
         free(c);
 }
 
-void gantry_tier_copy_cancel(struct gantry_tier_copy *c)
+void gantry_copier_copy_cancel(struct gantry_copier_copy *c)
 {
         atomic_store(&c->cancel, true);
         pthread_mutex_lock(&c->lock);
@@ -105,27 +105,27 @@ void gantry_tier_copy_cancel(struct gantry_tier_copy *c)
 }
 
 /* Fills @ret from the counters; under lock. */
-static void progress_locked(struct gantry_tier_copy *c, uint64_t now, struct gantry_tier_progress *ret)
+static void progress_locked(struct gantry_copier_copy *c, uint64_t now, struct gantry_copier_progress *ret)
 {
         c->p.watermark = c->pos.watermark;
         if (c->start_ns) {
-                c->p.rate = gantry_tier_rate_update(&c->rate, now, c->p.bytes_done);
+                c->p.rate = gantry_copier_rate_update(&c->rate, now, c->p.bytes_done);
                 c->p.elapsed_seconds = (double)(now - c->start_ns) / 1e9;
         }
-        c->p.eta_seconds = gantry_tier_eta(c->p.bytes_total - c->p.bytes_done, c->p.rate);
+        c->p.eta_seconds = gantry_copier_eta(c->p.bytes_total - c->p.bytes_done, c->p.rate);
         *ret = c->p;
 }
 
-void gantry_tier_copy_progress(struct gantry_tier_copy *c, struct gantry_tier_progress *ret)
+void gantry_copier_copy_progress(struct gantry_copier_copy *c, struct gantry_copier_progress *ret)
 {
-        uint64_t now = gantry_tier_now_ns();
+        uint64_t now = gantry_copier_now_ns();
 
         pthread_mutex_lock(&c->lock);
         progress_locked(c, now, ret);
         pthread_mutex_unlock(&c->lock);
 }
 
-static uint64_t object_length(const struct gantry_tier_copy *c, uint64_t i)
+static uint64_t object_length(const struct gantry_copier_copy *c, uint64_t i)
 {
         uint64_t off = i * c->p.object_size;
 
@@ -135,7 +135,7 @@ static uint64_t object_length(const struct gantry_tier_copy *c, uint64_t i)
 /* The source's extents callback: marks the objects the extent touches. */
 static int plan_extent(uint64_t offset, uint64_t length, void *arg)
 {
-        struct gantry_tier_copy *c = arg;
+        struct gantry_copier_copy *c = arg;
         uint64_t first, last;
 
         if (length == 0 || offset >= c->src->size)
@@ -150,7 +150,7 @@ static int plan_extent(uint64_t offset, uint64_t length, void *arg)
 }
 
 /* Lists the source's extents into the plan and restores the start position. */
-static int plan(struct gantry_tier_copy *c)
+static int plan(struct gantry_copier_copy *c)
 {
         uint64_t count = c->p.object_count, done = 0, total = 0, done_objects = 0, n = 0;
         unsigned window = 4 * c->o.in_flight < 64 ? 64 : 4 * c->o.in_flight;
@@ -161,13 +161,13 @@ static int plan(struct gantry_tier_copy *c)
         if ((r = c->src->ops->extents(c->src, plan_extent, c)) < 0)
                 return r;
         pthread_mutex_lock(&c->lock);
-        gantry_tier_position_init(&c->pos, count, c->plan, window);
-        r = gantry_tier_position_decode(&c->pos, c->start_position);
-        for (uint64_t i = gantry_tier_plan_next(c->plan, count, 0); r == 0 && i < count;
-             i = gantry_tier_plan_next(c->plan, count, i + 1)) {
+        gantry_copier_position_init(&c->pos, count, c->plan, window);
+        r = gantry_copier_position_decode(&c->pos, c->start_position);
+        for (uint64_t i = gantry_copier_plan_next(c->plan, count, 0); r == 0 && i < count;
+             i = gantry_copier_plan_next(c->plan, count, i + 1)) {
                 n++;
                 total += object_length(c, i);
-                if (gantry_tier_position_is_done(&c->pos, i)) {
+                if (gantry_copier_position_is_done(&c->pos, i)) {
                         done += object_length(c, i);
                         done_objects++;
                 }
@@ -198,7 +198,7 @@ static bool is_zero(const char *buf, size_t len)
  * else only its runs of data (ZERO_BLOCK granularity). Adds the bytes
  * written to *@written.
  */
-static int write_object(struct gantry_tier_copy *c, uint64_t off, size_t len, const char *buf,
+static int write_object(struct gantry_copier_copy *c, uint64_t off, size_t len, const char *buf,
                         uint64_t *written)
 {
         size_t at = 0, start;
@@ -224,18 +224,18 @@ static int write_object(struct gantry_tier_copy *c, uint64_t off, size_t len, co
 }
 
 /* The first object not started and not done, or count. Under lock. */
-static uint64_t next_object(struct gantry_tier_copy *c)
+static uint64_t next_object(struct gantry_copier_copy *c)
 {
-        uint64_t i = gantry_tier_plan_next(c->plan, c->p.object_count, c->cursor);
+        uint64_t i = gantry_copier_plan_next(c->plan, c->p.object_count, c->cursor);
 
-        while (i < c->p.object_count && gantry_tier_position_is_done(&c->pos, i))
-                i = gantry_tier_plan_next(c->plan, c->p.object_count, i + 1);
+        while (i < c->p.object_count && gantry_copier_position_is_done(&c->pos, i))
+                i = gantry_copier_plan_next(c->plan, c->p.object_count, i + 1);
         return i;
 }
 
 static void *worker(void *arg)
 {
-        struct gantry_tier_copy *c = arg;
+        struct gantry_copier_copy *c = arg;
         char *buf = NULL;
         uint64_t i, len, written;
         int r = posix_memalign((void **)&buf, 4096, c->p.object_size) ? -ENOMEM : 0;
@@ -247,7 +247,7 @@ static void *worker(void *arg)
                 i = next_object(c);
                 if (i >= c->p.object_count)
                         break;
-                if (!gantry_tier_position_may_start(&c->pos, i)) {
+                if (!gantry_copier_position_may_start(&c->pos, i)) {
                         pthread_cond_wait(&c->cond, &c->lock);
                         continue;
                 }
@@ -256,7 +256,7 @@ static void *worker(void *arg)
 
                 len = object_length(c, i);
                 written = 0;
-                r = gantry_tier_bucket_take(c->o.bucket, len, &c->cancel);
+                r = gantry_copier_bucket_take(c->o.bucket, len, &c->cancel);
                 if (r == 0)
                         r = c->src->ops->read(c->src, i * c->p.object_size, len, buf);
                 if (r == 0)
@@ -270,7 +270,7 @@ static void *worker(void *arg)
                                 c->err = r;
                         break;
                 }
-                gantry_tier_position_mark_done(&c->pos, i);
+                gantry_copier_position_mark_done(&c->pos, i);
                 c->p.bytes_done += len;
                 c->p.objects_done++;
                 c->since_persist++;
@@ -284,7 +284,7 @@ static void *worker(void *arg)
 }
 
 /* Flushes the destination, then stores @text. Called without the lock. */
-static int persist(struct gantry_tier_copy *c, const struct gantry_tier_progress *p, const char *text)
+static int persist(struct gantry_copier_copy *c, const struct gantry_copier_progress *p, const char *text)
 {
         int r = c->dst->ops->flush(c->dst);
 
@@ -306,9 +306,9 @@ static void deadline(struct timespec *ts, unsigned ms)
 }
 
 /* The caller's thread while workers copy: persists every K objects or T ms. */
-static void coordinate(struct gantry_tier_copy *c, char *text)
+static void coordinate(struct gantry_copier_copy *c, char *text)
 {
-        struct gantry_tier_progress p;
+        struct gantry_copier_progress p;
         struct timespec until;
         int r;
 
@@ -330,8 +330,8 @@ static void coordinate(struct gantry_tier_copy *c, char *text)
                         continue;
                 }
                 c->since_persist = 0;
-                progress_locked(c, gantry_tier_now_ns(), &p);
-                gantry_tier_position_encode(&c->pos, text, GANTRY_TIER_POSITION_MAX);
+                progress_locked(c, gantry_copier_now_ns(), &p);
+                gantry_copier_position_encode(&c->pos, text, GANTRY_COPIER_POSITION_MAX);
                 pthread_mutex_unlock(&c->lock);
                 r = persist(c, &p, text);
                 pthread_mutex_lock(&c->lock);
@@ -342,21 +342,21 @@ static void coordinate(struct gantry_tier_copy *c, char *text)
         pthread_mutex_unlock(&c->lock);
 }
 
-int gantry_tier_copy_run(struct gantry_tier_copy *c)
+int gantry_copier_copy_run(struct gantry_copier_copy *c)
 {
-        pthread_t threads[GANTRY_TIER_IN_FLIGHT_MAX];
-        struct gantry_tier_progress p;
+        pthread_t threads[GANTRY_COPIER_IN_FLIGHT_MAX];
+        struct gantry_copier_progress p;
         unsigned started = 0;
         char *text;
         int r;
 
-        if (!(text = malloc(GANTRY_TIER_POSITION_MAX)))
+        if (!(text = malloc(GANTRY_COPIER_POSITION_MAX)))
                 return -ENOMEM;
         if ((r = plan(c)) < 0)
                 goto out;
         pthread_mutex_lock(&c->lock);
-        c->start_ns = gantry_tier_now_ns();
-        gantry_tier_rate_start(&c->rate, c->start_ns, c->p.bytes_done);
+        c->start_ns = gantry_copier_now_ns();
+        gantry_copier_rate_start(&c->rate, c->start_ns, c->p.bytes_done);
         c->workers_left = c->o.in_flight;
         pthread_mutex_unlock(&c->lock);
         for (; started < c->o.in_flight; started++) {
@@ -374,10 +374,10 @@ int gantry_tier_copy_run(struct gantry_tier_copy *c)
 
         pthread_mutex_lock(&c->lock);
         r = c->err;
-        if (r == 0 && atomic_load(&c->cancel) && !gantry_tier_position_complete(&c->pos))
+        if (r == 0 && atomic_load(&c->cancel) && !gantry_copier_position_complete(&c->pos))
                 r = -ECANCELED;
-        progress_locked(c, gantry_tier_now_ns(), &p);
-        gantry_tier_position_encode(&c->pos, text, GANTRY_TIER_POSITION_MAX);
+        progress_locked(c, gantry_copier_now_ns(), &p);
+        gantry_copier_position_encode(&c->pos, text, GANTRY_COPIER_POSITION_MAX);
         pthread_mutex_unlock(&c->lock);
         /* the last position: complete, or where a cancel stopped (a later run resumes there) */
         if (r == 0 || r == -ECANCELED) {

@@ -20,9 +20,9 @@
  * @position skips what is done, so a crash costs at most the objects since
  * the last persist plus those in flight.
  *
- * Threads: gantry_tier_copy_run() blocks its caller until the copy ends and
- * calls @persist from that thread only; gantry_tier_copy_cancel() and
- * gantry_tier_copy_progress() may be called from any thread meanwhile.
+ * Threads: gantry_copier_copy_run() blocks its caller until the copy ends and
+ * calls @persist from that thread only; gantry_copier_copy_cancel() and
+ * gantry_copier_copy_progress() may be called from any thread meanwhile.
  */
 #pragma once
 
@@ -34,52 +34,52 @@
 #include "progress.h"
 #include "source.h"
 
-#define GANTRY_TIER_IN_FLIGHT_DEFAULT 8u
-#define GANTRY_TIER_IN_FLIGHT_MAX 64u
+#define GANTRY_COPIER_IN_FLIGHT_DEFAULT 8u
+#define GANTRY_COPIER_IN_FLIGHT_MAX 64u
 
 /*
  * Stores a copy's position. @position is the text to hand back as
- * gantry_tier_copy_opts.position to resume; everything it counts as done is
+ * gantry_copier_copy_opts.position to resume; everything it counts as done is
  * flushed to the destination. Returns >= 0, or -errno to stop the copy with
- * that error. Called from gantry_tier_copy_run()'s thread.
+ * that error. Called from gantry_copier_copy_run()'s thread.
  */
-typedef int (*gantry_tier_persist_cb)(const struct gantry_tier_progress *p, const char *position,
+typedef int (*gantry_copier_persist_cb)(const struct gantry_copier_progress *p, const char *position,
                                       void *arg);
 
-struct gantry_tier_copy_opts {
+struct gantry_copier_copy_opts {
         unsigned in_flight;             /* objects in flight (threads); 0: default, max MAX */
-        struct gantry_tier_bucket *bucket; /* bandwidth cap, shared, borrowed; NULL: none */
+        struct gantry_copier_bucket *bucket; /* bandwidth cap, shared, borrowed; NULL: none */
         const char *position;           /* resume from here; NULL or "": from the start */
         unsigned persist_every_objects; /* 0: 16 */
         unsigned persist_every_ms;      /* 0: 2000 */
-        gantry_tier_persist_cb persist; /* NULL: nothing stored */
+        gantry_copier_persist_cb persist; /* NULL: nothing stored */
         void *arg;                      /* for @persist */
 };
 
-struct gantry_tier_copy;
+struct gantry_copier_copy;
 
 /*
  * Prepares a copy of @src into @dst (both borrowed, alive until _free).
  * Returns 0, -EINVAL when @dst is smaller than @src or has no object size,
  * or -ENOMEM. Nothing is read or written yet.
  */
-int gantry_tier_copy_new(struct gantry_tier_source *src, struct gantry_tier_dest *dst,
-                         const struct gantry_tier_copy_opts *opts, struct gantry_tier_copy **ret);
+int gantry_copier_copy_new(struct gantry_copier_source *src, struct gantry_copier_dest *dst,
+                         const struct gantry_copier_copy_opts *opts, struct gantry_copier_copy **ret);
 
 /*
  * Plans and runs the copy to its end, then flushes the destination and
  * persists the final (complete) position. Returns 0 when every object is
- * copied, -ECANCELED after gantry_tier_copy_cancel(), -EINVAL for an
+ * copied, -ECANCELED after gantry_copier_copy_cancel(), -EINVAL for an
  * @opts.position that does not fit this copy, or the first -errno of the
  * source, destination or @persist. Call at most once per copy.
  */
-int gantry_tier_copy_run(struct gantry_tier_copy *c);
+int gantry_copier_copy_run(struct gantry_copier_copy *c);
 
 /* Asks a running copy to stop soon (objects in flight finish). Any thread. */
-void gantry_tier_copy_cancel(struct gantry_tier_copy *c);
+void gantry_copier_copy_cancel(struct gantry_copier_copy *c);
 
 /* Fills @ret with the copy's progress now (rate and ETA included). Any thread. */
-void gantry_tier_copy_progress(struct gantry_tier_copy *c, struct gantry_tier_progress *ret);
+void gantry_copier_copy_progress(struct gantry_copier_copy *c, struct gantry_copier_progress *ret);
 
 /* Frees a copy that is not running; NULL is a no-op. */
-void gantry_tier_copy_free(struct gantry_tier_copy *c);
+void gantry_copier_copy_free(struct gantry_copier_copy *c);

@@ -9,14 +9,14 @@
 
 #include "position.h"
 
-#define RING GANTRY_TIER_WINDOW_MAX
+#define RING GANTRY_COPIER_WINDOW_MAX
 
-bool gantry_tier_plan_has(const uint64_t *plan, uint64_t i)
+bool gantry_copier_plan_has(const uint64_t *plan, uint64_t i)
 {
         return !plan || (plan[i / 64] >> (i % 64)) & 1;
 }
 
-uint64_t gantry_tier_plan_next(const uint64_t *plan, uint64_t count, uint64_t i)
+uint64_t gantry_copier_plan_next(const uint64_t *plan, uint64_t count, uint64_t i)
 {
         uint64_t w;
 
@@ -28,18 +28,18 @@ uint64_t gantry_tier_plan_next(const uint64_t *plan, uint64_t count, uint64_t i)
                         i += (uint64_t)__builtin_ctzll(w);
                 else
                         i = (i / 64 + 1) * 64; /* nothing left in this word */
-                if (i < count && gantry_tier_plan_has(plan, i))
+                if (i < count && gantry_copier_plan_has(plan, i))
                         return i;
         }
         return count;
 }
 
-static bool ring_get(const struct gantry_tier_position *p, uint64_t i)
+static bool ring_get(const struct gantry_copier_position *p, uint64_t i)
 {
         return (p->done[(i % RING) / 64] >> (i % 64)) & 1;
 }
 
-static void ring_set(struct gantry_tier_position *p, uint64_t i, bool on)
+static void ring_set(struct gantry_copier_position *p, uint64_t i, bool on)
 {
         uint64_t bit = 1ull << (i % 64);
 
@@ -49,37 +49,37 @@ static void ring_set(struct gantry_tier_position *p, uint64_t i, bool on)
                 p->done[(i % RING) / 64] &= ~bit;
 }
 
-void gantry_tier_position_init(struct gantry_tier_position *p, uint64_t count, const uint64_t *plan,
+void gantry_copier_position_init(struct gantry_copier_position *p, uint64_t count, const uint64_t *plan,
                                unsigned window)
 {
         memset(p, 0, sizeof(*p));
         p->count = count;
         p->plan = plan;
         p->window = window < 1 ? 1 : window > RING ? RING : window;
-        p->watermark = gantry_tier_plan_next(plan, count, 0);
+        p->watermark = gantry_copier_plan_next(plan, count, 0);
 }
 
-bool gantry_tier_position_is_done(const struct gantry_tier_position *p, uint64_t i)
+bool gantry_copier_position_is_done(const struct gantry_copier_position *p, uint64_t i)
 {
-        if (i < p->watermark || !gantry_tier_plan_has(p->plan, i))
+        if (i < p->watermark || !gantry_copier_plan_has(p->plan, i))
                 return true;
         if (i >= p->watermark + RING)
                 return false;
         return ring_get(p, i);
 }
 
-bool gantry_tier_position_may_start(const struct gantry_tier_position *p, uint64_t i)
+bool gantry_copier_position_may_start(const struct gantry_copier_position *p, uint64_t i)
 {
         return i < p->watermark + p->window;
 }
 
 /* Moves the watermark over done and unplanned objects, clearing their ring bits. */
-static void advance(struct gantry_tier_position *p)
+static void advance(struct gantry_copier_position *p)
 {
         while (p->watermark < p->count) {
-                if (!gantry_tier_plan_has(p->plan, p->watermark)) {
+                if (!gantry_copier_plan_has(p->plan, p->watermark)) {
                         /* unplanned objects are never marked: their bits are clear */
-                        p->watermark = gantry_tier_plan_next(p->plan, p->count, p->watermark);
+                        p->watermark = gantry_copier_plan_next(p->plan, p->count, p->watermark);
                         continue;
                 }
                 if (!ring_get(p, p->watermark))
@@ -89,7 +89,7 @@ static void advance(struct gantry_tier_position *p)
         }
 }
 
-void gantry_tier_position_mark_done(struct gantry_tier_position *p, uint64_t i)
+void gantry_copier_position_mark_done(struct gantry_copier_position *p, uint64_t i)
 {
         if (i < p->watermark || i >= p->watermark + RING || i >= p->count)
                 return;
@@ -97,12 +97,12 @@ void gantry_tier_position_mark_done(struct gantry_tier_position *p, uint64_t i)
         advance(p);
 }
 
-bool gantry_tier_position_complete(const struct gantry_tier_position *p)
+bool gantry_copier_position_complete(const struct gantry_copier_position *p)
 {
         return p->watermark >= p->count;
 }
 
-int gantry_tier_position_encode(const struct gantry_tier_position *p, char *buf, size_t size)
+int gantry_copier_position_encode(const struct gantry_copier_position *p, char *buf, size_t size)
 {
         size_t len = 0;
         int n;
@@ -138,9 +138,9 @@ static int parse_u64(const char *s, char **end, uint64_t *ret)
         return 0;
 }
 
-int gantry_tier_position_decode(struct gantry_tier_position *p, const char *text)
+int gantry_copier_position_decode(struct gantry_copier_position *p, const char *text)
 {
-        struct gantry_tier_position q = *p;
+        struct gantry_copier_position q = *p;
         uint64_t w, i, last;
         char *end;
 

@@ -9,14 +9,14 @@
 
 #define MIN_SAMPLE_NS 200000000ull
 
-void gantry_tier_rate_start(struct gantry_tier_rate *m, uint64_t now_ns, uint64_t bytes)
+void gantry_copier_rate_start(struct gantry_copier_rate *m, uint64_t now_ns, uint64_t bytes)
 {
         m->last_ns = now_ns;
         m->last_bytes = bytes;
         m->rate = 0;
 }
 
-double gantry_tier_rate_update(struct gantry_tier_rate *m, uint64_t now_ns, uint64_t bytes)
+double gantry_copier_rate_update(struct gantry_copier_rate *m, uint64_t now_ns, uint64_t bytes)
 {
         double dt, inst, alpha;
 
@@ -27,7 +27,7 @@ double gantry_tier_rate_update(struct gantry_tier_rate *m, uint64_t now_ns, uint
         if (m->rate == 0) {
                 m->rate = inst; /* the first interval is the best guess there is */
         } else {
-                alpha = 1.0 - exp(-dt / GANTRY_TIER_RATE_TAU_S);
+                alpha = 1.0 - exp(-dt / GANTRY_COPIER_RATE_TAU_S);
                 m->rate += alpha * (inst - m->rate);
         }
         m->last_ns = now_ns;
@@ -35,7 +35,7 @@ double gantry_tier_rate_update(struct gantry_tier_rate *m, uint64_t now_ns, uint
         return m->rate;
 }
 
-double gantry_tier_eta(uint64_t remaining, double rate)
+double gantry_copier_eta(uint64_t remaining, double rate)
 {
         if (remaining == 0)
                 return 0;
@@ -44,7 +44,7 @@ double gantry_tier_eta(uint64_t remaining, double rate)
         return (double)remaining / rate;
 }
 
-void gantry_tier_format_rate(double bytes_per_s, char *buf, size_t size)
+void gantry_copier_format_rate(double bytes_per_s, char *buf, size_t size)
 {
         static const char *const units[] = { "B/s", "kB/s", "MB/s", "GB/s", "TB/s" };
         unsigned u = 0;
@@ -56,7 +56,7 @@ void gantry_tier_format_rate(double bytes_per_s, char *buf, size_t size)
         snprintf(buf, size, bytes_per_s < 10 && u ? "%.1f %s" : "%.0f %s", bytes_per_s, units[u]);
 }
 
-void gantry_tier_format_duration(double seconds, char *buf, size_t size)
+void gantry_copier_format_duration(double seconds, char *buf, size_t size)
 {
         unsigned long long s;
 
@@ -73,7 +73,7 @@ void gantry_tier_format_duration(double seconds, char *buf, size_t size)
                 snprintf(buf, size, "%llu h %llu min", s / 3600, (s % 3600 + 30) / 60 % 60);
 }
 
-int gantry_tier_progress_format(const struct gantry_tier_progress *p, char *buf, size_t size)
+int gantry_copier_progress_format(const struct gantry_copier_progress *p, char *buf, size_t size)
 {
         unsigned pct;
         char rate[32], eta[32];
@@ -86,7 +86,7 @@ int gantry_tier_progress_format(const struct gantry_tier_progress *p, char *buf,
         pct = (unsigned)((long double)p->bytes_done * 100 / p->bytes_total);
         if (!(p->rate > 0))
                 return snprintf(buf, size, "%u %%, starting", pct);
-        gantry_tier_format_rate(p->rate, rate, sizeof(rate));
-        gantry_tier_format_duration(p->eta_seconds, eta, sizeof(eta));
+        gantry_copier_format_rate(p->rate, rate, sizeof(rate));
+        gantry_copier_format_duration(p->eta_seconds, eta, sizeof(eta));
         return snprintf(buf, size, "%u %%, %s, about %s left", pct, rate, eta);
 }

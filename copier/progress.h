@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 /* A snapshot of one copy's progress. Bytes count whole planned objects. */
-struct gantry_tier_progress {
+struct gantry_copier_progress {
         bool planned;           /* false while the source's extents are still listed */
         uint64_t bytes_total;   /* bytes of the objects to copy (holes are not counted) */
         uint64_t bytes_done;    /* of those, copied: by this run and before a resume */
@@ -32,25 +32,25 @@ struct gantry_tier_progress {
 
 /*
  * Smoothed rate of a growing byte count: an exponentially weighted average
- * of the rate between samples, time constant GANTRY_TIER_RATE_TAU_S.
+ * of the rate between samples, time constant GANTRY_COPIER_RATE_TAU_S.
  * Samples closer than 200 ms to the last one are folded into the next one.
  */
-#define GANTRY_TIER_RATE_TAU_S 5.0
+#define GANTRY_COPIER_RATE_TAU_S 5.0
 
-struct gantry_tier_rate {
+struct gantry_copier_rate {
         uint64_t last_ns;    /* time of the last folded sample, 0: none yet */
         uint64_t last_bytes;
         double rate;         /* bytes/s; 0 until two samples are apart */
 };
 
 /* Starts the meter at @now_ns with @bytes already done (a resume starts above 0). */
-void gantry_tier_rate_start(struct gantry_tier_rate *m, uint64_t now_ns, uint64_t bytes);
+void gantry_copier_rate_start(struct gantry_copier_rate *m, uint64_t now_ns, uint64_t bytes);
 
 /* Feeds the count @bytes seen at @now_ns; returns the smoothed rate in bytes/s. */
-double gantry_tier_rate_update(struct gantry_tier_rate *m, uint64_t now_ns, uint64_t bytes);
+double gantry_copier_rate_update(struct gantry_copier_rate *m, uint64_t now_ns, uint64_t bytes);
 
 /* Seconds left for @remaining bytes at @rate; -1 when the rate is not known. */
-double gantry_tier_eta(uint64_t remaining, double rate);
+double gantry_copier_eta(uint64_t remaining, double rate);
 
 /*
  * Writes the operator's line for @p into @buf: "41 %, 2.3 GB/s, about 6 min
@@ -59,10 +59,10 @@ double gantry_tier_eta(uint64_t remaining, double rate);
  * down, so 100 % means done. Returns the length written (truncated to
  * @size - 1), like snprintf.
  */
-int gantry_tier_progress_format(const struct gantry_tier_progress *p, char *buf, size_t size);
+int gantry_copier_progress_format(const struct gantry_copier_progress *p, char *buf, size_t size);
 
 /* Writes @bytes_per_s as "2.3 GB/s" (decimal units) into @buf. */
-void gantry_tier_format_rate(double bytes_per_s, char *buf, size_t size);
+void gantry_copier_format_rate(double bytes_per_s, char *buf, size_t size);
 
 /* Writes @seconds as "40 s", "6 min", "2 h 10 min" into @buf; "?" when < 0. */
-void gantry_tier_format_duration(double seconds, char *buf, size_t size);
+void gantry_copier_format_duration(double seconds, char *buf, size_t size);

@@ -9,7 +9,7 @@
 
 #include "record.h"
 
-void gantry_tier_record_set_progress(struct gantry_tier_record *r, const struct gantry_tier_progress *p)
+void gantry_copier_record_set_progress(struct gantry_copier_record *r, const struct gantry_copier_progress *p)
 {
         r->bytes_done = p->bytes_done;
         r->bytes_total = p->bytes_total;
@@ -18,7 +18,7 @@ void gantry_tier_record_set_progress(struct gantry_tier_record *r, const struct 
 }
 
 /* The refresh fields (#13), only when set: records of plain copies stay as they were. */
-static int encode_refresh(const struct gantry_tier_record *r, json_t *o)
+static int encode_refresh(const struct gantry_copier_record *r, json_t *o)
 {
         const struct {
                 const char *key, *value;
@@ -35,7 +35,7 @@ static int encode_refresh(const struct gantry_tier_record *r, json_t *o)
         return 0;
 }
 
-int gantry_tier_record_encode(const struct gantry_tier_record *r, char **ret_json)
+int gantry_copier_record_encode(const struct gantry_copier_record *r, char **ret_json)
 {
         json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:b, s:s, s:I, s:I,"
                               " s:I, s:f, s:f, s:I, s:I, s:s}",
@@ -97,9 +97,9 @@ static double get_double(json_t *o, const char *key, double dflt)
         return json_is_number(v) ? json_number_value(v) : dflt;
 }
 
-int gantry_tier_record_decode(const char *json, size_t len, struct gantry_tier_record *ret)
+int gantry_copier_record_decode(const char *json, size_t len, struct gantry_copier_record *ret)
 {
-        struct gantry_tier_record r;
+        struct gantry_copier_record r;
         json_t *o = json_loadb(json, len, 0, NULL);
         const char *pos;
 
@@ -152,20 +152,20 @@ int gantry_tier_record_decode(const char *json, size_t len, struct gantry_tier_r
         return 0;
 }
 
-void gantry_tier_record_clear(struct gantry_tier_record *r)
+void gantry_copier_record_clear(struct gantry_copier_record *r)
 {
         free(r->position);
         memset(r, 0, sizeof(*r));
 }
 
-int64_t gantry_tier_record_idle_since(const struct gantry_tier_record *r)
+int64_t gantry_copier_record_idle_since(const struct gantry_copier_record *r)
 {
         return r->last_used > r->updated ? r->last_used : r->updated;
 }
 
-void gantry_tier_record_format(const struct gantry_tier_record *r, char *buf, size_t size)
+void gantry_copier_record_format(const struct gantry_copier_record *r, char *buf, size_t size)
 {
-        struct gantry_tier_progress p = {
+        struct gantry_copier_progress p = {
                 .planned = r->bytes_total > 0 ||
                            (strcmp(r->state, "copying") != 0 && strcmp(r->state, "mirroring") != 0),
                 .bytes_done = r->bytes_done,
@@ -183,5 +183,5 @@ void gantry_tier_record_format(const struct gantry_tier_record *r, char *buf, si
         else if (strcmp(r->state, "failed") == 0)
                 snprintf(buf, size, "failed: %s", r->error);
         else
-                gantry_tier_progress_format(&p, buf, size);
+                gantry_copier_progress_format(&p, buf, size);
 }

@@ -41,9 +41,9 @@
 
 #include "progress.h"
 
-#define GANTRY_TIER_COPIES_OBJECT "gantry.copies"
+#define GANTRY_COPIER_COPIES_OBJECT "gantry.copies"
 
-struct gantry_tier_record {
+struct gantry_copier_record {
         char kind[16];
         char id[168];          /* the key: a volume uuid, or "image-<name>" */
         char name[256];
@@ -72,26 +72,26 @@ struct gantry_tier_record {
 };
 
 /* Sets the progress fields of @r from @p. */
-void gantry_tier_record_set_progress(struct gantry_tier_record *r, const struct gantry_tier_progress *p);
+void gantry_copier_record_set_progress(struct gantry_copier_record *r, const struct gantry_copier_progress *p);
 
 /* A malloc'd JSON text of @r in *ret_json (caller frees). Returns 0 or -ENOMEM. */
-int gantry_tier_record_encode(const struct gantry_tier_record *r, char **ret_json);
+int gantry_copier_record_encode(const struct gantry_copier_record *r, char **ret_json);
 
 /*
  * Parses @json (@len bytes) into @ret (free its position with
- * gantry_tier_record_clear). Unknown fields are ignored, so newer writers
+ * gantry_copier_record_clear). Unknown fields are ignored, so newer writers
  * stay readable. Returns 0 or -EINVAL.
  */
-int gantry_tier_record_decode(const char *json, size_t len, struct gantry_tier_record *ret);
+int gantry_copier_record_decode(const char *json, size_t len, struct gantry_copier_record *ret);
 
 /* Frees what @r owns (the position) and zeroes it. */
-void gantry_tier_record_clear(struct gantry_tier_record *r);
+void gantry_copier_record_clear(struct gantry_copier_record *r);
 
 /* When @r was last in use: its last publish/unpublish, else its last update (copy completion). */
-int64_t gantry_tier_record_idle_since(const struct gantry_tier_record *r);
+int64_t gantry_copier_record_idle_since(const struct gantry_copier_record *r);
 
 /*
  * The operator's line for @r: "41 %, 2.3 GB/s, about 6 min left" while
  * copying, "done", "failed: <error>".
  */
-void gantry_tier_record_format(const struct gantry_tier_record *r, char *buf, size_t size);
+void gantry_copier_record_format(const struct gantry_copier_record *r, char *buf, size_t size);

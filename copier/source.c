@@ -6,7 +6,7 @@
 
 #include "source.h"
 
-void gantry_tier_source_free(struct gantry_tier_source *s)
+void gantry_copier_source_free(struct gantry_copier_source *s)
 {
         if (!s)
                 return;
@@ -14,7 +14,7 @@ void gantry_tier_source_free(struct gantry_tier_source *s)
         free(s);
 }
 
-void gantry_tier_dest_free(struct gantry_tier_dest *d)
+void gantry_copier_dest_free(struct gantry_copier_dest *d)
 {
         if (!d)
                 return;

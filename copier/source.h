@@ -24,20 +24,20 @@
 #include <rbd/librbd.h>
 
 /* Called for each extent that may hold data (or, incremental, that changed). */
-typedef int (*gantry_tier_extent_cb)(uint64_t offset, uint64_t length, void *arg);
+typedef int (*gantry_copier_extent_cb)(uint64_t offset, uint64_t length, void *arg);
 
-struct gantry_tier_source;
-struct gantry_tier_source_ops {
+struct gantry_copier_source;
+struct gantry_copier_source_ops {
         const char *kind; /* "rbd", "file": for logs and status */
         /* Calls @cb for every extent to copy, in any order. Returns 0 or -errno (of @cb too). */
-        int (*extents)(struct gantry_tier_source *s, gantry_tier_extent_cb cb, void *arg);
+        int (*extents)(struct gantry_copier_source *s, gantry_copier_extent_cb cb, void *arg);
         /* Reads exactly @length bytes at @offset (< size). Returns 0 or -errno. */
-        int (*read)(struct gantry_tier_source *s, uint64_t offset, size_t length, char *buf);
-        void (*free)(struct gantry_tier_source *s);
+        int (*read)(struct gantry_copier_source *s, uint64_t offset, size_t length, char *buf);
+        void (*free)(struct gantry_copier_source *s);
 };
 
-struct gantry_tier_source {
-        const struct gantry_tier_source_ops *ops;
+struct gantry_copier_source {
+        const struct gantry_copier_source_ops *ops;
         uint64_t size;
         /*
          * true: the extents are changes over an older snapshot, and the
@@ -54,7 +54,7 @@ struct gantry_tier_source {
  * its data ranges (SEEK_DATA/SEEK_HOLE; the whole file where the filesystem
  * cannot tell). Returns 0, or -errno of open/stat.
  */
-int gantry_tier_source_file_new(const char *path, struct gantry_tier_source **ret);
+int gantry_copier_source_file_new(const char *path, struct gantry_copier_source **ret);
 
 /*
  * Opens RBD image @image of @io read-only at snapshot @snap (NULL: the head,
@@ -63,24 +63,24 @@ int gantry_tier_source_file_new(const char *path, struct gantry_tier_source **re
  * (incremental). @io is borrowed and must outlive the source. Returns 0, or
  * -errno of librbd (-ENOENT: no such image or snapshot).
  */
-int gantry_tier_source_rbd_new(rados_ioctx_t io, const char *image, const char *snap,
-                               const char *from_snap, struct gantry_tier_source **ret);
+int gantry_copier_source_rbd_new(rados_ioctx_t io, const char *image, const char *snap,
+                               const char *from_snap, struct gantry_copier_source **ret);
 
 /* Closes the source; NULL is a no-op. */
-void gantry_tier_source_free(struct gantry_tier_source *s);
+void gantry_copier_source_free(struct gantry_copier_source *s);
 
-struct gantry_tier_dest;
-struct gantry_tier_dest_ops {
+struct gantry_copier_dest;
+struct gantry_copier_dest_ops {
         const char *kind;
         /* Writes @length bytes at @offset. Returns 0 or -errno. */
-        int (*write)(struct gantry_tier_dest *d, uint64_t offset, size_t length, const char *buf);
+        int (*write)(struct gantry_copier_dest *d, uint64_t offset, size_t length, const char *buf);
         /* Makes everything written so far durable. Returns 0 or -errno. */
-        int (*flush)(struct gantry_tier_dest *d);
-        void (*free)(struct gantry_tier_dest *d);
+        int (*flush)(struct gantry_copier_dest *d);
+        void (*free)(struct gantry_copier_dest *d);
 };
 
-struct gantry_tier_dest {
-        const struct gantry_tier_dest_ops *ops;
+struct gantry_copier_dest {
+        const struct gantry_copier_dest_ops *ops;
         uint64_t size;
         uint64_t object_size; /* the copy's unit: RBD object size, 4 MiB for files */
         void *impl;
@@ -91,13 +91,13 @@ struct gantry_tier_dest {
  * freeing the destination). Size and object size are the image's. Returns 0
  * or -errno of librbd.
  */
-int gantry_tier_dest_rbd_new(rbd_image_t image, struct gantry_tier_dest **ret);
+int gantry_copier_dest_rbd_new(rbd_image_t image, struct gantry_copier_dest **ret);
 
 /*
  * Writes into @path, a block device or a regular file that is created if
  * missing and grown to @size (sparse). Returns 0 or -errno.
  */
-int gantry_tier_dest_file_new(const char *path, uint64_t size, struct gantry_tier_dest **ret);
+int gantry_copier_dest_file_new(const char *path, uint64_t size, struct gantry_copier_dest **ret);
 
 /* Closes the destination; NULL is a no-op. */
-void gantry_tier_dest_free(struct gantry_tier_dest *d);
+void gantry_copier_dest_free(struct gantry_copier_dest *d);

@@ -37,7 +37,7 @@ static int file_size(int fd, uint64_t *ret)
         return 0;
 }
 
-static int file_extents(struct gantry_tier_source *s, gantry_tier_extent_cb cb, void *arg)
+static int file_extents(struct gantry_copier_source *s, gantry_copier_extent_cb cb, void *arg)
 {
         struct file *f = s->impl;
         off_t data, hole, pos = 0, end = (off_t)s->size;
@@ -63,7 +63,7 @@ static int file_extents(struct gantry_tier_source *s, gantry_tier_extent_cb cb, 
         return 0;
 }
 
-static int file_read(struct gantry_tier_source *s, uint64_t offset, size_t length, char *buf)
+static int file_read(struct gantry_copier_source *s, uint64_t offset, size_t length, char *buf)
 {
         struct file *f = s->impl;
         ssize_t n;
@@ -90,21 +90,21 @@ static void file_free(struct file *f)
         free(f);
 }
 
-static void file_source_free(struct gantry_tier_source *s)
+static void file_source_free(struct gantry_copier_source *s)
 {
         file_free(s->impl);
 }
 
-static const struct gantry_tier_source_ops file_source_ops = {
+static const struct gantry_copier_source_ops file_source_ops = {
         .kind = "file",
         .extents = file_extents,
         .read = file_read,
         .free = file_source_free,
 };
 
-int gantry_tier_source_file_new(const char *path, struct gantry_tier_source **ret)
+int gantry_copier_source_file_new(const char *path, struct gantry_copier_source **ret)
 {
-        struct gantry_tier_source *s = calloc(1, sizeof(*s));
+        struct gantry_copier_source *s = calloc(1, sizeof(*s));
         struct file *f = calloc(1, sizeof(*f));
         int r;
 
@@ -130,7 +130,7 @@ fail:
         return r;
 }
 
-static int file_write(struct gantry_tier_dest *d, uint64_t offset, size_t length, const char *buf)
+static int file_write(struct gantry_copier_dest *d, uint64_t offset, size_t length, const char *buf)
 {
         struct file *f = d->impl;
         ssize_t n;
@@ -148,28 +148,28 @@ static int file_write(struct gantry_tier_dest *d, uint64_t offset, size_t length
         return 0;
 }
 
-static int file_flush(struct gantry_tier_dest *d)
+static int file_flush(struct gantry_copier_dest *d)
 {
         struct file *f = d->impl;
 
         return fdatasync(f->fd) < 0 ? -errno : 0;
 }
 
-static void file_dest_free(struct gantry_tier_dest *d)
+static void file_dest_free(struct gantry_copier_dest *d)
 {
         file_free(d->impl);
 }
 
-static const struct gantry_tier_dest_ops file_dest_ops = {
+static const struct gantry_copier_dest_ops file_dest_ops = {
         .kind = "file",
         .write = file_write,
         .flush = file_flush,
         .free = file_dest_free,
 };
 
-int gantry_tier_dest_file_new(const char *path, uint64_t size, struct gantry_tier_dest **ret)
+int gantry_copier_dest_file_new(const char *path, uint64_t size, struct gantry_copier_dest **ret)
 {
-        struct gantry_tier_dest *d = calloc(1, sizeof(*d));
+        struct gantry_copier_dest *d = calloc(1, sizeof(*d));
         struct file *f = calloc(1, sizeof(*f));
         struct stat st;
         int r;

@@ -17,7 +17,7 @@ struct rbd_source {
 };
 
 struct extents_arg {
-        gantry_tier_extent_cb cb;
+        gantry_copier_extent_cb cb;
         void *arg;
 };
 
@@ -30,7 +30,7 @@ static int diff_cb(uint64_t offset, size_t length, int exists, void *arg)
         return a->cb(offset, length, a->arg);
 }
 
-static int rbd_source_extents(struct gantry_tier_source *s, gantry_tier_extent_cb cb, void *arg)
+static int rbd_source_extents(struct gantry_copier_source *s, gantry_copier_extent_cb cb, void *arg)
 {
         struct rbd_source *r = s->impl;
         struct extents_arg a = { .cb = cb, .arg = arg };
@@ -38,7 +38,7 @@ static int rbd_source_extents(struct gantry_tier_source *s, gantry_tier_extent_c
         return rbd_diff_iterate2(r->img, r->from_snap, 0, s->size, 1, 1, diff_cb, &a);
 }
 
-static int rbd_source_read(struct gantry_tier_source *s, uint64_t offset, size_t length, char *buf)
+static int rbd_source_read(struct gantry_copier_source *s, uint64_t offset, size_t length, char *buf)
 {
         struct rbd_source *r = s->impl;
         ssize_t n = rbd_read2(r->img, offset, length, buf, LIBRADOS_OP_FLAG_FADVISE_SEQUENTIAL);
@@ -48,7 +48,7 @@ static int rbd_source_read(struct gantry_tier_source *s, uint64_t offset, size_t
         return (size_t)n == length ? 0 : -EIO;
 }
 
-static void rbd_source_free(struct gantry_tier_source *s)
+static void rbd_source_free(struct gantry_copier_source *s)
 {
         struct rbd_source *r = s->impl;
 
@@ -57,17 +57,17 @@ static void rbd_source_free(struct gantry_tier_source *s)
         free(r);
 }
 
-static const struct gantry_tier_source_ops rbd_source_ops = {
+static const struct gantry_copier_source_ops rbd_source_ops = {
         .kind = "rbd",
         .extents = rbd_source_extents,
         .read = rbd_source_read,
         .free = rbd_source_free,
 };
 
-int gantry_tier_source_rbd_new(rados_ioctx_t io, const char *image, const char *snap,
-                               const char *from_snap, struct gantry_tier_source **ret)
+int gantry_copier_source_rbd_new(rados_ioctx_t io, const char *image, const char *snap,
+                               const char *from_snap, struct gantry_copier_source **ret)
 {
-        struct gantry_tier_source *s = calloc(1, sizeof(*s));
+        struct gantry_copier_source *s = calloc(1, sizeof(*s));
         struct rbd_source *r = calloc(1, sizeof(*r));
         int e;
 
@@ -94,7 +94,7 @@ fail:
         return e;
 }
 
-static int rbd_dest_write(struct gantry_tier_dest *d, uint64_t offset, size_t length, const char *buf)
+static int rbd_dest_write(struct gantry_copier_dest *d, uint64_t offset, size_t length, const char *buf)
 {
         ssize_t n = rbd_write2(d->impl, offset, length, buf, LIBRADOS_OP_FLAG_FADVISE_DONTNEED);
 
@@ -103,26 +103,26 @@ static int rbd_dest_write(struct gantry_tier_dest *d, uint64_t offset, size_t le
         return (size_t)n == length ? 0 : -EIO;
 }
 
-static int rbd_dest_flush(struct gantry_tier_dest *d)
+static int rbd_dest_flush(struct gantry_copier_dest *d)
 {
         return rbd_flush(d->impl);
 }
 
-static void rbd_dest_free(struct gantry_tier_dest *d)
+static void rbd_dest_free(struct gantry_copier_dest *d)
 {
         (void)d; /* the image is the caller's */
 }
 
-static const struct gantry_tier_dest_ops rbd_dest_ops = {
+static const struct gantry_copier_dest_ops rbd_dest_ops = {
         .kind = "rbd",
         .write = rbd_dest_write,
         .flush = rbd_dest_flush,
         .free = rbd_dest_free,
 };
 
-int gantry_tier_dest_rbd_new(rbd_image_t image, struct gantry_tier_dest **ret)
+int gantry_copier_dest_rbd_new(rbd_image_t image, struct gantry_copier_dest **ret)
 {
-        struct gantry_tier_dest *d;
+        struct gantry_copier_dest *d;
         rbd_image_info_t info;
         int r = rbd_stat(image, &info, sizeof(info));
 

@@ -67,7 +67,7 @@
 
 struct row {
         char where[160]; /* cluster/pool the record is kept in, or the target */
-        struct gantry_tier_record rec;
+        struct gantry_copier_record rec;
 };
 
 struct table {
@@ -76,7 +76,7 @@ struct table {
         json_t *errors; /* [{"source": ..., "error": ...}] */
 };
 
-static int add_row(const char *cluster_id, const char *pool, const struct gantry_tier_record *rec,
+static int add_row(const char *cluster_id, const char *pool, const struct gantry_copier_record *rec,
                    void *arg)
 {
         struct table *t = arg;
@@ -122,7 +122,7 @@ static int promotions(const struct gantry_config *config, struct table *t)
  * target's snapshot to Ceph, a restore the other way.
  */
 static void target_copy(const char *target_id, json_t *bdev, const char *kind, json_t *d,
-                        struct gantry_tier_record *ret)
+                        struct gantry_copier_record *ret)
 {
         const char *name = json_string_value(json_object_get(bdev, "name")) ?: "";
         const char *alias = json_string_value(json_array_get(json_object_get(bdev, "aliases"), 0));
@@ -152,7 +152,7 @@ static void target_copy(const char *target_id, json_t *bdev, const char *kind, j
 static int target_copies(const struct gantry_config *config, struct table *t)
 {
         static const char *const kinds[] = { "drain", "restore" };
-        struct gantry_tier_record rec;
+        struct gantry_copier_record rec;
         int ret = 0;
 
         for (size_t i = 0; i < config->n_targets; i++) {
@@ -204,13 +204,13 @@ static void bytes(uint64_t n, char *buf, size_t size)
         snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", v, units[u]);
 }
 
-static void progress(const struct gantry_tier_record *r, time_t now, char *buf, size_t size)
+static void progress(const struct gantry_copier_record *r, time_t now, char *buf, size_t size)
 {
         char age[32], line[128];
 
-        gantry_tier_record_format(r, line, sizeof(line));
+        gantry_copier_record_format(r, line, sizeof(line));
         if (strcmp(r->state, "copying") == 0 && r->updated && now - r->updated > STALE_S) {
-                gantry_tier_format_duration((double)(now - r->updated), age, sizeof(age));
+                gantry_copier_format_duration((double)(now - r->updated), age, sizeof(age));
                 snprintf(buf, size, "%u %%, stalled for %s (resumes at controller start or retry)",
                          r->bytes_total ? (unsigned)(r->bytes_done * 100 / r->bytes_total) : 0, age);
                 return;
@@ -219,7 +219,7 @@ static void progress(const struct gantry_tier_record *r, time_t now, char *buf, 
 }
 
 /* The state column: a running refresh is told apart from a full copy. */
-static const char *shown_state(const struct gantry_tier_record *r)
+static const char *shown_state(const struct gantry_copier_record *r)
 {
         return strcmp(r->state, "copying") == 0 && r->refresh_of[0] ? "refreshing" : r->state;
 }
@@ -232,12 +232,12 @@ static void print_table(const struct table *t)
         printf("%-8s %-8s %-32s %-10s %-10s %-46s %-10s %s -> %s\n", "KIND", "STATE", "NAME", "DONE",
                "TOTAL", "PROGRESS", "UPDATED", "SOURCE", "DESTINATION");
         for (size_t i = 0; i < t->n; i++) {
-                const struct gantry_tier_record *r = &t->rows[i].rec;
+                const struct gantry_copier_record *r = &t->rows[i].rec;
 
                 bytes(r->bytes_done, done, sizeof(done));
                 bytes(r->bytes_total, total, sizeof(total));
                 progress(r, now, line, sizeof(line));
-                gantry_tier_format_duration(r->updated ? (double)(now - r->updated) : -1, age,
+                gantry_copier_format_duration(r->updated ? (double)(now - r->updated) : -1, age,
                                             sizeof(age));
                 printf("%-8s %-8s %-32s %-10s %-10s %-46s %-10s %s -> %s\n", r->kind, shown_state(r),
                        r->name, done, total, line, age, r->source, r->destination);
@@ -253,7 +253,7 @@ static int print_json(const struct table *t)
         time_t now = time(NULL);
 
         for (size_t i = 0; i < t->n; i++) {
-                if (gantry_tier_record_encode(&t->rows[i].rec, &s) < 0)
+                if (gantry_copier_record_encode(&t->rows[i].rec, &s) < 0)
                         return -ENOMEM;
                 o = json_loads(s, 0, NULL);
                 free(s);
@@ -330,7 +330,7 @@ static int status_main(int argc, char **argv)
                         failed = true;
         r = json ? print_json(&t) : (print_table(&t), 0);
         for (size_t i = 0; i < t.n; i++)
-                gantry_tier_record_clear(&t.rows[i].rec);
+                gantry_copier_record_clear(&t.rows[i].rec);
         free(t.rows);
         json_decref(t.errors);
         gantry_controller_shutdown();

@@ -45,9 +45,9 @@ struct tgt_drainer {
         pthread_mutex_t lock; /* guards the fields below */
         pthread_cond_t wake;
         bool stop, started;
-        struct gantry_tier_copy *copy; /* the one running, or NULL */
+        struct gantry_copier_copy *copy; /* the one running, or NULL */
         char key[64];                  /* its bdev */
-        struct gantry_tier_bucket *bucket;
+        struct gantry_copier_bucket *bucket;
         rados_t rados;
         bool connected;
 };
@@ -219,7 +219,7 @@ static void *verify_worker(void *arg)
 static int verify(const char *path, rbd_image_t img, uint64_t size, unsigned threads, struct gantry_error *err)
 {
         struct verify v = { .img = img, .size = size };
-        pthread_t tids[GANTRY_TIER_IN_FLIGHT_MAX];
+        pthread_t tids[GANTRY_COPIER_IN_FLIGHT_MAX];
         unsigned n = 0;
 
         v.fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -228,8 +228,8 @@ static int verify(const char *path, rbd_image_t img, uint64_t size, unsigned thr
         pthread_mutex_init(&v.lock, NULL);
         if (threads < 1)
                 threads = 1;
-        if (threads > GANTRY_TIER_IN_FLIGHT_MAX)
-                threads = GANTRY_TIER_IN_FLIGHT_MAX;
+        if (threads > GANTRY_COPIER_IN_FLIGHT_MAX)
+                threads = GANTRY_COPIER_IN_FLIGHT_MAX;
         for (; n < threads; n++)
                 if (pthread_create(&tids[n], NULL, verify_worker, &v) != 0)
                         break;
@@ -255,7 +255,7 @@ struct job {
         char key[64];
         char path[4096];
         char image[160];
-        char position[GANTRY_TIER_POSITION_MAX];
+        char position[GANTRY_COPIER_POSITION_MAX];
         uint64_t size;
         uint64_t last_save_ns;
 };
@@ -266,7 +266,7 @@ static json_t *job_of(struct tgt_context *ctx, const char *key, const char *fiel
         return json_object_get(json_object_get(tgt_state_bdevs(ctx), key), field);
 }
 
-static int persist(const struct gantry_tier_progress *p, const char *position, void *arg)
+static int persist(const struct gantry_copier_progress *p, const char *position, void *arg)
 {
         struct job *j = arg;
         struct gantry_error err = { 0 };
@@ -325,14 +325,14 @@ static int next_job(struct tgt_context *ctx, struct job *j)
 }
 
 /* Copies and verifies one drain or restore. Returns 0 or -errno with @err. */
-static int run(struct tgt_drainer *w, struct job *j, struct gantry_tier_progress *ret_p, struct gantry_error *err)
+static int run(struct tgt_drainer *w, struct job *j, struct gantry_copier_progress *ret_p, struct gantry_error *err)
 {
         struct tgt_context *ctx = w->ctx;
         bool restore = strcmp(j->field, "restore") == 0;
-        struct gantry_tier_source *src = NULL;
-        struct gantry_tier_dest *dst = NULL;
-        struct gantry_tier_copy *copy = NULL;
-        struct gantry_tier_copy_opts o = { .in_flight = ctx->durable->in_flight, .bucket = w->bucket,
+        struct gantry_copier_source *src = NULL;
+        struct gantry_copier_dest *dst = NULL;
+        struct gantry_copier_copy *copy = NULL;
+        struct gantry_copier_copy_opts o = { .in_flight = ctx->durable->in_flight, .bucket = w->bucket,
                                            .position = j->position, .persist = persist, .arg = j };
         rados_ioctx_t io = NULL;
         rbd_image_t img = NULL;
@@ -346,21 +346,21 @@ static int run(struct tgt_drainer *w, struct job *j, struct gantry_tier_progress
                         gantry_error_set(err, r, "rbd image %s@%s: %s", j->image, TGT_DRAINED_SNAP, strerror(-r));
                         goto out;
                 }
-                if ((r = gantry_tier_source_rbd_new(io, j->image, TGT_DRAINED_SNAP, NULL, &src)) < 0 ||
-                    (r = gantry_tier_dest_file_new(j->path, j->size, &dst)) < 0) {
+                if ((r = gantry_copier_source_rbd_new(io, j->image, TGT_DRAINED_SNAP, NULL, &src)) < 0 ||
+                    (r = gantry_copier_dest_file_new(j->path, j->size, &dst)) < 0) {
                         gantry_error_set(err, r, "opening %s and %s: %s", j->image, j->path, strerror(-r));
                         goto out;
                 }
         } else {
                 if ((r = open_image(ctx, io, j->image, j->size, &img, err)) < 0)
                         goto out;
-                if ((r = gantry_tier_source_file_new(j->path, &src)) < 0 ||
-                    (r = gantry_tier_dest_rbd_new(img, &dst)) < 0) {
+                if ((r = gantry_copier_source_file_new(j->path, &src)) < 0 ||
+                    (r = gantry_copier_dest_rbd_new(img, &dst)) < 0) {
                         gantry_error_set(err, r, "opening %s and %s: %s", j->path, j->image, strerror(-r));
                         goto out;
                 }
         }
-        if ((r = gantry_tier_copy_new(src, dst, &o, &copy)) < 0) {
+        if ((r = gantry_copier_copy_new(src, dst, &o, &copy)) < 0) {
                 gantry_error_set(err, r, "preparing the copy of %s: %s", j->image, strerror(-r));
                 goto out;
         }
@@ -368,9 +368,9 @@ static int run(struct tgt_drainer *w, struct job *j, struct gantry_tier_progress
         w->copy = copy;
         snprintf(w->key, sizeof(w->key), "%s", j->key);
         pthread_mutex_unlock(&w->lock);
-        r = gantry_tier_copy_run(copy);
+        r = gantry_copier_copy_run(copy);
         pthread_mutex_lock(&w->lock);
-        gantry_tier_copy_progress(copy, ret_p);
+        gantry_copier_copy_progress(copy, ret_p);
         w->copy = NULL;
         w->key[0] = '\0';
         pthread_mutex_unlock(&w->lock);
@@ -390,9 +390,9 @@ static int run(struct tgt_drainer *w, struct job *j, struct gantry_tier_progress
         if (r < 0 && !err->err)
                 gantry_error_set(err, r, "snapshot %s@%s: %s", j->image, TGT_DRAINED_SNAP, strerror(-r));
 out:
-        gantry_tier_copy_free(copy);
-        gantry_tier_dest_free(dst);
-        gantry_tier_source_free(src);
+        gantry_copier_copy_free(copy);
+        gantry_copier_dest_free(dst);
+        gantry_copier_source_free(src);
         if (img)
                 rbd_close(img);
         if (io)
@@ -400,14 +400,14 @@ out:
         return r;
 }
 
-static void finish(struct tgt_drainer *w, struct job *j, int r, const struct gantry_tier_progress *p,
+static void finish(struct tgt_drainer *w, struct job *j, int r, const struct gantry_copier_progress *p,
                    double seconds, const struct gantry_error *why)
 {
         struct gantry_error err = { 0 };
         char rate[32];
         json_t *d;
 
-        gantry_tier_format_rate(seconds > 0 ? (double)p->bytes_read / seconds : 0, rate, sizeof(rate));
+        gantry_copier_format_rate(seconds > 0 ? (double)p->bytes_read / seconds : 0, rate, sizeof(rate));
         tgt_rpc_lock();
         d = job_of(w->ctx, j->key, j->field);
         if (d) {
@@ -467,7 +467,7 @@ static void *worker(void *arg)
         struct job *j = malloc(sizeof(*j));
 
         while (j) {
-                struct gantry_tier_progress p = { 0 };
+                struct gantry_copier_progress p = { 0 };
                 struct gantry_error why = { 0 };
                 uint64_t t0;
                 int have, r;
@@ -491,7 +491,7 @@ static void *worker(void *arg)
                 log_info(strcmp(j->field, "drain") == 0 ? "target.drain_started" : "target.restore_started",
                          "bdev=%s image=%s size=%llu resume=%s", j->key, j->image, (unsigned long long)j->size,
                          j->position[0] ? j->position : "no");
-                t0 = gantry_tier_now_ns();
+                t0 = gantry_copier_now_ns();
                 r = run(w, j, &p, &why);
                 if (r == -ECANCELED) {
                         bool stopping, gone;
@@ -510,7 +510,7 @@ static void *worker(void *arg)
                                                  e2.msg);
                         }
                 }
-                finish(w, j, r, &p, (double)(gantry_tier_now_ns() - t0) / 1e9, &why);
+                finish(w, j, r, &p, (double)(gantry_copier_now_ns() - t0) / 1e9, &why);
         }
         free(j);
         return NULL;
@@ -529,14 +529,14 @@ int tgt_drainer_start(struct tgt_context *ctx, struct gantry_error *err)
         pthread_mutex_init(&w->lock, NULL);
         pthread_cond_init(&w->wake, NULL);
         w->ctx = ctx;
-        if ((r = gantry_tier_bucket_new(ctx->durable->bandwidth, &w->bucket)) < 0) {
+        if ((r = gantry_copier_bucket_new(ctx->durable->bandwidth, &w->bucket)) < 0) {
                 free(w);
                 return gantry_error_set(err, r, "bandwidth cap: %s", strerror(-r));
         }
         ctx->drainer = w;
         if ((r = pthread_create(&w->thread, NULL, worker, w)) != 0) {
                 ctx->drainer = NULL;
-                gantry_tier_bucket_free(w->bucket);
+                gantry_copier_bucket_free(w->bucket);
                 free(w);
                 return gantry_error_set(err, r, "starting the drain worker: %s", strerror(r));
         }
@@ -555,7 +555,7 @@ void tgt_drainer_kick(struct tgt_context *ctx)
         pthread_mutex_unlock(&w->lock);
 }
 
-bool tgt_drainer_live(struct tgt_context *ctx, const char *key, struct gantry_tier_progress *ret)
+bool tgt_drainer_live(struct tgt_context *ctx, const char *key, struct gantry_copier_progress *ret)
 {
         struct tgt_drainer *w = ctx->drainer;
         bool live = false;
@@ -564,7 +564,7 @@ bool tgt_drainer_live(struct tgt_context *ctx, const char *key, struct gantry_ti
                 return false;
         pthread_mutex_lock(&w->lock);
         if (w->copy && strcmp(w->key, key) == 0) {
-                gantry_tier_copy_progress(w->copy, ret);
+                gantry_copier_copy_progress(w->copy, ret);
                 live = true;
         }
         pthread_mutex_unlock(&w->lock);
@@ -580,7 +580,7 @@ bool tgt_drainer_cancel(struct tgt_context *ctx, const char *key)
                 return false;
         pthread_mutex_lock(&w->lock);
         if (w->copy && strcmp(w->key, key) == 0) {
-                gantry_tier_copy_cancel(w->copy);
+                gantry_copier_copy_cancel(w->copy);
                 running = true;
         }
         pthread_mutex_unlock(&w->lock);
@@ -596,14 +596,14 @@ void tgt_drainer_stop(struct tgt_context *ctx)
         pthread_mutex_lock(&w->lock);
         w->stop = true;
         if (w->copy)
-                gantry_tier_copy_cancel(w->copy);
+                gantry_copier_copy_cancel(w->copy);
         pthread_cond_signal(&w->wake);
         pthread_mutex_unlock(&w->lock);
         if (w->started)
                 pthread_join(w->thread, NULL);
         if (w->connected)
                 rados_shutdown(w->rados);
-        gantry_tier_bucket_free(w->bucket);
+        gantry_copier_bucket_free(w->bucket);
         pthread_cond_destroy(&w->wake);
         pthread_mutex_destroy(&w->lock);
         free(w);

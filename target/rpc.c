@@ -469,7 +469,7 @@ static int m_bdev_lvol_clone(struct tgt_context *ctx, json_t *p, json_t **ret, s
 /* What bdev_lvol_check_drain answers for bdev @key's drain @d (live numbers while it copies). */
 static json_t *drain_status(struct tgt_context *ctx, const char *key, json_t *d)
 {
-        struct gantry_tier_progress p = { 0 };
+        struct gantry_copier_progress p = { 0 };
         const char *state = json_string_value(json_object_get(d, "state")) ?: "none";
         char line[160];
         json_t *o;
@@ -480,7 +480,7 @@ static json_t *drain_status(struct tgt_context *ctx, const char *key, json_t *d)
         p.bytes_total = (uint64_t)json_integer_value(json_object_get(d, "bytes_total"));
         p.eta_seconds = -1;
         if (tgt_drainer_live(ctx, key, &p))
-                gantry_tier_progress_format(&p, line, sizeof(line));
+                gantry_copier_progress_format(&p, line, sizeof(line));
         else if (strcmp(state, "running") == 0)
                 snprintf(line, sizeof(line), "queued at %llu %%",
                          p.bytes_total ? (unsigned long long)(p.bytes_done * 100 / p.bytes_total) : 0ull);

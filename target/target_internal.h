@@ -156,7 +156,7 @@ int tgt_drainer_start(struct tgt_context *ctx, struct gantry_error *err) GANTRY_
 /* Wakes the worker after a drain was started. Takes no lock the caller may hold but rpc.c's. */
 void tgt_drainer_kick(struct tgt_context *ctx);
 /* The live progress of bdev @key's drain when it is the one copying now. */
-bool tgt_drainer_live(struct tgt_context *ctx, const char *key, struct gantry_tier_progress *ret);
+bool tgt_drainer_live(struct tgt_context *ctx, const char *key, struct gantry_copier_progress *ret);
 /* Cancels bdev @key's drain when it is copying now (the worker then removes its image). */
 bool tgt_drainer_cancel(struct tgt_context *ctx, const char *key);
 /* Stops the worker (a running drain stays "running" in the state, resumed at start). */

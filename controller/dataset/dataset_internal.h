@@ -246,7 +246,7 @@ int gantry_dataset_fill_snapshot(struct gantry_csi_call *call, const struct gant
 /* ---- Dataset promotion: asynchronous copies from another cluster (promotion.c) ---- */
 
 struct gantry_metrics;
-struct gantry_tier_record;
+struct gantry_copier_record;
 
 /* The longest key of a copy: a volume uuid, or "image-<name>" for gantryctl tier promote. */
 #define GANTRY_PROMOTION_KEY_MAX 160
@@ -285,17 +285,17 @@ int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_ke
 int gantry_promotion_cancel(const struct gantry_config *config, rados_ioctx_t dst_io,
                             const char *uuid, struct gantry_error *err);
 /* Reads the copy record under @key in @io's "gantry.copies"; -ENOENT when there is none. */
-int gantry_promotion_record_read(rados_ioctx_t io, const char *key, struct gantry_tier_record *ret);
+int gantry_promotion_record_read(rados_ioctx_t io, const char *key, struct gantry_copier_record *ret);
 /* Writes @rec under @key in @io's "gantry.copies" (creating the object). */
 int gantry_promotion_record_store(rados_ioctx_t io, const char *key,
-                                  const struct gantry_tier_record *rec);
+                                  const struct gantry_copier_record *rec);
 /*
  * Same, only if "gantry.copies" is still at @version (rados_get_last_version()
  * of @io right after the read the caller bases @rec on): -ERANGE when
  * anything was written there since (read again and retry).
  */
 int gantry_promotion_record_store_at(rados_ioctx_t io, const char *key,
-                                     const struct gantry_tier_record *rec, uint64_t version);
+                                     const struct gantry_copier_record *rec, uint64_t version);
 /* Where promotions count bytes, rates and copies (may be NULL). */
 void gantry_promotion_set_metrics(struct gantry_metrics *m);
 /* Cancels every running copy (each persists its position) and waits for them. */
@@ -316,14 +316,14 @@ int gantry_promotion_records_each(rados_ioctx_t io, gantry_controller_copy_fn fn
  * snapshot of the same source can build on it. Returns 0 or -errno (the
  * copy is still complete, only not a refresh base).
  */
-int gantry_refresh_mark_base(rbd_image_t img, struct gantry_tier_record *rec);
+int gantry_refresh_mark_base(rbd_image_t img, struct gantry_copier_record *rec);
 /*
  * The copy in @img is being demoted: removes its GANTRY_REFRESH_PROMOTED_SNAP
  * (which would keep every discarded object alive; the caller has checked
  * that no clone reads through it) and clears the name in @rec, so it is no
  * refresh base until copied again. Returns 0 or -errno.
  */
-int gantry_refresh_unmark_base(rbd_image_t img, struct gantry_tier_record *rec);
+int gantry_refresh_unmark_base(rbd_image_t img, struct gantry_copier_record *rec);
 /*
  * For the new copy @rec of @q (its source snapshot taken): looks in the
  * destination pool's records for a complete promotion of the same source
@@ -332,15 +332,15 @@ int gantry_refresh_unmark_base(rbd_image_t img, struct gantry_tier_record *rec);
  * fields and returns 1 when found, 0 when none fits (a full copy), or
  * -errno. Call under the volume's uuid lock.
  */
-int gantry_refresh_pick_base(const struct gantry_promotion_request *q, struct gantry_tier_record *rec);
+int gantry_refresh_pick_base(const struct gantry_promotion_request *q, struct gantry_copier_record *rec);
 /* True when the base a refresh @rec builds on is gone (source snapshot or clone parent). */
 bool gantry_refresh_base_gone(const struct gantry_promotion_request *q,
-                              const struct gantry_tier_record *rec);
+                              const struct gantry_copier_record *rec);
 /* Forgets @rec's refresh: it becomes a full copy from the start. */
-void gantry_refresh_forget(struct gantry_tier_record *rec);
+void gantry_refresh_forget(struct gantry_copier_record *rec);
 /* Makes @q->dst_image as a clone of @rec's refresh parent, grown to @q->size. Returns 0 or -errno. */
 int gantry_refresh_make_image(const struct gantry_promotion_request *q,
-                              const struct gantry_tier_record *rec);
+                              const struct gantry_copier_record *rec);
 
 /* ---- Resume at start: unfinished copies go on without a CreateVolume (promotion_resume.c) ---- */
 
@@ -362,17 +362,17 @@ void gantry_promotion_resume_stop(void);
  */
 int gantry_copies_list_cluster(const struct gantry_cluster_config *c,
                                int (*fn)(const char *cluster_id, const char *pool,
-                                         const struct gantry_tier_record *rec, void *arg),
+                                         const struct gantry_copier_record *rec, void *arg),
                                void *arg, struct gantry_error *err);
 
 /* For mirror.c: the record in @io's "gantry.copies", and a source snapshot (take or remove). */
 int gantry_promotion_record_write(rados_ioctx_t io, const char *uuid,
-                                  const struct gantry_tier_record *rec);
+                                  const struct gantry_copier_record *rec);
 int gantry_promotion_record_remove(rados_ioctx_t io, const char *uuid);
 int gantry_promotion_snapshot(rados_ioctx_t io, const char *image, const char *snap, bool take);
 /* The first record of a copy for @q (state "copying", the copier's). */
 void gantry_promotion_record_new(const struct gantry_promotion_request *q,
-                                 struct gantry_tier_record *ret);
+                                 struct gantry_copier_record *ret);
 
 /* ---- Dataset promotion through rbd-mirror (mirror.c; copy.mode "rbd-mirror") ---- */
 

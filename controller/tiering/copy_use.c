@@ -24,7 +24,7 @@
 #define TOUCH_TRIES 8
 
 /* A copy made again since its demotion that no publish has seen done yet. */
-static bool repromoted_unseen(const struct gantry_tier_record *rec)
+static bool repromoted_unseen(const struct gantry_copier_record *rec)
 {
         return rec->demoted > 0 && rec->demoted >= rec->last_used;
 }
@@ -38,7 +38,7 @@ static bool repromoted_unseen(const struct gantry_tier_record *rec)
  */
 static int touch(rados_ioctx_t io, const char *uuid)
 {
-        struct gantry_tier_record rec;
+        struct gantry_copier_record rec;
         int r = -ERANGE;
 
         for (int i = 0; i < TOUCH_TRIES && (r == -ERANGE || r == -EOVERFLOW); i++) {
@@ -48,12 +48,12 @@ static int touch(rados_ioctx_t io, const char *uuid)
                         return r;
                 version = rados_get_last_version(io);
                 if (strcmp(rec.state, "done") != 0 || repromoted_unseen(&rec)) {
-                        gantry_tier_record_clear(&rec);
+                        gantry_copier_record_clear(&rec);
                         return -EAGAIN;
                 }
                 rec.last_used = time(NULL);
                 r = gantry_promotion_record_store_at(io, uuid, &rec, version);
-                gantry_tier_record_clear(&rec);
+                gantry_copier_record_clear(&rec);
         }
         return r;
 }
@@ -61,7 +61,7 @@ static int touch(rados_ioctx_t io, const char *uuid)
 /* After a re-promotion: lastUsed = now, over the version read (-ERANGE: read again). */
 static int mark_seen(rados_ioctx_t io, const char *uuid)
 {
-        struct gantry_tier_record rec;
+        struct gantry_copier_record rec;
         uint64_t version;
         int r = gantry_promotion_record_read(io, uuid, &rec);
 
@@ -72,13 +72,13 @@ static int mark_seen(rados_ioctx_t io, const char *uuid)
         if (rec.last_used <= rec.demoted)
                 rec.last_used = rec.demoted + 1; /* seen, even within the second it was demoted */
         r = gantry_promotion_record_store_at(io, uuid, &rec, version);
-        gantry_tier_record_clear(&rec);
+        gantry_copier_record_clear(&rec);
         return r == -EOVERFLOW ? -ERANGE : r;
 }
 
 /* Starts or follows the copy of a demoted @rec back into @e's image. */
 static int repromote(const struct gantry_config *config, struct gantry_dataset_target *t,
-                     const struct gantry_journal_entry *e, const struct gantry_tier_record *rec,
+                     const struct gantry_journal_entry *e, const struct gantry_copier_record *rec,
                      struct gantry_error *err)
 {
         const struct gantry_cluster_config *src = gantry_config_find_cluster(config, rec->src_cluster);
@@ -122,7 +122,7 @@ static int repromote(const struct gantry_config *config, struct gantry_dataset_t
 int gantry_copy_use_publish(const struct gantry_config *config, struct gantry_dataset_target *t,
                             const struct gantry_journal_entry *e, struct gantry_error *err)
 {
-        struct gantry_tier_record rec;
+        struct gantry_copier_record rec;
         bool demoted;
         char lock[200];
         int r = gantry_promotion_record_read(t->io, e->uuid, &rec);
@@ -131,7 +131,7 @@ int gantry_copy_use_publish(const struct gantry_config *config, struct gantry_da
                 return 0; /* not a promoted copy (or a record that is not ours to judge) */
         if (r < 0)
                 return gantry_ceph_error(err, r, "read the copy record of", e->name);
-        gantry_tier_record_clear(&rec);
+        gantry_copier_record_clear(&rec);
         snprintf(lock, sizeof(lock), "volume:%s", e->uuid);
         if (gantry_lock_try(lock) < 0)
                 return gantry_error_set(err, EBUSY, "volume_id: an operation on %s is in progress",
@@ -165,7 +165,7 @@ int gantry_copy_use_publish(const struct gantry_config *config, struct gantry_da
                 gantry_copy_state_set(NULL, e->name, "copying");
         }
         r = repromote(config, t, e, &rec, err);
-        gantry_tier_record_clear(&rec);
+        gantry_copier_record_clear(&rec);
         if (r != 0)
                 goto out_unlocked;
         log_info("tier.copy_repromoted", "name=%s uuid=%s", e->name, e->uuid);
@@ -178,7 +178,7 @@ int gantry_copy_use_publish(const struct gantry_config *config, struct gantry_da
                 gantry_copy_state_set(NULL, e->name, "done");
         goto out_unlocked;
 out:
-        gantry_tier_record_clear(&rec);
+        gantry_copier_record_clear(&rec);
 out_unlocked:
         gantry_lock_release(lock);
         return r;
@@ -209,7 +209,7 @@ out:
 int gantry_copy_use_check_data(rados_ioctx_t io, const struct gantry_journal_entry *e,
                                const char *field, struct gantry_error *err)
 {
-        struct gantry_tier_record rec;
+        struct gantry_copier_record rec;
         int r = gantry_promotion_record_read(io, e->uuid, &rec);
 
         if (r == -ENOENT || r == -EINVAL)
@@ -222,6 +222,6 @@ int gantry_copy_use_check_data(rados_ioctx_t io, const struct gantry_journal_ent
                                        "only in its source %s; publish it first (it is copied "
                                        "again) or use the source", field, e->name, rec.state,
                                        rec.source);
-        gantry_tier_record_clear(&rec);
+        gantry_copier_record_clear(&rec);
         return r;
 }

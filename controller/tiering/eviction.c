@@ -110,7 +110,7 @@ static void decide(const char *cluster, const char *name, const char *key, const
 
 /* ---- one demotion ---- */
 
-static int write_record(rados_ioctx_t io, const char *key, struct gantry_tier_record *rec,
+static int write_record(rados_ioctx_t io, const char *key, struct gantry_copier_record *rec,
                         const char *state)
 {
         snprintf(rec->state, sizeof(rec->state), "%s", state);
@@ -123,11 +123,11 @@ static int write_record(rados_ioctx_t io, const char *key, struct gantry_tier_re
  * publish or unpublish that wrote it meanwhile wins (-EAGAIN); writes of
  * other records in "gantry.copies" only make it look again.
  */
-static int mark_demoting(rados_ioctx_t io, const char *key, struct gantry_tier_record *rec,
-                         const struct gantry_tier_record *was, uint64_t version)
+static int mark_demoting(rados_ioctx_t io, const char *key, struct gantry_copier_record *rec,
+                         const struct gantry_copier_record *was, uint64_t version)
 {
         for (int i = 0; i < 8; i++) {
-                struct gantry_tier_record now;
+                struct gantry_copier_record now;
                 int r;
 
                 snprintf(rec->state, sizeof(rec->state), "demoting");
@@ -142,7 +142,7 @@ static int mark_demoting(rados_ioctx_t io, const char *key, struct gantry_tier_r
                                     now.updated == was->updated
                             ? 0
                             : -EAGAIN;
-                gantry_tier_record_clear(&now);
+                gantry_copier_record_clear(&now);
                 if (r < 0)
                         return r;
         }
@@ -151,7 +151,7 @@ static int mark_demoting(rados_ioctx_t io, const char *key, struct gantry_tier_r
 
 /* Discards every byte of @img, heartbeating the "demoting" record between chunks. */
 static int discard_all(rbd_image_t img, rados_ioctx_t io, const char *key,
-                       struct gantry_tier_record *rec)
+                       struct gantry_copier_record *rec)
 {
         uint64_t size, count = 1, chunk;
         rbd_image_info_t info;
@@ -176,7 +176,7 @@ static int discard_all(rbd_image_t img, rados_ioctx_t io, const char *key,
 }
 
 /* The image name of a record's destination "cluster/pool/image". */
-static const char *dest_image(const struct gantry_tier_record *rec)
+static const char *dest_image(const struct gantry_copier_record *rec)
 {
         const char *s = strrchr(rec->destination, '/');
 
@@ -184,7 +184,7 @@ static const char *dest_image(const struct gantry_tier_record *rec)
 }
 
 /* Whether the copy is in use now: -EBUSY with @why and @err filled, 0 when not. */
-static int in_use(rados_ioctx_t io, rbd_image_t img, const struct gantry_tier_record *rec,
+static int in_use(rados_ioctx_t io, rbd_image_t img, const struct gantry_copier_record *rec,
                   const struct gantry_attachments *attached, const char **why,
                   struct gantry_error *err)
 {
@@ -220,7 +220,7 @@ int gantry_eviction_demote(const char *cluster_id, rados_ioctx_t io, const char 
                            struct gantry_kube_client *kube, uint64_t *ret_freed,
                            const char **ret_why, struct gantry_error *err)
 {
-        struct gantry_tier_record rec, was;
+        struct gantry_copier_record rec, was;
         struct gantry_attachments *now = NULL;
         const char *why = "error";
         char detail[GANTRY_ERROR_MSG_MAX + 64];
@@ -326,7 +326,7 @@ out:
                 *ret_why = why;
         if (img)
                 rbd_close(img);
-        gantry_tier_record_clear(&rec);
+        gantry_copier_record_clear(&rec);
         return r;
 }
 
@@ -348,7 +348,7 @@ struct pass {
 };
 
 /* Complete copies of PVs (not `gantryctl tier promote` images) are candidates. */
-static int collect(const char *cluster_id, const char *pool, const struct gantry_tier_record *rec,
+static int collect(const char *cluster_id, const char *pool, const struct gantry_copier_record *rec,
                    void *arg)
 {
         struct pass *p = arg;
@@ -375,7 +375,7 @@ static int collect(const char *cluster_id, const char *pool, const struct gantry
         snprintf(c->pool, sizeof(c->pool), "%s", pool);
         snprintf(c->key, sizeof(c->key), "%s", rec->id);
         snprintf(c->name, sizeof(c->name), "%s", rec->name);
-        c->idle_since = gantry_tier_record_idle_since(rec);
+        c->idle_since = gantry_copier_record_idle_since(rec);
         c->bytes = rec->bytes_written;
         c->data_pool = -1;
         return 0;
@@ -568,7 +568,7 @@ static void pass(const struct gantry_cluster_config *c)
                 rados_ioctx_t io;
                 rbd_image_t img;
                 const char *slash;
-                struct gantry_tier_record rec;
+                struct gantry_copier_record rec;
 
                 if (gantry_ceph_ioctx(c, &creds, p.v[i].pool, &io, &err) < 0)
                         continue;
@@ -579,7 +579,7 @@ static void pass(const struct gantry_cluster_config *c)
                                 p.v[i].data_pool = rbd_get_data_pool_id(img);
                                 rbd_close(img);
                         }
-                        gantry_tier_record_clear(&rec);
+                        gantry_copier_record_clear(&rec);
                 }
                 gantry_ceph_ioctx_destroy(io);
         }

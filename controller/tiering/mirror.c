@@ -68,7 +68,7 @@ static int enable(rbd_image_t img)
 }
 
 /* Enables mirroring of the source and takes the mirror snapshot this copy waits for. */
-static int start_source(const struct gantry_promotion_request *q, struct gantry_tier_record *rec,
+static int start_source(const struct gantry_promotion_request *q, struct gantry_copier_record *rec,
                         struct gantry_error *err)
 {
         rbd_image_info_t st;
@@ -153,7 +153,7 @@ static void daemon_state(rbd_image_t img, char *buf, size_t size)
  * mirror snapshot of the awaited one (or a later one) and the user snapshot
  * to clone are there.
  */
-static int look(rados_ioctx_t io, const struct gantry_tier_record *rec, struct replica *ret)
+static int look(rados_ioctx_t io, const struct gantry_copier_record *rec, struct replica *ret)
 {
         rbd_snap_info_t *snaps = NULL;
         rbd_image_info_t st;
@@ -216,7 +216,7 @@ out:
 }
 
 /* Folds the replica's progress into @rec: rate from the last update, ETA. */
-static void account(struct gantry_tier_record *rec, uint64_t done, time_t now)
+static void account(struct gantry_copier_record *rec, uint64_t done, time_t now)
 {
         if (rec->updated && now > rec->updated && done > rec->bytes_done) {
                 double rate = (double)(done - rec->bytes_done) / (double)(now - rec->updated);
@@ -224,12 +224,12 @@ static void account(struct gantry_tier_record *rec, uint64_t done, time_t now)
         }
         rec->bytes_done = done;
         rec->eta = rec->rate > 0 && rec->bytes_total > done
-                           ? gantry_tier_eta(rec->bytes_total - done, rec->rate)
+                           ? gantry_copier_eta(rec->bytes_total - done, rec->rate)
                            : -1;
         rec->updated = now;
 }
 
-static int busy(const struct gantry_promotion_request *q, const struct gantry_tier_record *rec,
+static int busy(const struct gantry_promotion_request *q, const struct gantry_copier_record *rec,
                 const char *daemon, struct gantry_error *err)
 {
         char line[160];
@@ -239,12 +239,12 @@ static int busy(const struct gantry_promotion_request *q, const struct gantry_ti
                                         "mirroring %s from %s: waiting for rbd-mirror in %s to "
                                         "create the image",
                                         q->name, q->src_cluster->cluster_id, q->dst_cluster);
-        gantry_tier_record_format(rec, line, sizeof(line));
+        gantry_copier_record_format(rec, line, sizeof(line));
         return gantry_error_set(err, EBUSY, "mirroring %s from %s: %s (rbd-mirror: %s)", q->name,
                                 q->src_cluster->cluster_id, line, daemon);
 }
 
-static void new_record(const struct gantry_promotion_request *q, struct gantry_tier_record *rec)
+static void new_record(const struct gantry_promotion_request *q, struct gantry_copier_record *rec)
 {
         gantry_promotion_record_new(q, rec);
         snprintf(rec->mode, sizeof(rec->mode), MODE);
@@ -255,7 +255,7 @@ static void new_record(const struct gantry_promotion_request *q, struct gantry_t
 
 /* The volume: a clone of the replicated snapshot, grown to the requested size. */
 static int make_clone(const struct gantry_promotion_request *q, rados_ioctx_t mirror_io,
-                      const struct gantry_tier_record *rec, struct gantry_error *err)
+                      const struct gantry_copier_record *rec, struct gantry_error *err)
 {
         rbd_image_t img;
         uint64_t size;
@@ -278,7 +278,7 @@ static int make_clone(const struct gantry_promotion_request *q, rados_ioctx_t mi
 int gantry_mirror_poll(const struct gantry_promotion_request *q, bool configured, bool *ret_keep,
                        struct gantry_error *err)
 {
-        struct gantry_tier_record rec = { 0 };
+        struct gantry_copier_record rec = { 0 };
         struct replica rep;
         rados_ioctx_t mirror_io = NULL;
         int r;
@@ -287,11 +287,11 @@ int gantry_mirror_poll(const struct gantry_promotion_request *q, bool configured
         r = gantry_promotion_record_read(q->dst_io, q->uuid, &rec);
         /* a promotion ends in the mode it began in, whatever the config says now */
         if (r == 0 ? strcmp(rec.mode, MODE) != 0 : !configured) {
-                gantry_tier_record_clear(&rec);
+                gantry_copier_record_clear(&rec);
                 return gantry_promotion_poll(q, ret_keep, err);
         }
         if (r == 0 && strcmp(rec.state, "done") == 0) {
-                gantry_tier_record_clear(&rec);
+                gantry_copier_record_clear(&rec);
                 return 0;
         }
         if (r == -ENOENT || r == -EINVAL) {
@@ -312,7 +312,7 @@ int gantry_mirror_poll(const struct gantry_promotion_request *q, bool configured
                     (r = gantry_promotion_record_write(q->dst_io, q->uuid, &rec)) < 0) {
                         if (!err->err)
                                 gantry_ceph_error(err, r, "write the copy record of", q->name);
-                        gantry_tier_record_clear(&rec);
+                        gantry_copier_record_clear(&rec);
                         return r;
                 }
                 *ret_keep = true;
@@ -351,18 +351,18 @@ int gantry_mirror_poll(const struct gantry_promotion_request *q, bool configured
 out:
         if (mirror_io)
                 rados_ioctx_destroy(mirror_io);
-        gantry_tier_record_clear(&rec);
+        gantry_copier_record_clear(&rec);
         return r;
 }
 
 /* ---- DeleteVolume ---- */
 
 struct users {
-        const struct gantry_tier_record *rec;
+        const struct gantry_copier_record *rec;
         int n; /* other records mirroring the same source image */
 };
 
-static int count_user(const char *cluster_id, const char *pool, const struct gantry_tier_record *r,
+static int count_user(const char *cluster_id, const char *pool, const struct gantry_copier_record *r,
                       void *arg)
 {
         struct users *u = arg;
@@ -403,7 +403,7 @@ static int disable(rados_ioctx_t src_io, const char *image)
 
 /* The source's part: its snapshot, and its mirroring when nobody needs it. */
 static int release_source(const struct gantry_config *config, rados_ioctx_t dst_io,
-                          const struct gantry_tier_record *rec, struct gantry_error *err)
+                          const struct gantry_copier_record *rec, struct gantry_error *err)
 {
         const struct gantry_cluster_config *c = gantry_config_find_cluster(config, rec->src_cluster);
         struct gantry_ceph_credentials creds;
@@ -438,7 +438,7 @@ static int release_source(const struct gantry_config *config, rados_ioctx_t dst_
 int gantry_mirror_cancel(const struct gantry_config *config, rados_ioctx_t dst_io, const char *uuid,
                          const char *dst_image, bool force, struct gantry_error *err)
 {
-        struct gantry_tier_record rec;
+        struct gantry_copier_record rec;
         int r = gantry_promotion_record_read(dst_io, uuid, &rec);
 
         if (r == -ENOENT || r == -EINVAL)
@@ -446,7 +446,7 @@ int gantry_mirror_cancel(const struct gantry_config *config, rados_ioctx_t dst_i
         if (r < 0)
                 return gantry_ceph_error(err, r, "read the copy record of", uuid);
         if (strcmp(rec.mode, MODE) != 0) {
-                gantry_tier_record_clear(&rec);
+                gantry_copier_record_clear(&rec);
                 return 0;
         }
         /* the clone first: it is a child of the image the daemon removes once unmirrored */
@@ -457,6 +457,6 @@ int gantry_mirror_cancel(const struct gantry_config *config, rados_ioctx_t dst_i
         if (r == 0)
                 log_info("tier.mirror_released", "name=%s uuid=%s source=%s", rec.name, uuid,
                          rec.source);
-        gantry_tier_record_clear(&rec);
+        gantry_copier_record_clear(&rec);
         return r;
 }

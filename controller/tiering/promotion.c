@@ -52,10 +52,10 @@ struct promotion {
         char labels[200]; /* source="capa",destination="perf" */
         rados_ioctx_t src_io, dst_io; /* own io contexts on the cached connections */
         rbd_image_t img;
-        struct gantry_tier_source *src;
-        struct gantry_tier_dest *dst;
-        struct gantry_tier_copy *copy;
-        struct gantry_tier_record rec; /* the copy thread's while it runs */
+        struct gantry_copier_source *src;
+        struct gantry_copier_dest *dst;
+        struct gantry_copier_copy *copy;
+        struct gantry_copier_record rec; /* the copy thread's while it runs */
         uint64_t written_before;       /* bytes written by earlier runs */
         uint64_t read_seen, written_seen; /* counted into the metrics so far */
         double rate;                   /* last persisted rate (under lock) */
@@ -70,7 +70,7 @@ static struct promotion *running;
 static struct gantry_metrics *metrics;
 static struct {
         char cluster[GANTRY_CONFIG_ID_MAX + 1];
-        struct gantry_tier_bucket *bucket;
+        struct gantry_copier_bucket *bucket;
 } buckets[GANTRY_CONFIG_MAX_CLUSTERS];
 
 void gantry_promotion_set_metrics(struct gantry_metrics *m)
@@ -79,7 +79,7 @@ void gantry_promotion_set_metrics(struct gantry_metrics *m)
 }
 
 /* The shared read cap of @c (NULL: none configured). Under lock. */
-static struct gantry_tier_bucket *bucket_for(const struct gantry_cluster_config *c)
+static struct gantry_copier_bucket *bucket_for(const struct gantry_cluster_config *c)
 {
         size_t i;
 
@@ -88,7 +88,7 @@ static struct gantry_tier_bucket *bucket_for(const struct gantry_cluster_config 
         for (i = 0; i < GANTRY_CONFIG_MAX_CLUSTERS && buckets[i].bucket; i++)
                 if (strcmp(buckets[i].cluster, c->cluster_id) == 0)
                         return buckets[i].bucket;
-        if (i == GANTRY_CONFIG_MAX_CLUSTERS || gantry_tier_bucket_new(c->copy_read_bytes_per_s,
+        if (i == GANTRY_CONFIG_MAX_CLUSTERS || gantry_copier_bucket_new(c->copy_read_bytes_per_s,
                                                                      &buckets[i].bucket) < 0)
                 return NULL;
         snprintf(buckets[i].cluster, sizeof(buckets[i].cluster), "%s", c->cluster_id);
@@ -98,7 +98,7 @@ static struct gantry_tier_bucket *bucket_for(const struct gantry_cluster_config 
 /* ---- the record in "gantry.copies" ---- */
 
 /* Writes @rec under @uuid; with @version (not 0) only if the object is still at that version. */
-static int record_write_at(rados_ioctx_t io, const char *uuid, const struct gantry_tier_record *rec,
+static int record_write_at(rados_ioctx_t io, const char *uuid, const struct gantry_copier_record *rec,
                            uint64_t version)
 {
         const char *keys[1] = { uuid };
@@ -106,7 +106,7 @@ static int record_write_at(rados_ioctx_t io, const char *uuid, const struct gant
         const char *vals[1];
         rados_write_op_t op;
         char *json;
-        int r = gantry_tier_record_encode(rec, &json);
+        int r = gantry_copier_record_encode(rec, &json);
 
         if (r < 0)
                 return r;
@@ -121,18 +121,18 @@ static int record_write_at(rados_ioctx_t io, const char *uuid, const struct gant
         else
                 rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
         rados_write_op_omap_set2(op, keys, vals, key_lens, val_lens, 1);
-        r = rados_write_op_operate(op, io, GANTRY_TIER_COPIES_OBJECT, NULL, 0);
+        r = rados_write_op_operate(op, io, GANTRY_COPIER_COPIES_OBJECT, NULL, 0);
         rados_release_write_op(op);
         free(json);
         return r;
 }
 
-static int record_write(rados_ioctx_t io, const char *uuid, const struct gantry_tier_record *rec)
+static int record_write(rados_ioctx_t io, const char *uuid, const struct gantry_copier_record *rec)
 {
         return record_write_at(io, uuid, rec, 0);
 }
 
-int gantry_promotion_record_read(rados_ioctx_t io, const char *uuid, struct gantry_tier_record *ret)
+int gantry_promotion_record_read(rados_ioctx_t io, const char *uuid, struct gantry_copier_record *ret)
 {
         rados_read_op_t op = rados_create_read_op();
         rados_omap_iter_t iter = NULL;
@@ -144,13 +144,13 @@ int gantry_promotion_record_read(rados_ioctx_t io, const char *uuid, struct gant
         if (!op)
                 return -ENOMEM;
         rados_read_op_omap_get_vals_by_keys2(op, keys, 1, key_lens, &iter, &prval);
-        r = rados_read_op_operate(op, io, GANTRY_TIER_COPIES_OBJECT, 0);
+        r = rados_read_op_operate(op, io, GANTRY_COPIER_COPIES_OBJECT, 0);
         if (r >= 0 && prval < 0)
                 r = prval;
         if (r >= 0) {
                 r = -ENOENT;
                 if (rados_omap_get_next2(iter, &k, &v, &klen, &vlen) == 0 && k && v)
-                        r = gantry_tier_record_decode(v, vlen, ret);
+                        r = gantry_copier_record_decode(v, vlen, ret);
         }
         if (iter)
                 rados_omap_get_end(iter);
@@ -168,7 +168,7 @@ static int record_remove(rados_ioctx_t io, const char *uuid)
         if (!op)
                 return -ENOMEM;
         rados_write_op_omap_rm_keys2(op, keys, key_lens, 1);
-        r = rados_write_op_operate(op, io, GANTRY_TIER_COPIES_OBJECT, NULL, 0);
+        r = rados_write_op_operate(op, io, GANTRY_COPIER_COPIES_OBJECT, NULL, 0);
         rados_release_write_op(op);
         return r == -ENOENT ? 0 : r;
 }
@@ -176,7 +176,7 @@ static int record_remove(rados_ioctx_t io, const char *uuid)
 /* ---- metrics ---- */
 
 /* Counts what the copy did since the last call; refreshes the pair's rate. Under lock. */
-static void count_locked(struct promotion *m, const struct gantry_tier_progress *p)
+static void count_locked(struct promotion *m, const struct gantry_copier_progress *p)
 {
         double rate = 0;
         int n = 0;
@@ -208,7 +208,7 @@ static void count_locked(struct promotion *m, const struct gantry_tier_progress 
 
 /* ---- the copy thread ---- */
 
-static int persist(const struct gantry_tier_progress *p, const char *position, void *arg)
+static int persist(const struct gantry_copier_progress *p, const char *position, void *arg)
 {
         struct promotion *m = arg;
         char *pos = strdup(position);
@@ -217,7 +217,7 @@ static int persist(const struct gantry_tier_progress *p, const char *position, v
                 return -ENOMEM;
         free(m->rec.position);
         m->rec.position = pos;
-        gantry_tier_record_set_progress(&m->rec, p);
+        gantry_copier_record_set_progress(&m->rec, p);
         m->rec.bytes_written = m->written_before + p->bytes_written;
         m->rec.updated = time(NULL);
         pthread_mutex_lock(&lock);
@@ -230,11 +230,11 @@ static int persist(const struct gantry_tier_progress *p, const char *position, v
 static void *copy_thread(void *arg)
 {
         struct promotion *m = arg;
-        struct gantry_tier_progress p;
+        struct gantry_copier_progress p;
         const char *result;
-        int r = gantry_tier_copy_run(m->copy), r2 = 0, rb;
+        int r = gantry_copier_copy_run(m->copy), r2 = 0, rb;
 
-        gantry_tier_copy_progress(m->copy, &p);
+        gantry_copier_copy_progress(m->copy, &p);
         if (r == 0 && (rb = gantry_refresh_mark_base(m->img, &m->rec)) < 0)
                 log_warn("tier.refresh_base_unmarked", "name=%s uuid=%s error=%s", m->name, m->uuid,
                          strerror(-rb)); /* complete all the same, only no base for a refresh */
@@ -280,16 +280,16 @@ static void promotion_free(struct promotion *m)
 {
         if (!m)
                 return;
-        gantry_tier_copy_free(m->copy);
-        gantry_tier_dest_free(m->dst);
+        gantry_copier_copy_free(m->copy);
+        gantry_copier_dest_free(m->dst);
         if (m->img)
                 rbd_close(m->img);
-        gantry_tier_source_free(m->src);
+        gantry_copier_source_free(m->src);
         if (m->src_io)
                 rados_ioctx_destroy(m->src_io);
         if (m->dst_io)
                 rados_ioctx_destroy(m->dst_io);
-        gantry_tier_record_clear(&m->rec);
+        gantry_copier_record_clear(&m->rec);
         free(m);
 }
 
@@ -305,7 +305,7 @@ static void promotion_stop(struct promotion *m, bool cancel)
         }
         pthread_mutex_unlock(&lock);
         if (cancel && m->copy)
-                gantry_tier_copy_cancel(m->copy);
+                gantry_copier_copy_cancel(m->copy);
         if (m->thread_started)
                 pthread_join(m->thread, NULL);
 }
@@ -319,15 +319,15 @@ static struct promotion *find_locked(const char *uuid)
 }
 
 /* Starts the copy thread for @q from @rec (taken over). */
-static int start(const struct gantry_promotion_request *q, struct gantry_tier_record *rec,
+static int start(const struct gantry_promotion_request *q, struct gantry_copier_record *rec,
                  struct gantry_error *err)
 {
         struct promotion *m = calloc(1, sizeof(*m));
-        struct gantry_tier_copy_opts o = { 0 };
+        struct gantry_copier_copy_opts o = { 0 };
         int r;
 
         if (!m) {
-                gantry_tier_record_clear(rec);
+                gantry_copier_record_clear(rec);
                 return gantry_error_set(err, ENOMEM, "out of memory");
         }
         m->rec = *rec;
@@ -347,11 +347,11 @@ static int start(const struct gantry_promotion_request *q, struct gantry_tier_re
                 goto fail;
         }
         if ((r = rbd_open(m->dst_io, q->dst_image, &m->img, NULL)) < 0 ||
-            (r = gantry_tier_dest_rbd_new(m->img, &m->dst)) < 0) {
+            (r = gantry_copier_dest_rbd_new(m->img, &m->dst)) < 0) {
                 r = gantry_ceph_error(err, r, "open image", q->dst_image);
                 goto fail;
         }
-        if ((r = gantry_tier_source_rbd_new(m->src_io, m->rec.src_image, m->rec.src_snap,
+        if ((r = gantry_copier_source_rbd_new(m->src_io, m->rec.src_image, m->rec.src_snap,
                                             m->rec.refresh_of[0] ? m->rec.refresh_from : NULL,
                                             &m->src)) < 0) {
                 r = gantry_ceph_error(err, r, "open source image", m->rec.src_image);
@@ -366,7 +366,7 @@ static int start(const struct gantry_promotion_request *q, struct gantry_tier_re
         pthread_mutex_lock(&lock);
         o.bucket = bucket_for(q->src_cluster);
         pthread_mutex_unlock(&lock);
-        if ((r = gantry_tier_copy_new(m->src, m->dst, &o, &m->copy)) < 0) {
+        if ((r = gantry_copier_copy_new(m->src, m->dst, &o, &m->copy)) < 0) {
                 r = gantry_error_set(err, -r, "copy into %s: %s", q->dst_image, strerror(-r));
                 goto fail;
         }
@@ -393,12 +393,12 @@ fail:
 }
 
 /* The ABORTED answer while a copy runs. */
-static int busy(const struct gantry_promotion_request *q, const struct gantry_tier_progress *p,
+static int busy(const struct gantry_promotion_request *q, const struct gantry_copier_progress *p,
                 struct gantry_error *err)
 {
         char line[128];
 
-        gantry_tier_progress_format(p, line, sizeof(line));
+        gantry_copier_progress_format(p, line, sizeof(line));
         return gantry_error_set(err, EBUSY, "copying %s from %s: %s", q->name,
                                 q->src_cluster->cluster_id, line);
 }
@@ -432,7 +432,7 @@ static int remove_snapshot(rados_ioctx_t io, const char *image, const char *snap
 
 /* The helpers above, for the rbd-mirror mode (mirror.c). */
 int gantry_promotion_record_write(rados_ioctx_t io, const char *uuid,
-                                  const struct gantry_tier_record *rec)
+                                  const struct gantry_copier_record *rec)
 {
         return record_write(io, uuid, rec);
 }
@@ -447,7 +447,7 @@ int gantry_promotion_snapshot(rados_ioctx_t io, const char *image, const char *s
         return take ? take_snapshot(io, image, snap) : remove_snapshot(io, image, snap);
 }
 
-static void new_record(const struct gantry_promotion_request *q, struct gantry_tier_record *rec)
+static void new_record(const struct gantry_promotion_request *q, struct gantry_copier_record *rec)
 {
         char pool[128] = "";
 
@@ -475,7 +475,7 @@ static void new_record(const struct gantry_promotion_request *q, struct gantry_t
 }
 
 void gantry_promotion_record_new(const struct gantry_promotion_request *q,
-                                 struct gantry_tier_record *ret)
+                                 struct gantry_copier_record *ret)
 {
         new_record(q, ret);
 }
@@ -483,8 +483,8 @@ void gantry_promotion_record_new(const struct gantry_promotion_request *q,
 int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_keep,
                           struct gantry_error *err)
 {
-        struct gantry_tier_record rec = { 0 };
-        struct gantry_tier_progress p;
+        struct gantry_copier_record rec = { 0 };
+        struct gantry_copier_progress p;
         struct promotion *m;
         rbd_image_t img;
         bool fresh_image = false, first;
@@ -496,7 +496,7 @@ int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_ke
         if (m && !m->finished) {
                 pthread_mutex_unlock(&lock);
                 *ret_keep = true;
-                gantry_tier_copy_progress(m->copy, &p);
+                gantry_copier_copy_progress(m->copy, &p);
                 return busy(q, &p, err);
         }
         pthread_mutex_unlock(&lock);
@@ -515,11 +515,11 @@ int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_ke
         if (r == 0 && strcmp(rec.state, "done") == 0) {
                 /* a volume source's snapshot stays: the base of a later refresh */
                 *ret_keep = true;
-                gantry_tier_record_clear(&rec);
+                gantry_copier_record_clear(&rec);
                 return 0;
         }
         if (r == 0 && q->resume_only && strcmp(rec.state, "copying") != 0) {
-                gantry_tier_record_clear(&rec);
+                gantry_copier_record_clear(&rec);
                 return -ENOENT; /* failed copies wait for their CreateVolume */
         }
         first = r == -ENOENT || r == -EINVAL;
@@ -528,7 +528,7 @@ int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_ke
         if (first) {
                 /* a first call (or a record nobody can read): start from nothing */
                 struct gantry_error ignore = { 0 };
-                gantry_tier_record_clear(&rec);
+                gantry_copier_record_clear(&rec);
                 new_record(q, &rec);
                 if ((r = gantry_dataset_image_remove(q->dst_io, q->dst_image, true, &ignore)) < 0)
                         return gantry_ceph_error(err, r, "remove half-made image", q->dst_image);
@@ -543,7 +543,7 @@ int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_ke
         if (rec.own_snap) {
                 r = take_snapshot(q->src_io, rec.src_image, rec.src_snap);
                 if (r < 0) {
-                        gantry_tier_record_clear(&rec);
+                        gantry_copier_record_clear(&rec);
                         return gantry_ceph_error(err, r, "snapshot source image", q->src_image);
                 }
                 if (r == 1 && rec.position) {
@@ -559,7 +559,7 @@ int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_ke
         if (first && q->refresh_only && !rec.refresh_of[0]) {
                 if (rec.own_snap)
                         remove_snapshot(q->src_io, rec.src_image, rec.src_snap);
-                gantry_tier_record_clear(&rec);
+                gantry_copier_record_clear(&rec);
                 return gantry_error_set(err, ENOENT, "no complete copy of an older snapshot of %s "
                                         "in this pool to refresh from", q->src_image);
         }
@@ -570,7 +570,7 @@ int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_ke
                          q->uuid, rec.refresh_of);
                 gantry_refresh_forget(&rec);
                 if ((r = gantry_dataset_image_remove(q->dst_io, q->dst_image, true, &ignore)) < 0) {
-                        gantry_tier_record_clear(&rec);
+                        gantry_copier_record_clear(&rec);
                         return gantry_ceph_error(err, r, "remove half-made image", q->dst_image);
                 }
         }
@@ -583,30 +583,30 @@ int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_ke
                 rec.bytes_done = 0;
                 fresh_image = true;
         } else {
-                gantry_tier_record_clear(&rec);
+                gantry_copier_record_clear(&rec);
                 return gantry_ceph_error(err, r, "open image", q->dst_image);
         }
         if (fresh_image && q->resume_only) {
-                gantry_tier_record_clear(&rec);
+                gantry_copier_record_clear(&rec);
                 return -ENOENT;
         }
         /* the record before the image: a retry always finds what this call made */
         if ((r = record_write(q->dst_io, q->uuid, &rec)) < 0) {
-                gantry_tier_record_clear(&rec);
+                gantry_copier_record_clear(&rec);
                 return gantry_ceph_error(err, r, "write the copy record of", q->name);
         }
         if (fresh_image && (r = rec.refresh_of[0] ? gantry_refresh_make_image(q, &rec)
                                                   : rbd_create4(q->dst_io, q->dst_image, q->size,
                                                                 q->opts)) < 0) {
                 bool refresh = rec.refresh_of[0];
-                gantry_tier_record_clear(&rec);
+                gantry_copier_record_clear(&rec);
                 if (refresh) /* the base may have gone meanwhile: the retry sees and copies whole */
                         return gantry_ceph_error(err, r, "clone the refreshed copy into", q->dst_image);
                 if (r == -ENOENT)
                         return gantry_error_set(err, EINVAL, "parameters.dataPool: pool does not exist");
                 return gantry_ceph_error(err, r, "create image", q->dst_image);
         }
-        p = (struct gantry_tier_progress){ .bytes_done = rec.bytes_done,
+        p = (struct gantry_copier_progress){ .bytes_done = rec.bytes_done,
                                            .bytes_total = rec.bytes_total,
                                            .planned = rec.bytes_total > 0 };
         if ((r = start(q, &rec, err)) < 0)
@@ -617,7 +617,7 @@ int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_ke
 int gantry_promotion_cancel(const struct gantry_config *config, rados_ioctx_t dst_io,
                             const char *uuid, struct gantry_error *err)
 {
-        struct gantry_tier_record rec;
+        struct gantry_copier_record rec;
         const struct gantry_cluster_config *c;
         struct gantry_ceph_credentials creds;
         struct promotion *m;
@@ -637,7 +637,7 @@ int gantry_promotion_cancel(const struct gantry_config *config, rados_ioctx_t ds
         if (r == -ENOENT)
                 return 0;
         if (r == -EINVAL)
-                rec = (struct gantry_tier_record){ 0 }; /* unreadable: only the key to remove */
+                rec = (struct gantry_copier_record){ 0 }; /* unreadable: only the key to remove */
         else if (r < 0)
                 return gantry_ceph_error(err, r, "read the copy record of", uuid);
         if (rec.own_snap && (c = gantry_config_find_cluster(config, rec.src_cluster))) {
@@ -655,11 +655,11 @@ int gantry_promotion_cancel(const struct gantry_config *config, rados_ioctx_t ds
                 if (r == -ENOENT)
                         r = 0; /* the source pool is gone, and its snapshot with it */
                 if (r < 0) {
-                        gantry_tier_record_clear(&rec);
+                        gantry_copier_record_clear(&rec);
                         return r;
                 }
         }
-        gantry_tier_record_clear(&rec);
+        gantry_copier_record_clear(&rec);
         r = record_remove(dst_io, uuid);
         return r < 0 ? gantry_ceph_error(err, r, "remove the copy record of", uuid) : 0;
 }
@@ -692,20 +692,20 @@ void gantry_promotion_shutdown(void)
         }
         pthread_mutex_lock(&lock);
         for (size_t i = 0; i < GANTRY_CONFIG_MAX_CLUSTERS; i++) {
-                gantry_tier_bucket_free(buckets[i].bucket);
+                gantry_copier_bucket_free(buckets[i].bucket);
                 buckets[i].bucket = NULL;
         }
         pthread_mutex_unlock(&lock);
 }
 
 int gantry_promotion_record_store(rados_ioctx_t io, const char *key,
-                                  const struct gantry_tier_record *rec)
+                                  const struct gantry_copier_record *rec)
 {
         return record_write(io, key, rec);
 }
 
 int gantry_promotion_record_store_at(rados_ioctx_t io, const char *key,
-                                     const struct gantry_tier_record *rec, uint64_t version)
+                                     const struct gantry_copier_record *rec, uint64_t version)
 {
         return record_write_at(io, key, rec, version ? version : 1);
 }

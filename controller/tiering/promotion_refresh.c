@@ -25,7 +25,7 @@
 #include "log.h"
 #include "record.h"
 
-int gantry_refresh_mark_base(rbd_image_t img, struct gantry_tier_record *rec)
+int gantry_refresh_mark_base(rbd_image_t img, struct gantry_copier_record *rec)
 {
         int r = rbd_snap_create(img, GANTRY_REFRESH_PROMOTED_SNAP);
 
@@ -35,7 +35,7 @@ int gantry_refresh_mark_base(rbd_image_t img, struct gantry_tier_record *rec)
         return 0;
 }
 
-int gantry_refresh_unmark_base(rbd_image_t img, struct gantry_tier_record *rec)
+int gantry_refresh_unmark_base(rbd_image_t img, struct gantry_copier_record *rec)
 {
         int r = rbd_snap_remove(img, GANTRY_REFRESH_PROMOTED_SNAP);
 
@@ -56,7 +56,7 @@ struct pick {
         char base_id[168], base_image[128], base_snap[128], src_snap[128];
 };
 
-static int consider(const char *cluster_id, const char *pool, const struct gantry_tier_record *rec,
+static int consider(const char *cluster_id, const char *pool, const struct gantry_copier_record *rec,
                     void *arg)
 {
         struct pick *k = arg;
@@ -87,7 +87,7 @@ static int consider(const char *cluster_id, const char *pool, const struct gantr
         return 0;
 }
 
-int gantry_refresh_pick_base(const struct gantry_promotion_request *q, struct gantry_tier_record *rec)
+int gantry_refresh_pick_base(const struct gantry_promotion_request *q, struct gantry_copier_record *rec)
 {
         struct pick k = { .q = q };
         char pool[128] = "";
@@ -120,7 +120,7 @@ int gantry_refresh_pick_base(const struct gantry_promotion_request *q, struct ga
 }
 
 /* Splits @rec's "IMAGE@SNAP" parent into @image and @snap. */
-static int parent_of(const struct gantry_tier_record *rec, char *image, size_t size, const char **snap)
+static int parent_of(const struct gantry_copier_record *rec, char *image, size_t size, const char **snap)
 {
         char *at;
 
@@ -132,7 +132,7 @@ static int parent_of(const struct gantry_tier_record *rec, char *image, size_t s
 }
 
 bool gantry_refresh_base_gone(const struct gantry_promotion_request *q,
-                              const struct gantry_tier_record *rec)
+                              const struct gantry_copier_record *rec)
 {
         char image[sizeof(rec->refresh_parent)];
         const char *snap;
@@ -145,7 +145,7 @@ bool gantry_refresh_base_gone(const struct gantry_promotion_request *q,
                gantry_dataset_image_size(q->dst_io, image, snap, &size) == -ENOENT;
 }
 
-void gantry_refresh_forget(struct gantry_tier_record *rec)
+void gantry_refresh_forget(struct gantry_copier_record *rec)
 {
         rec->refresh_of[0] = rec->refresh_from[0] = rec->refresh_parent[0] = '\0';
         free(rec->position);
@@ -154,7 +154,7 @@ void gantry_refresh_forget(struct gantry_tier_record *rec)
 }
 
 int gantry_refresh_make_image(const struct gantry_promotion_request *q,
-                              const struct gantry_tier_record *rec)
+                              const struct gantry_copier_record *rec)
 {
         char image[sizeof(rec->refresh_parent)];
         const char *snap;

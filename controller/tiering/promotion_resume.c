@@ -36,7 +36,7 @@
 struct pending {
         char cluster[GANTRY_CONFIG_ID_MAX + 1];
         char pool[128];
-        struct gantry_tier_record rec; /* without its position */
+        struct gantry_copier_record rec; /* without its position */
         bool settled;
 };
 
@@ -50,7 +50,7 @@ static struct {
         size_t n;
 } self = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static int collect(const char *cluster_id, const char *pool, const struct gantry_tier_record *rec,
+static int collect(const char *cluster_id, const char *pool, const struct gantry_copier_record *rec,
                    void *arg)
 {
         struct pending *p;
@@ -98,7 +98,7 @@ static bool watched(rados_ioctx_t io, const char *image)
  */
 static int resume_one(struct pending *p, const char **why, struct gantry_error *err)
 {
-        const struct gantry_tier_record *rec = &p->rec;
+        const struct gantry_copier_record *rec = &p->rec;
         struct gantry_dataset_target dst = { 0 }, src = { 0 };
         struct gantry_promotion_request q = { 0 };
         struct gantry_journal_entry e;

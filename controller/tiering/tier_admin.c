@@ -36,7 +36,7 @@ static int list_pool(rados_ioctx_t io, const char *cluster_id, const char *pool,
         while (r >= 0 && more) {
                 rados_read_op_t op = rados_create_read_op();
                 rados_omap_iter_t iter = NULL;
-                struct gantry_tier_record rec;
+                struct gantry_copier_record rec;
                 int prval = 0, n = 0;
                 char *k, *v;
                 size_t klen, vlen;
@@ -44,16 +44,16 @@ static int list_pool(rados_ioctx_t io, const char *cluster_id, const char *pool,
                 if (!op)
                         return -ENOMEM;
                 rados_read_op_omap_get_vals2(op, after, "", PAGE, &iter, &more, &prval);
-                r = rados_read_op_operate(op, io, GANTRY_TIER_COPIES_OBJECT, 0);
+                r = rados_read_op_operate(op, io, GANTRY_COPIER_COPIES_OBJECT, 0);
                 if (r >= 0 && prval < 0)
                         r = prval;
                 while (r >= 0 && rados_omap_get_next2(iter, &k, &v, &klen, &vlen) == 0 && k) {
                         n++;
                         snprintf(after, sizeof(after), "%.*s", (int)klen, k);
-                        if (!v || gantry_tier_record_decode(v, vlen, &rec) < 0)
+                        if (!v || gantry_copier_record_decode(v, vlen, &rec) < 0)
                                 continue; /* not ours to judge: skip what cannot be read */
                         r = fn(cluster_id, pool, &rec, arg);
-                        gantry_tier_record_clear(&rec);
+                        gantry_copier_record_clear(&rec);
                 }
                 if (iter)
                         rados_omap_get_end(iter);
@@ -171,7 +171,7 @@ static int promote_image(const struct gantry_config *config, const char *from, c
         char sbuf[512], dbuf[512], key[GANTRY_PROMOTION_KEY_MAX + 1], name[600];
         struct gantry_dataset_target src = { 0 }, dst = { 0 };
         struct gantry_promotion_request q = { 0 };
-        struct gantry_tier_record rec;
+        struct gantry_copier_record rec;
         struct timespec second = { 1, 0 };
         rbd_image_t img;
         uint64_t size = 0;
@@ -201,7 +201,7 @@ static int promote_image(const struct gantry_config *config, const char *from, c
         /* an image that is there without our record is somebody's data: never overwrite it */
         r = gantry_promotion_record_read(dst.io, key, &rec);
         if (r == 0)
-                gantry_tier_record_clear(&rec);
+                gantry_copier_record_clear(&rec);
         if (r == -ENOENT && rbd_open_read_only(dst.io, di, &img, NULL) == 0) {
                 rbd_close(img);
                 r = gantry_error_set(err, EEXIST, "--to: %s exists and was not made by gantryctl tier "
@@ -270,7 +270,7 @@ int gantry_controller_refresh_image(const struct gantry_config *config, const ch
 
 int gantry_copies_list_cluster(const struct gantry_cluster_config *c,
                                int (*fn)(const char *cluster_id, const char *pool,
-                                         const struct gantry_tier_record *rec, void *arg),
+                                         const struct gantry_copier_record *rec, void *arg),
                                void *arg, struct gantry_error *err)
 {
         return list_cluster(c, fn, arg, err);

@@ -31,7 +31,7 @@ struct match {
         int n;
 };
 
-static int find(const char *cluster_id, const char *pool, const struct gantry_tier_record *rec,
+static int find(const char *cluster_id, const char *pool, const struct gantry_copier_record *rec,
                 void *arg)
 {
         struct match *m = arg;

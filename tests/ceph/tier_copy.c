@@ -50,12 +50,12 @@ static int connect_pool(const char *conf, const char *pool, rados_t *ret_c, rado
         return 0;
 }
 
-static int persist(const struct gantry_tier_progress *p, const char *position, void *arg)
+static int persist(const struct gantry_copier_progress *p, const char *position, void *arg)
 {
         char line[128];
 
         (void)arg;
-        gantry_tier_progress_format(p, line, sizeof(line));
+        gantry_copier_progress_format(p, line, sizeof(line));
         printf("{\"event\":\"persist\",\"position\":\"%s\",\"bytes_done\":%llu,\"bytes_total\":%llu,"
                "\"bytes_read\":%llu,\"bytes_written\":%llu,\"line\":\"%s\"}\n",
                position, (unsigned long long)p->bytes_done, (unsigned long long)p->bytes_total,
@@ -130,12 +130,12 @@ int main(int argc, char **argv)
         rados_t sc = NULL, dc = NULL;
         rados_ioctx_t sio = NULL, dio = NULL;
         rbd_image_t img = NULL;
-        struct gantry_tier_source *src = NULL;
-        struct gantry_tier_dest *dst = NULL;
-        struct gantry_tier_bucket *bucket = NULL;
-        struct gantry_tier_copy *copy = NULL;
-        struct gantry_tier_copy_opts o = { 0 };
-        struct gantry_tier_progress p;
+        struct gantry_copier_source *src = NULL;
+        struct gantry_copier_dest *dst = NULL;
+        struct gantry_copier_bucket *bucket = NULL;
+        struct gantry_copier_copy *copy = NULL;
+        struct gantry_copier_copy_opts o = { 0 };
+        struct gantry_copier_progress p;
         const char *step;
         int r;
 
@@ -145,9 +145,9 @@ int main(int argc, char **argv)
         }
         step = "open source";
         if (a.src_file) {
-                r = gantry_tier_source_file_new(a.src_file, &src);
+                r = gantry_copier_source_file_new(a.src_file, &src);
         } else if ((r = connect_pool(a.src_conf, a.src_pool, &sc, &sio)) == 0) {
-                r = gantry_tier_source_rbd_new(sio, a.src_image, a.src_snap, a.from_snap, &src);
+                r = gantry_copier_source_rbd_new(sio, a.src_image, a.src_snap, a.from_snap, &src);
         }
         if (r < 0)
                 goto out;
@@ -156,10 +156,10 @@ int main(int argc, char **argv)
                 goto out;
         if (a.create && (r = create_image(dio, &a, src->size)) < 0)
                 goto out;
-        if ((r = rbd_open(dio, a.dst_image, &img, NULL)) < 0 || (r = gantry_tier_dest_rbd_new(img, &dst)) < 0)
+        if ((r = rbd_open(dio, a.dst_image, &img, NULL)) < 0 || (r = gantry_copier_dest_rbd_new(img, &dst)) < 0)
                 goto out;
         step = "copy";
-        if ((r = gantry_tier_bucket_new(a.bw, &bucket)) < 0)
+        if ((r = gantry_copier_bucket_new(a.bw, &bucket)) < 0)
                 goto out;
         o.in_flight = a.in_flight;
         o.bucket = bucket;
@@ -167,10 +167,10 @@ int main(int argc, char **argv)
         o.persist_every_objects = a.persist_objects;
         o.persist_every_ms = a.persist_ms;
         o.persist = persist;
-        if ((r = gantry_tier_copy_new(src, dst, &o, &copy)) < 0)
+        if ((r = gantry_copier_copy_new(src, dst, &o, &copy)) < 0)
                 goto out;
-        r = gantry_tier_copy_run(copy);
-        gantry_tier_copy_progress(copy, &p);
+        r = gantry_copier_copy_run(copy);
+        gantry_copier_copy_progress(copy, &p);
         printf("{\"event\":\"done\",\"result\":%d,\"bytes_total\":%llu,\"bytes_done\":%llu,"
                "\"bytes_read\":%llu,\"bytes_written\":%llu,\"objects_total\":%llu,"
                "\"object_count\":%llu,\"seconds\":%.3f}\n",
@@ -181,12 +181,12 @@ int main(int argc, char **argv)
 out:
         if (r < 0)
                 fprintf(stderr, "tier-copy: %s: %s\n", step, strerror(-r));
-        gantry_tier_copy_free(copy);
-        gantry_tier_bucket_free(bucket);
-        gantry_tier_dest_free(dst);
+        gantry_copier_copy_free(copy);
+        gantry_copier_bucket_free(bucket);
+        gantry_copier_dest_free(dst);
         if (img)
                 rbd_close(img);
-        gantry_tier_source_free(src);
+        gantry_copier_source_free(src);
         if (sio)
                 rados_ioctx_destroy(sio);
         if (dio)

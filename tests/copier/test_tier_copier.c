@@ -97,10 +97,10 @@ static void assert_same_content(const char *a, const char *b)
 static void test_source_extents(void **state)
 {
         struct files *f = *state;
-        struct gantry_tier_source *s;
+        struct gantry_copier_source *s;
         char buf[16];
 
-        assert_int_equal(gantry_tier_source_file_new(f->src, &s), 0);
+        assert_int_equal(gantry_copier_source_file_new(f->src, &s), 0);
         assert_int_equal(s->size, SIZE);
         assert_false(s->incremental);
         assert_string_equal(s->ops->kind, "file");
@@ -109,19 +109,19 @@ static void test_source_extents(void **state)
         assert_int_equal(s->ops->read(s, 12 * MiB, sizeof(buf), buf), 0); /* a hole reads zeros */
         assert_int_equal(buf[0], 0);
         assert_int_equal(s->ops->read(s, SIZE - 4, sizeof(buf), buf), -EIO); /* past the end */
-        gantry_tier_source_free(s);
-        assert_int_equal(gantry_tier_source_file_new("/nonexistent/x", &s), -ENOENT);
-        gantry_tier_source_free(NULL);
+        gantry_copier_source_free(s);
+        assert_int_equal(gantry_copier_source_file_new("/nonexistent/x", &s), -ENOENT);
+        gantry_copier_source_free(NULL);
 }
 
 struct persisted {
         unsigned calls;
         char position[256];
-        struct gantry_tier_progress last;
+        struct gantry_copier_progress last;
         int fail;
 };
 
-static int record(const struct gantry_tier_progress *p, const char *position, void *arg)
+static int record(const struct gantry_copier_progress *p, const char *position, void *arg)
 {
         struct persisted *r = arg;
 
@@ -135,49 +135,49 @@ static int record(const struct gantry_tier_progress *p, const char *position, vo
  * The file source with one change: reading offset @cancel_at cancels the
  * copy (as DeleteVolume would, from another thread), at a known point.
  */
-static struct gantry_tier_copy *running;
-static const struct gantry_tier_source_ops *file_ops;
+static struct gantry_copier_copy *running;
+static const struct gantry_copier_source_ops *file_ops;
 static uint64_t cancel_at = UINT64_MAX;
 
-static int read_then_cancel(struct gantry_tier_source *s, uint64_t off, size_t len, char *buf)
+static int read_then_cancel(struct gantry_copier_source *s, uint64_t off, size_t len, char *buf)
 {
         if (off == cancel_at)
-                gantry_tier_copy_cancel(running);
+                gantry_copier_copy_cancel(running);
         return file_ops->read(s, off, len, buf);
 }
 
-static void copy(const struct files *f, struct gantry_tier_copy_opts *o, struct persisted *rec,
-                 int expect, struct gantry_tier_progress *ret)
+static void copy(const struct files *f, struct gantry_copier_copy_opts *o, struct persisted *rec,
+                 int expect, struct gantry_copier_progress *ret)
 {
-        static struct gantry_tier_source_ops ops;
-        struct gantry_tier_source *s;
-        struct gantry_tier_dest *d;
-        struct gantry_tier_copy *c;
+        static struct gantry_copier_source_ops ops;
+        struct gantry_copier_source *s;
+        struct gantry_copier_dest *d;
+        struct gantry_copier_copy *c;
 
-        assert_int_equal(gantry_tier_source_file_new(f->src, &s), 0);
+        assert_int_equal(gantry_copier_source_file_new(f->src, &s), 0);
         file_ops = s->ops;
         ops = *s->ops;
         ops.read = read_then_cancel;
         s->ops = &ops;
-        assert_int_equal(gantry_tier_dest_file_new(f->dst, SIZE, &d), 0);
+        assert_int_equal(gantry_copier_dest_file_new(f->dst, SIZE, &d), 0);
         o->persist = record;
         o->arg = rec;
-        assert_int_equal(gantry_tier_copy_new(s, d, o, &c), 0);
+        assert_int_equal(gantry_copier_copy_new(s, d, o, &c), 0);
         running = c;
-        assert_int_equal(gantry_tier_copy_run(c), expect);
-        gantry_tier_copy_progress(c, ret);
-        gantry_tier_copy_free(c);
-        gantry_tier_dest_free(d);
-        gantry_tier_source_free(s);
+        assert_int_equal(gantry_copier_copy_run(c), expect);
+        gantry_copier_copy_progress(c, ret);
+        gantry_copier_copy_free(c);
+        gantry_copier_dest_free(d);
+        gantry_copier_source_free(s);
         cancel_at = UINT64_MAX;
 }
 
 static void test_copy_skips_holes_and_zeros(void **state)
 {
         struct files *f = *state;
-        struct gantry_tier_copy_opts o = { .in_flight = 4 };
+        struct gantry_copier_copy_opts o = { .in_flight = 4 };
         struct persisted rec = { 0 };
-        struct gantry_tier_progress p;
+        struct gantry_copier_progress p;
         struct stat st;
         char line[64];
 
@@ -198,16 +198,16 @@ static void test_copy_skips_holes_and_zeros(void **state)
         /* the final position is the complete one, persisted */
         assert_true(rec.calls >= 1);
         assert_string_equal(rec.position, "10");
-        gantry_tier_progress_format(&rec.last, line, sizeof(line));
+        gantry_copier_progress_format(&rec.last, line, sizeof(line));
         assert_string_equal(line, "100 %");
 }
 
 static void test_cancel_and_resume(void **state)
 {
         struct files *f = *state;
-        struct gantry_tier_copy_opts o = { .in_flight = 1 };
+        struct gantry_copier_copy_opts o = { .in_flight = 1 };
         struct persisted rec = { 0 };
-        struct gantry_tier_progress p, q;
+        struct gantry_copier_progress p, q;
         char position[256];
 
         /* cancelled while object 5 is read: it finishes, object 7 never starts */
@@ -233,12 +233,12 @@ static void test_cancel_and_resume(void **state)
 static void test_errors(void **state)
 {
         struct files *f = *state;
-        struct gantry_tier_copy_opts o = { .in_flight = 2, .persist_every_objects = 1 };
+        struct gantry_copier_copy_opts o = { .in_flight = 2, .persist_every_objects = 1 };
         struct persisted rec = { .fail = -EIO };
-        struct gantry_tier_source *s;
-        struct gantry_tier_dest *d;
-        struct gantry_tier_copy *c;
-        struct gantry_tier_progress p;
+        struct gantry_copier_source *s;
+        struct gantry_copier_dest *d;
+        struct gantry_copier_copy *c;
+        struct gantry_copier_progress p;
 
         /* a persist that fails fails the copy with its error: done is never claimed */
         copy(f, &o, &rec, -EIO, &p);
@@ -252,11 +252,11 @@ static void test_errors(void **state)
 
         /* a destination smaller than the source */
         unlink(f->dst);
-        assert_int_equal(gantry_tier_source_file_new(f->src, &s), 0);
-        assert_int_equal(gantry_tier_dest_file_new(f->dst, SIZE / 2, &d), 0);
-        assert_int_equal(gantry_tier_copy_new(s, d, NULL, &c), -EINVAL);
-        gantry_tier_dest_free(d);
-        gantry_tier_source_free(s);
+        assert_int_equal(gantry_copier_source_file_new(f->src, &s), 0);
+        assert_int_equal(gantry_copier_dest_file_new(f->dst, SIZE / 2, &d), 0);
+        assert_int_equal(gantry_copier_copy_new(s, d, NULL, &c), -EINVAL);
+        gantry_copier_dest_free(d);
+        gantry_copier_source_free(s);
 }
 
 int main(void)

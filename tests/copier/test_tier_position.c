@@ -18,92 +18,92 @@ static void test_plan_next(void **state)
         (void)state;
         plan[0] = 1ull << 5;
         plan[2] = 1ull << 1; /* object 129 */
-        assert_int_equal(gantry_tier_plan_next(plan, 150, 0), 5);
-        assert_int_equal(gantry_tier_plan_next(plan, 150, 5), 5);
-        assert_int_equal(gantry_tier_plan_next(plan, 150, 6), 129);
-        assert_int_equal(gantry_tier_plan_next(plan, 150, 130), 150);
-        assert_int_equal(gantry_tier_plan_next(plan, 129, 6), 129); /* beyond count: none */
-        assert_int_equal(gantry_tier_plan_next(NULL, 10, 3), 3);
-        assert_int_equal(gantry_tier_plan_next(NULL, 10, 12), 10);
+        assert_int_equal(gantry_copier_plan_next(plan, 150, 0), 5);
+        assert_int_equal(gantry_copier_plan_next(plan, 150, 5), 5);
+        assert_int_equal(gantry_copier_plan_next(plan, 150, 6), 129);
+        assert_int_equal(gantry_copier_plan_next(plan, 150, 130), 150);
+        assert_int_equal(gantry_copier_plan_next(plan, 129, 6), 129); /* beyond count: none */
+        assert_int_equal(gantry_copier_plan_next(NULL, 10, 3), 3);
+        assert_int_equal(gantry_copier_plan_next(NULL, 10, 12), 10);
 }
 
 static void test_watermark(void **state)
 {
-        struct gantry_tier_position p;
+        struct gantry_copier_position p;
 
         (void)state;
-        gantry_tier_position_init(&p, 10, NULL, 4);
+        gantry_copier_position_init(&p, 10, NULL, 4);
         assert_int_equal(p.watermark, 0);
-        assert_true(gantry_tier_position_may_start(&p, 3));
-        assert_false(gantry_tier_position_may_start(&p, 4));
+        assert_true(gantry_copier_position_may_start(&p, 3));
+        assert_false(gantry_copier_position_may_start(&p, 4));
         /* done out of order: the watermark waits for object 0 */
-        gantry_tier_position_mark_done(&p, 2);
-        gantry_tier_position_mark_done(&p, 1);
+        gantry_copier_position_mark_done(&p, 2);
+        gantry_copier_position_mark_done(&p, 1);
         assert_int_equal(p.watermark, 0);
-        assert_true(gantry_tier_position_is_done(&p, 2));
-        assert_false(gantry_tier_position_is_done(&p, 0));
-        gantry_tier_position_mark_done(&p, 0);
+        assert_true(gantry_copier_position_is_done(&p, 2));
+        assert_false(gantry_copier_position_is_done(&p, 0));
+        gantry_copier_position_mark_done(&p, 0);
         assert_int_equal(p.watermark, 3);
-        assert_true(gantry_tier_position_may_start(&p, 6));
+        assert_true(gantry_copier_position_may_start(&p, 6));
         for (uint64_t i = 3; i < 10; i++)
-                gantry_tier_position_mark_done(&p, i);
-        assert_true(gantry_tier_position_complete(&p));
+                gantry_copier_position_mark_done(&p, i);
+        assert_true(gantry_copier_position_complete(&p));
 }
 
 static void test_holes_count_as_done(void **state)
 {
         uint64_t plan[2] = { 0 };
-        struct gantry_tier_position p;
+        struct gantry_copier_position p;
 
         (void)state;
         /* objects 3, 4 and 100 hold data; the rest are holes */
         plan[0] = (1ull << 3) | (1ull << 4);
         plan[1] = 1ull << (100 - 64);
-        gantry_tier_position_init(&p, 120, plan, 2);
+        gantry_copier_position_init(&p, 120, plan, 2);
         assert_int_equal(p.watermark, 3);
-        assert_true(gantry_tier_position_is_done(&p, 50));
-        gantry_tier_position_mark_done(&p, 4);
+        assert_true(gantry_copier_position_is_done(&p, 50));
+        gantry_copier_position_mark_done(&p, 4);
         assert_int_equal(p.watermark, 3);
-        gantry_tier_position_mark_done(&p, 3);
+        gantry_copier_position_mark_done(&p, 3);
         assert_int_equal(p.watermark, 100); /* over the hole at once */
-        assert_false(gantry_tier_position_complete(&p));
-        gantry_tier_position_mark_done(&p, 100);
+        assert_false(gantry_copier_position_complete(&p));
+        gantry_copier_position_mark_done(&p, 100);
         assert_int_equal(p.watermark, 120);
-        assert_true(gantry_tier_position_complete(&p));
+        assert_true(gantry_copier_position_complete(&p));
 }
 
 static void test_text_round_trip(void **state)
 {
-        struct gantry_tier_position p, q;
-        char buf[GANTRY_TIER_POSITION_MAX];
+        struct gantry_copier_position p, q;
+        char buf[GANTRY_COPIER_POSITION_MAX];
 
         (void)state;
-        gantry_tier_position_init(&p, 5000, NULL, 64);
-        assert_int_equal(gantry_tier_position_encode(&p, buf, sizeof(buf)), 1);
+        gantry_copier_position_init(&p, 5000, NULL, 64);
+        assert_int_equal(gantry_copier_position_encode(&p, buf, sizeof(buf)), 1);
         assert_string_equal(buf, "0");
         for (uint64_t i = 0; i < 1000; i++)
-                gantry_tier_position_mark_done(&p, i);
-        gantry_tier_position_mark_done(&p, 1003);
-        gantry_tier_position_mark_done(&p, 1010);
-        gantry_tier_position_encode(&p, buf, sizeof(buf));
+                gantry_copier_position_mark_done(&p, i);
+        gantry_copier_position_mark_done(&p, 1003);
+        gantry_copier_position_mark_done(&p, 1010);
+        gantry_copier_position_encode(&p, buf, sizeof(buf));
         assert_string_equal(buf, "1000:1003,1010");
 
-        gantry_tier_position_init(&q, 5000, NULL, 64);
-        assert_int_equal(gantry_tier_position_decode(&q, buf), 0);
+        gantry_copier_position_init(&q, 5000, NULL, 64);
+        assert_int_equal(gantry_copier_position_decode(&q, buf), 0);
         assert_int_equal(q.watermark, 1000);
-        assert_true(gantry_tier_position_is_done(&q, 1003));
-        assert_true(gantry_tier_position_is_done(&q, 1010));
-        assert_false(gantry_tier_position_is_done(&q, 1001));
+        assert_true(gantry_copier_position_is_done(&q, 1003));
+        assert_true(gantry_copier_position_is_done(&q, 1010));
+        assert_false(gantry_copier_position_is_done(&q, 1001));
         /* the restored set behaves: finishing 1000..1002 moves to 1004 */
         for (uint64_t i = 1000; i < 1003; i++)
-                gantry_tier_position_mark_done(&q, i);
+                gantry_copier_position_mark_done(&q, i);
         assert_int_equal(q.watermark, 1004);
         /* too small a buffer says so */
-        assert_int_equal(gantry_tier_position_encode(&p, buf, 6), -ENOBUFS);
+        assert_int_equal(gantry_copier_position_encode(&p, buf, 6), -ENOBUFS);
         /* NULL and "" are the start */
-        gantry_tier_position_init(&q, 5000, NULL, 64);
-        assert_int_equal(gantry_tier_position_decode(&q, NULL), 0);
-        assert_int_equal(gantry_tier_position_decode(&q, ""), 0);
+        gantry_copier_position_init(&q, 5000, NULL, 64);
+        assert_int_equal(gantry_copier_position_decode(&q, NULL), 0);
+        assert_int_equal(gantry_copier_position_decode(&q, ""), 0);
         assert_int_equal(q.watermark, 0);
 }
 
@@ -113,17 +113,17 @@ static void test_decode_rejects(void **state)
                 "x", "-1", "5001", "10:", "10:10", "10:12,11", "10:12,12", "10:5000",
                 "10:1034", "10,12", "10:12 ", " 10", "99999999999999999999999",
         };
-        struct gantry_tier_position q;
+        struct gantry_copier_position q;
 
         (void)state;
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-                gantry_tier_position_init(&q, 5000, NULL, 64);
-                assert_int_equal(gantry_tier_position_decode(&q, bad[i]), -EINVAL);
+                gantry_copier_position_init(&q, 5000, NULL, 64);
+                assert_int_equal(gantry_copier_position_decode(&q, bad[i]), -EINVAL);
                 assert_int_equal(q.watermark, 0); /* untouched */
         }
-        gantry_tier_position_init(&q, 5000, NULL, 64);
-        assert_int_equal(gantry_tier_position_decode(&q, "5000"), 0);
-        assert_true(gantry_tier_position_complete(&q));
+        gantry_copier_position_init(&q, 5000, NULL, 64);
+        assert_int_equal(gantry_copier_position_decode(&q, "5000"), 0);
+        assert_true(gantry_copier_position_complete(&q));
 }
 
 int main(void)

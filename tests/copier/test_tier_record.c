@@ -15,7 +15,7 @@
 
 #include "record.h"
 
-static void sample(struct gantry_tier_record *r)
+static void sample(struct gantry_copier_record *r)
 {
         memset(r, 0, sizeof(*r));
         strcpy(r->kind, "promote");
@@ -30,27 +30,27 @@ static void sample(struct gantry_tier_record *r)
 
 static void test_plain_copy_has_no_refresh_fields(void **state)
 {
-        struct gantry_tier_record r, back;
+        struct gantry_copier_record r, back;
         char *json;
 
         (void)state;
         sample(&r);
-        assert_int_equal(gantry_tier_record_encode(&r, &json), 0);
+        assert_int_equal(gantry_copier_record_encode(&r, &json), 0);
         assert_null(strstr(json, "refresh"));
         assert_null(strstr(json, "promotedSnap"));
-        assert_int_equal(gantry_tier_record_decode(json, strlen(json), &back), 0);
+        assert_int_equal(gantry_copier_record_decode(json, strlen(json), &back), 0);
         assert_string_equal(back.refresh_of, "");
         assert_string_equal(back.promoted_snap, "");
         assert_string_equal(back.position, "12:14");
         assert_int_equal(back.src_pool_id, 3);
         free(json);
-        gantry_tier_record_clear(&back);
-        gantry_tier_record_clear(&r);
+        gantry_copier_record_clear(&back);
+        gantry_copier_record_clear(&r);
 }
 
 static void test_refresh_fields_round_trip(void **state)
 {
-        struct gantry_tier_record r, back;
+        struct gantry_copier_record r, back;
         char *json;
 
         (void)state;
@@ -59,39 +59,39 @@ static void test_refresh_fields_round_trip(void **state)
         strcpy(r.refresh_of, "0b6c1f2e-0000-4000-8000-000000000000");
         strcpy(r.refresh_from, "gantry-snap-1");
         strcpy(r.refresh_parent, "gantry-vol-y@gantry-promoted");
-        assert_int_equal(gantry_tier_record_encode(&r, &json), 0);
-        assert_int_equal(gantry_tier_record_decode(json, strlen(json), &back), 0);
+        assert_int_equal(gantry_copier_record_encode(&r, &json), 0);
+        assert_int_equal(gantry_copier_record_decode(json, strlen(json), &back), 0);
         assert_string_equal(back.promoted_snap, "gantry-promoted");
         assert_string_equal(back.refresh_of, r.refresh_of);
         assert_string_equal(back.refresh_from, "gantry-snap-1");
         assert_string_equal(back.refresh_parent, "gantry-vol-y@gantry-promoted");
         assert_int_equal(back.bytes_total, 20u << 20);
         free(json);
-        gantry_tier_record_clear(&back);
-        gantry_tier_record_clear(&r);
+        gantry_copier_record_clear(&back);
+        gantry_copier_record_clear(&r);
 }
 
 static void test_decode_refuses_what_is_not_a_record(void **state)
 {
-        struct gantry_tier_record back;
+        struct gantry_copier_record back;
         static const char *const bad[] = { "[]", "{\"kind\":\"promote\"}", "{\"state\":\"done\"}",
                                            "not json" };
 
         (void)state;
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-                assert_int_equal(gantry_tier_record_decode(bad[i], strlen(bad[i]), &back), -EINVAL);
+                assert_int_equal(gantry_copier_record_decode(bad[i], strlen(bad[i]), &back), -EINVAL);
         /* fields of other writers are ignored, not refused */
         const char *other = "{\"kind\":\"promote\",\"state\":\"demoted\",\"lastUsed\":17,"
                             "\"refreshOf\":\"u\"}";
-        assert_int_equal(gantry_tier_record_decode(other, strlen(other), &back), 0);
+        assert_int_equal(gantry_copier_record_decode(other, strlen(other), &back), 0);
         assert_string_equal(back.state, "demoted");
         assert_string_equal(back.refresh_of, "u");
-        gantry_tier_record_clear(&back);
+        gantry_copier_record_clear(&back);
 }
 
 static void test_round_trip_keeps_demotion_fields(void **state)
 {
-        struct gantry_tier_record r = { 0 }, back;
+        struct gantry_copier_record r = { 0 }, back;
         char *json;
 
         (void)state;
@@ -101,44 +101,44 @@ static void test_round_trip_keeps_demotion_fields(void **state)
         r.updated = 1764000100;
         r.last_used = 1764000200;
         r.demoted = 1764000300;
-        assert_int_equal(gantry_tier_record_encode(&r, &json), 0);
+        assert_int_equal(gantry_copier_record_encode(&r, &json), 0);
         assert_non_null(strstr(json, "\"lastUsed\":1764000200"));
         assert_non_null(strstr(json, "\"demoted\":1764000300"));
-        assert_int_equal(gantry_tier_record_decode(json, strlen(json), &back), 0);
+        assert_int_equal(gantry_copier_record_decode(json, strlen(json), &back), 0);
         free(json);
         assert_int_equal(back.last_used, 1764000200);
         assert_int_equal(back.demoted, 1764000300);
         assert_string_equal(back.state, "demoted");
-        gantry_tier_record_clear(&back);
+        gantry_copier_record_clear(&back);
 }
 
 static void test_older_record_and_idle_clock(void **state)
 {
         static const char old[] = "{\"kind\":\"promote\",\"state\":\"done\",\"updated\":1764000100}";
-        struct gantry_tier_record r;
+        struct gantry_copier_record r;
 
         (void)state;
-        assert_int_equal(gantry_tier_record_decode(old, strlen(old), &r), 0);
+        assert_int_equal(gantry_copier_record_decode(old, strlen(old), &r), 0);
         assert_int_equal(r.last_used, 0);
         assert_int_equal(r.demoted, 0);
         /* never published: idle since the copy completed */
-        assert_int_equal(gantry_tier_record_idle_since(&r), 1764000100);
+        assert_int_equal(gantry_copier_record_idle_since(&r), 1764000100);
         r.last_used = 1764000500;
-        assert_int_equal(gantry_tier_record_idle_since(&r), 1764000500);
-        gantry_tier_record_clear(&r);
+        assert_int_equal(gantry_copier_record_idle_since(&r), 1764000500);
+        gantry_copier_record_clear(&r);
 }
 
 static void test_format_demotion_states(void **state)
 {
-        struct gantry_tier_record r = { 0 };
+        struct gantry_copier_record r = { 0 };
         char line[128];
 
         (void)state;
         strcpy(r.state, "demoted");
-        gantry_tier_record_format(&r, line, sizeof(line));
+        gantry_copier_record_format(&r, line, sizeof(line));
         assert_string_equal(line, "demoted: copied again at the next ControllerPublishVolume");
         strcpy(r.state, "demoting");
-        gantry_tier_record_format(&r, line, sizeof(line));
+        gantry_copier_record_format(&r, line, sizeof(line));
         assert_string_equal(line, "demoting: its data is being discarded");
 }
 
