@@ -27,7 +27,7 @@ BIN_DIR = os.environ.get("GANTRY_BIN_DIR", "")
 SANITIZED = os.environ.get("GANTRY_SANITIZE", "OFF").upper() in ("ON", "1", "TRUE")
 # Where each binary's sources live.
 BINARY_FOLDERS = {"gantry-csi": "csi", "gantry-scheduler": "scheduler-ext",
-                  "gantry-target": "target", "gantryctl": "gantryctl"}
+                  "gantry-target": "gantry-target", "gantryctl": "gantryctl"}
 USER = 65532
 
 
