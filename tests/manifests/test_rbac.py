@@ -98,8 +98,9 @@ NO_API = ("gantry-node", "gantry-target")
 # PVC's PV for `gantryctl tier demote`) and the copy-state annotation of PVs
 CONTROLLER_CLIENT = tuple("controller/" + f for f in (
     "api_access.c", "api_access.h", "controller.c", "node_registry.c", "node_registry.h",
-    "CMakeLists.txt", "copy_in_use.c", "copy_in_use.h", "eviction.c", "eviction.h",
-    "tier_demote.c", "copy_state.c", "copy_state.h"))
+    "CMakeLists.txt", "tiering/CMakeLists.txt", "tiering/copy_in_use.c",
+    "tiering/copy_in_use.h", "tiering/eviction.c", "tiering/eviction.h",
+    "tiering/tier_demote.c", "tiering/copy_state.c", "tiering/copy_state.h"))
 CONTROLLER_CALLS = {("storage.k8s.io", "csinodes", "get"), ("storage.k8s.io", "csinodes", "list"),
                     ("storage.k8s.io", "volumeattachments", "list"),
                     ("", "persistentvolumeclaims", "get"),
@@ -133,9 +134,9 @@ class NoApiTest(unittest.TestCase):
         """gantry-target and the node plugin have no Kubernetes client in
         them; in gantry-csi only the controller's CONTROLLER_CLIENT files have one (their
         calls: CONTROLLER_CALLS, granted below)."""
-        for folder in ("csi", "controller", "node", "target"):
-            for path in glob.glob(os.path.join(ROOT, folder, "*.[ch]")) + \
-                    glob.glob(os.path.join(ROOT, folder, "CMakeLists.txt")):
+        for folder in ("csi", "controller", "node", "gantry-target"):
+            for path in glob.glob(os.path.join(ROOT, folder, "**", "*.[ch]"), recursive=True) + \
+                    glob.glob(os.path.join(ROOT, folder, "**", "CMakeLists.txt"), recursive=True):
                 if os.path.relpath(path, ROOT) in CONTROLLER_CLIENT:
                     continue
                 with open(path, errors="replace") as f:
@@ -152,9 +153,9 @@ class NoApiTest(unittest.TestCase):
         self.assertIn("/apis/storage.k8s.io/v1/csinodes", source("node_registry.c"))
         self.assertIn('"list", "csinodes"', source("node_registry.c"))
         self.assertIn('"get", "csinodes"', source("node_registry.c"))
-        self.assertIn('"list", "volumeattachments"', source("copy_in_use.c"))
-        self.assertIn('"get", "persistentvolumeclaims"', source("tier_demote.c"))
-        self.assertIn('gantry_kube_merge_patch(kube, path, "persistentvolumes"', source("copy_state.c"))
+        self.assertIn('"list", "volumeattachments"', source("tiering/copy_in_use.c"))
+        self.assertIn('"get", "persistentvolumeclaims"', source("tiering/tier_demote.c"))
+        self.assertIn('gantry_kube_merge_patch(kube, path, "persistentvolumes"', source("tiering/copy_state.c"))
         sources = [("manifests/", manifest_docs())]
         if STANDIN:
             sources.append(("charts/gantry", chart_docs()))
