@@ -7,7 +7,7 @@
  * written, and consistent because the kernel takes it in one step. Where it
  * cannot, the copy is a sparse byte copy (SEEK_DATA/SEEK_HOLE, holes stay
  * holes, copy_file_range inside the kernel), which is only a point-in-time
- * copy when nobody writes the source meanwhile: the caller (rpc.c) refuses
+ * copy when nobody writes the source meanwhile: the caller (rpc_bdev.c) refuses
  * that path while the source's namespace is open to a host.
  *
  * Either way the copy is made under a temporary name, synced, and renamed

@@ -11,7 +11,7 @@
  *              "started": <unix s>, "finished": <unix s>, "seconds": <run time>,
  *              "error": "..." }
  *
- * bdev_lvol_start_drain (rpc.c) writes it with state "running" and wakes the
+ * bdev_lvol_start_drain (rpc_drain.c) writes it with state "running" and wakes the
  * worker; the worker (one thread, drains run one after the other, oldest
  * first) copies, and the copier's persist callback writes the position into
  * the state file (atomically, like every change), so gantry-target killed
@@ -22,7 +22,7 @@
  * the error; the next bdev_lvol_start_drain (the snapshotter's next
  * CreateSnapshot) resumes it.
  *
- * The worker takes rpc.c's lock only to read and write the document, never
+ * The worker takes the RPC lock (rpc_state.c) only to read and write the document, never
  * while it copies, so RPCs are served meanwhile. One token bucket caps the
  * bytes per second of every drain and restore of this target together.
  */

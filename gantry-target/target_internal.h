@@ -9,7 +9,7 @@
  * disk atomically. At start the document is read back and applied again,
  * because configfs is empty after a reboot.
  *
- * One mutex (in rpc.c) serialises every RPC, so none of these functions is
+ * One mutex (in rpc_state.c) serialises every RPC, so none of these functions is
  * thread-safe on its own.
  */
 #pragma once
@@ -153,7 +153,7 @@ int tgt_durable_connect(struct tgt_context *ctx, rados_ioctx_t *ret_io, struct g
 int tgt_durable_remove(struct tgt_context *ctx, const char *image, struct gantry_error *err) GANTRY_MUST_CHECK;
 /* Starts the drain worker (a no-op without a durable tier); it resumes running drains. */
 int tgt_drainer_start(struct tgt_context *ctx, struct gantry_error *err) GANTRY_MUST_CHECK;
-/* Wakes the worker after a drain was started. Takes no lock the caller may hold but rpc.c's. */
+/* Wakes the worker after a drain was started. Takes no lock the caller may hold but the RPC lock (rpc_state.c). */
 void tgt_drainer_kick(struct tgt_context *ctx);
 /* The live progress of bdev @key's drain when it is the one copying now. */
 bool tgt_drainer_live(struct tgt_context *ctx, const char *key, struct gantry_copier_progress *ret);
@@ -162,9 +162,9 @@ bool tgt_drainer_cancel(struct tgt_context *ctx, const char *key);
 /* Stops the worker (a running drain stays "running" in the state, resumed at start). */
 void tgt_drainer_stop(struct tgt_context *ctx);
 
-/* ---- rpc.c: the JSON-RPC methods ---- */
+/* ---- rpc.c, rpc_state.c: the JSON-RPC front and its lock ---- */
 
-/* rpc.c's lock over the state document, for the drain worker. */
+/* The lock over the state document (rpc_state.c): every RPC and the drain worker take it. */
 void tgt_rpc_lock(void);
 void tgt_rpc_unlock(void);
 
