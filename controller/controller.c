@@ -22,17 +22,12 @@
 #include "kube_client.h"
 #include "log.h"
 #include "node_registry.h"
+#include "tiering.h"
 
 #define LIST_MAX 4096 /* entries in one list answer, whatever max_entries says */
 
 /* The one Kubernetes API client (api_access.c), lent to the modules below. */
 static struct gantry_kube_client *api;
-
-int gantry_dataset_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
-                                    struct gantry_error *err)
-{
-        return gantry_csi_check_capability(cap, field, "dataset", true, err);
-}
 
 static bool is_checkpoint_id(const char *id)
 {

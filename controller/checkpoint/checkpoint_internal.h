@@ -49,21 +49,17 @@ struct ckpt_map_entry {
 /* Milliseconds a target call may take within the CSI call's deadline. */
 int64_t ckpt_timeout_ms(const struct gantry_csi_call *call);
 
-/* The subsystem @ref->nqn on its target (new ref), or -ENODEV when it does not exist. */
-int ckpt_get_subsystem(const struct gantry_csi_call *call, const struct ckpt_ref *ref,
-                       json_t **ret_subsys, struct gantry_error *err);
-
 /* Per-volume try-lock: -EBUSY (ABORTED) when another call holds @key. */
 int ckpt_lock_try(const char *key, struct gantry_error *err);
 void ckpt_lock_release(const char *key);
 
+/* ---- what a volume or snapshot looks like on its target (checkpoint_lookup.c) ---- */
+
+/* The subsystem @ref->nqn on its target (new ref), or -ENODEV when it does not exist. */
+int ckpt_get_subsystem(const struct gantry_csi_call *call, const struct ckpt_ref *ref,
+                       json_t **ret_subsys, struct gantry_error *err);
 /* The bdev name of namespace 1 of @subsys (borrowed), or NULL. */
 const char *ckpt_namespace_bdev(json_t *subsys);
-
-/* ---- snapshots (checkpoint_snapshot.c) ---- */
-
-/* The uuid of the checkpoint snapshot the CO names @name. */
-void ckpt_snapshot_uuid(const char *name, char out[GANTRY_NVMF_UUID_LEN + 1]);
 /*
  * The bdev (new ref, as bdev_get_bdevs describes it) on @t whose alias ends in
  * "/@lvol", or -ENODEV when there is none.
@@ -76,6 +72,11 @@ const char *ckpt_bdev_source(json_t *bdev);
 json_t *ckpt_bdev_drain(json_t *bdev);
 /* The size of @bdev in bytes. */
 int64_t ckpt_bdev_bytes(json_t *bdev);
+
+/* ---- snapshots (checkpoint_snapshot.c) ---- */
+
+/* The uuid of the checkpoint snapshot the CO names @name. */
+void ckpt_snapshot_uuid(const char *name, char out[GANTRY_NVMF_UUID_LEN + 1]);
 /* Fills @snap (from @call's arena) for snapshot @uuid on @t, described by @bdev. */
 int ckpt_fill_snapshot(struct gantry_csi_call *call, const struct gantry_target_config *t, const char *uuid,
                        json_t *bdev, Csi__V1__Snapshot *snap);

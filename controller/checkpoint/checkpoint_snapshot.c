@@ -37,43 +37,6 @@ void ckpt_snapshot_uuid(const char *name, char out[GANTRY_NVMF_UUID_LEN + 1])
         gantry_nvmf_volume_uuid(key, out);
 }
 
-int ckpt_find_lvol(const struct gantry_csi_call *call, const struct gantry_target_config *t, const char *lvol,
-                   json_t **ret_bdev, struct gantry_error *err)
-{
-        size_t sl = strlen(lvol), i, j;
-        json_t *res = NULL, *b, *a;
-        int r;
-
-        r = gantry_target_call(t, "bdev_get_bdevs", NULL, ckpt_timeout_ms(call), &res, err);
-        if (r < 0)
-                return r;
-        json_array_foreach(res, i, b) {
-                json_array_foreach(json_object_get(b, "aliases"), j, a) {
-                        const char *s = json_string_value(a);
-                        const char *slash = s ? strrchr(s, '/') : NULL;
-                        if (slash && strlen(slash + 1) == sl && strcmp(slash + 1, lvol) == 0) {
-                                *ret_bdev = json_incref(b);
-                                json_decref(res);
-                                return 0;
-                        }
-                }
-        }
-        json_decref(res);
-        return -ENODEV;
-}
-
-const char *ckpt_bdev_source(json_t *bdev)
-{
-        return json_string_value(json_object_get(json_object_get(json_object_get(bdev, "driver_specific"), "lvol"),
-                                                 "base_bdev"));
-}
-
-int64_t ckpt_bdev_bytes(json_t *bdev)
-{
-        return json_integer_value(json_object_get(bdev, "num_blocks")) *
-               json_integer_value(json_object_get(bdev, "block_size"));
-}
-
 /* The volume uuid of a source alias "<lvs>/vol-<uuid>", or NULL. */
 static const char *source_volume_uuid(const char *alias)
 {
@@ -111,11 +74,6 @@ int ckpt_fill_snapshot(struct gantry_csi_call *call, const struct gantry_target_
                              strcmp(json_string_value(json_object_get(ckpt_bdev_drain(bdev), "state")) ?: "",
                                     "complete") == 0;
         return 0;
-}
-
-json_t *ckpt_bdev_drain(json_t *bdev)
-{
-        return json_object_get(json_object_get(json_object_get(bdev, "driver_specific"), "lvol"), "drain");
 }
 
 /*

@@ -64,27 +64,6 @@ static int parse_params(void *const *entries, size_t n, struct ckpt_params *p, s
         return 0;
 }
 
-int ckpt_get_subsystem(const struct gantry_csi_call *call, const struct ckpt_ref *ref,
-                       json_t **ret_subsys, struct gantry_error *err)
-{
-        json_t *res = NULL;
-        int r;
-
-        r = gantry_target_call(ref->target, "nvmf_get_subsystems", json_pack("{s:s}", "nqn", ref->nqn),
-                               ckpt_timeout_ms(call), &res, err);
-        if (r == -ENODEV || r == -EINVAL) /* SPDK answers an unknown nqn as invalid params */
-                return -ENODEV;
-        if (r < 0)
-                return r;
-        if (!json_is_array(res) || json_array_size(res) != 1) {
-                json_decref(res);
-                return -ENODEV;
-        }
-        *ret_subsys = json_incref(json_array_get(res, 0));
-        json_decref(res);
-        return 0;
-}
-
 /* Free bytes a new volume may take on @t. */
 static int target_free(const struct gantry_csi_call *call, const struct gantry_target_config *t,
                        const char *lvs, int64_t *ret_free, struct gantry_error *err)
@@ -146,12 +125,6 @@ static int bdev_size(const struct gantry_csi_call *call, const struct gantry_tar
                     json_integer_value(json_object_get(b, "block_size"));
         json_decref(res);
         return 0;
-}
-
-const char *ckpt_namespace_bdev(json_t *subsys)
-{
-        return json_string_value(json_object_get(json_array_get(json_object_get(subsys, "namespaces"), 0),
-                                                 "bdev_name"));
 }
 
 static bool has_listener(json_t *subsys, const struct gantry_target_address *a)

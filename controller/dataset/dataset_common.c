@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "dataset_internal.h"
-#include "copy_in_use.h"
 #include "log.h"
 
 void gantry_dataset_image_name(const char *uuid, char *buf, size_t size)
@@ -346,4 +345,10 @@ int gantry_dataset_new_volume(struct gantry_csi_call *call, const struct gantry_
         vol->n_volume_context = n;
         *ret = vol;
         return 0;
+}
+
+int gantry_dataset_check_capability(const Csi__V1__VolumeCapability *cap, const char *field,
+                                    struct gantry_error *err)
+{
+        return gantry_csi_check_capability(cap, field, "dataset", true, err);
 }

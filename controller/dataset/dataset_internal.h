@@ -9,11 +9,9 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "controller.h"
 #include "csi.pb-c.h"
 #include "csi_call.h"
 #include "error.h"
-#include "node_registry.h"
 
 /* ---- IDs (ids.c) ---- */
 
@@ -197,6 +195,22 @@ int gantry_dataset_open_record(const struct gantry_config *config, const char *i
                                struct gantry_dataset_target *t, struct gantry_journal_entry *e,
                                struct gantry_error *err);
 
+/* ---- Who else uses an image (image_use.c) ---- */
+
+/*
+ * How many watchers @img (opened in @io) has besides the caller's own
+ * connection; the first one's address goes into @who. -errno on failure.
+ */
+int gantry_image_watched(rbd_image_t img, rados_ioctx_t io, char *who, size_t size);
+
+/*
+ * Whether a snapshot of image @image in @io has clones (children), which read
+ * through it: 1 yes (also for more snapshots than it looks at), 0 no, -errno.
+ */
+int gantry_image_has_clones(rados_ioctx_t io, const char *image);
+
+/* ---- Dataset helpers (dataset_common.c), continued ---- */
+
 /* RBD image and snapshot names derived from a journal uuid. */
 void gantry_dataset_image_name(const char *uuid, char *buf, size_t size);
 void gantry_dataset_snap_name(const char *uuid, char *buf, size_t size);
@@ -242,159 +256,6 @@ int gantry_dataset_new_volume(struct gantry_csi_call *call, const struct gantry_
 
 int gantry_dataset_fill_snapshot(struct gantry_csi_call *call, const struct gantry_dataset_target *t,
                                  const struct gantry_journal_entry *e, Csi__V1__Snapshot *snap);
-
-/* ---- Dataset promotion: asynchronous copies from another cluster (promotion.c) ---- */
-
-struct gantry_metrics;
-struct gantry_copier_record;
-
-/* The longest key of a copy: a volume uuid, or "image-<name>" for gantryctl tier promote. */
-#define GANTRY_PROMOTION_KEY_MAX 160
-
-/* What CreateVolume knows of a copy into a new dataset volume. Everything is borrowed. */
-struct gantry_promotion_request {
-        const char *name;                /* the CO's name, for the progress message */
-        const char *uuid;                /* the new volume's journal uuid (the record's key) */
-        const char *dst_cluster;
-        rados_ioctx_t dst_io;            /* destination pool */
-        const char *dst_image;
-        rbd_image_options_t opts;        /* to create the image */
-        uint64_t size;                   /* of the new image (>= the source) */
-        const struct gantry_cluster_config *src_cluster;
-        rados_ioctx_t src_io;            /* source pool */
-        const char *src_image;
-        const char *src_snap;            /* NULL: a volume, copied from a snapshot of its own */
-        bool resume_only;                /* never make the image: only resume (controller start) */
-        bool refresh_only;               /* no base to refresh from: -ENOENT, not a full copy */
-};
-
-/*
- * Starts, resumes or follows the copy into @q->uuid. Returns 0 when the copy
- * is complete (and its snapshot of a volume source removed), -EBUSY with
- * @err "copying NAME from CLUSTER: 41 %, ..." while it runs, or -errno.
- * *@ret_keep is true when a failed call must not roll the volume back
- * (copied data to resume from). Call under the volume's uuid lock.
- */
-int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_keep,
-                          struct gantry_error *err);
-/*
- * DeleteVolume's part: cancels a running copy into @uuid and waits for it,
- * removes the snapshot it took of its source and its record. No copy: 0.
- * Call under the volume's uuid lock.
- */
-int gantry_promotion_cancel(const struct gantry_config *config, rados_ioctx_t dst_io,
-                            const char *uuid, struct gantry_error *err);
-/* Reads the copy record under @key in @io's "gantry.copies"; -ENOENT when there is none. */
-int gantry_promotion_record_read(rados_ioctx_t io, const char *key, struct gantry_copier_record *ret);
-/* Writes @rec under @key in @io's "gantry.copies" (creating the object). */
-int gantry_promotion_record_store(rados_ioctx_t io, const char *key,
-                                  const struct gantry_copier_record *rec);
-/*
- * Same, only if "gantry.copies" is still at @version (rados_get_last_version()
- * of @io right after the read the caller bases @rec on): -ERANGE when
- * anything was written there since (read again and retry).
- */
-int gantry_promotion_record_store_at(rados_ioctx_t io, const char *key,
-                                     const struct gantry_copier_record *rec, uint64_t version);
-/* Where promotions count bytes, rates and copies (may be NULL). */
-void gantry_promotion_set_metrics(struct gantry_metrics *m);
-/* Cancels every running copy (each persists its position) and waits for them. */
-void gantry_promotion_shutdown(void);
-/* True when this process runs the copy into @uuid now. */
-bool gantry_promotion_running(const char *uuid);
-/* Calls @fn (cluster and pool given as "") for every readable record of @io's "gantry.copies". */
-int gantry_promotion_records_each(rados_ioctx_t io, gantry_controller_copy_fn fn, void *arg);
-
-/* ---- Refresh: a newer snapshot of a promoted source, as a clone plus its changes (promotion_refresh.c) ---- */
-
-/* The snapshot of a complete promoted copy that a refresh clones. */
-#define GANTRY_REFRESH_PROMOTED_SNAP "gantry-promoted"
-
-/*
- * A copy just completed into @img: snapshots it (GANTRY_REFRESH_PROMOTED_SNAP,
- * idempotent) and names the snapshot in @rec, so a later copy of a newer
- * snapshot of the same source can build on it. Returns 0 or -errno (the
- * copy is still complete, only not a refresh base).
- */
-int gantry_refresh_mark_base(rbd_image_t img, struct gantry_copier_record *rec);
-/*
- * The copy in @img is being demoted: removes its GANTRY_REFRESH_PROMOTED_SNAP
- * (which would keep every discarded object alive; the caller has checked
- * that no clone reads through it) and clears the name in @rec, so it is no
- * refresh base until copied again. Returns 0 or -errno.
- */
-int gantry_refresh_unmark_base(rbd_image_t img, struct gantry_copier_record *rec);
-/*
- * For the new copy @rec of @q (its source snapshot taken): looks in the
- * destination pool's records for a complete promotion of the same source
- * image from an older snapshot that still exists, whose promoted snapshot
- * still exists and fits @q->size; the newest wins. Fills @rec's refresh
- * fields and returns 1 when found, 0 when none fits (a full copy), or
- * -errno. Call under the volume's uuid lock.
- */
-int gantry_refresh_pick_base(const struct gantry_promotion_request *q, struct gantry_copier_record *rec);
-/* True when the base a refresh @rec builds on is gone (source snapshot or clone parent). */
-bool gantry_refresh_base_gone(const struct gantry_promotion_request *q,
-                              const struct gantry_copier_record *rec);
-/* Forgets @rec's refresh: it becomes a full copy from the start. */
-void gantry_refresh_forget(struct gantry_copier_record *rec);
-/* Makes @q->dst_image as a clone of @rec's refresh parent, grown to @q->size. Returns 0 or -errno. */
-int gantry_refresh_make_image(const struct gantry_promotion_request *q,
-                              const struct gantry_copier_record *rec);
-
-/* ---- Resume at start: unfinished copies go on without a CreateVolume (promotion_resume.c) ---- */
-
-/*
- * Starts a thread that resumes every unfinished copy (record "copying") of
- * CSI volumes in the pools of the configured clusters, without waiting for
- * CreateVolume's next retry. A copy whose destination image is watched (run
- * by another controller, or a killed one's watch that has not lapsed yet)
- * is tried again every few seconds for a bounded time. @config must outlive
- * gantry_promotion_resume_stop(). Logs what it does.
- */
-void gantry_promotion_resume_start(const struct gantry_config *config);
-/* Stops and joins that thread (no-op when not started). */
-void gantry_promotion_resume_stop(void);
-
-/*
- * Calls @fn for every copy record kept in a pool of cluster @c, read with
- * the config's credentials (tier_admin.c). Returns 0 or -errno with @err.
- */
-int gantry_copies_list_cluster(const struct gantry_cluster_config *c,
-                               int (*fn)(const char *cluster_id, const char *pool,
-                                         const struct gantry_copier_record *rec, void *arg),
-                               void *arg, struct gantry_error *err);
-
-/* For mirror.c: the record in @io's "gantry.copies", and a source snapshot (take or remove). */
-int gantry_promotion_record_write(rados_ioctx_t io, const char *uuid,
-                                  const struct gantry_copier_record *rec);
-int gantry_promotion_record_remove(rados_ioctx_t io, const char *uuid);
-int gantry_promotion_snapshot(rados_ioctx_t io, const char *image, const char *snap, bool take);
-/* The first record of a copy for @q (state "copying", the copier's). */
-void gantry_promotion_record_new(const struct gantry_promotion_request *q,
-                                 struct gantry_copier_record *ret);
-
-/* ---- Dataset promotion through rbd-mirror (mirror.c; copy.mode "rbd-mirror") ---- */
-
-/*
- * Promotes @q through rbd-mirror when its record says so, or when there is
- * none yet and @configured (copy.mode of the pair); else it is
- * gantry_promotion_poll(). Enables snapshot mirroring of the source image,
- * takes a mirror snapshot, and once the destination's rbd-mirror daemon
- * holds it, clones the volume from the replicated snapshot. 0 when the
- * volume is made, -EBUSY "mirroring NAME from CLUSTER: ..." until then, or
- * -errno.
- */
-int gantry_mirror_poll(const struct gantry_promotion_request *q, bool configured, bool *ret_keep,
-                       struct gantry_error *err);
-/*
- * DeleteVolume's part: when @uuid was promoted through rbd-mirror, removes
- * image @dst_image (even while half made when @force), the source snapshot
- * taken for it, the source's mirroring when Gantry enabled it and no other
- * copy needs it, and the record. Other volumes: 0, nothing done.
- */
-int gantry_mirror_cancel(const struct gantry_config *config, rados_ioctx_t dst_io, const char *uuid,
-                         const char *dst_image, bool force, struct gantry_error *err);
 
 /* ---- Dataset handlers (dataset_*.c) ---- */
 

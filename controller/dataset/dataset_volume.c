@@ -24,6 +24,8 @@
 #include "dataset_internal.h"
 #include "eviction.h"
 #include "log.h"
+#include "node_registry.h"
+#include "tiering.h"
 
 #define MiB (1024ull * 1024)
 #define DEFAULT_SIZE (1024 * MiB)

@@ -1,6 +1,7 @@
 /*
  * Whether a promoted copy is in use (copy_in_use.c): VolumeAttachments of
- * our driver, read through the Kubernetes API, and watchers on its image.
+ * our driver, read through the Kubernetes API (the watchers on its image:
+ * gantry_image_watched() of dataset/).
  */
 #pragma once
 
@@ -23,15 +24,3 @@ int gantry_attachments_list(struct gantry_kube_client *client, struct gantry_att
 /* The node PV @pv is attached to, or NULL (borrowed). @a may be NULL: none. */
 const char *gantry_attachments_node(const struct gantry_attachments *a, const char *pv);
 void gantry_attachments_free(struct gantry_attachments *a);
-
-/*
- * How many watchers @img (opened in @io) has besides the caller's own
- * connection; the first one's address goes into @who. -errno on failure.
- */
-int gantry_image_watched(rbd_image_t img, rados_ioctx_t io, char *who, size_t size);
-
-/*
- * Whether a snapshot of image @image in @io has clones (children), which read
- * through it: 1 yes (also for more snapshots than it looks at), 0 no, -errno.
- */
-int gantry_image_has_clones(rados_ioctx_t io, const char *image);

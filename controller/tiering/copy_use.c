@@ -19,6 +19,7 @@
 #include "eviction.h"
 #include "log.h"
 #include "record.h"
+#include "tiering_internal.h"
 
 #define STALE_DEMOTING_S 30
 #define TOUCH_TRIES 8

@@ -44,6 +44,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "record.h"
+#include "tiering_internal.h"
 
 #define STATS_LAG_S 30
 #define STALE_DEMOTING_S 30

@@ -29,7 +29,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "controller.h"
+#include "tiering_internal.h"
 #include "dataset_internal.h"
 #include "log.h"
 #include "record.h"

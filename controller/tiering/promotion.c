@@ -40,6 +40,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "record.h"
+#include "tiering_internal.h"
 
 /* A crash costs at most this many objects plus those in flight. */
 #define PERSIST_OBJECTS 4
@@ -95,84 +96,6 @@ static struct gantry_copier_bucket *bucket_for(const struct gantry_cluster_confi
         return buckets[i].bucket;
 }
 
-/* ---- the record in "gantry.copies" ---- */
-
-/* Writes @rec under @uuid; with @version (not 0) only if the object is still at that version. */
-static int record_write_at(rados_ioctx_t io, const char *uuid, const struct gantry_copier_record *rec,
-                           uint64_t version)
-{
-        const char *keys[1] = { uuid };
-        size_t key_lens[1] = { strlen(uuid) }, val_lens[1];
-        const char *vals[1];
-        rados_write_op_t op;
-        char *json;
-        int r = gantry_copier_record_encode(rec, &json);
-
-        if (r < 0)
-                return r;
-        vals[0] = json;
-        val_lens[0] = strlen(json);
-        if (!(op = rados_create_write_op())) {
-                free(json);
-                return -ENOMEM;
-        }
-        if (version)
-                rados_write_op_assert_version(op, version);
-        else
-                rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
-        rados_write_op_omap_set2(op, keys, vals, key_lens, val_lens, 1);
-        r = rados_write_op_operate(op, io, GANTRY_COPIER_COPIES_OBJECT, NULL, 0);
-        rados_release_write_op(op);
-        free(json);
-        return r;
-}
-
-static int record_write(rados_ioctx_t io, const char *uuid, const struct gantry_copier_record *rec)
-{
-        return record_write_at(io, uuid, rec, 0);
-}
-
-int gantry_promotion_record_read(rados_ioctx_t io, const char *uuid, struct gantry_copier_record *ret)
-{
-        rados_read_op_t op = rados_create_read_op();
-        rados_omap_iter_t iter = NULL;
-        const char *keys[1] = { uuid };
-        size_t key_lens[1] = { strlen(uuid) }, klen, vlen;
-        int prval = 0, r;
-        char *k, *v;
-
-        if (!op)
-                return -ENOMEM;
-        rados_read_op_omap_get_vals_by_keys2(op, keys, 1, key_lens, &iter, &prval);
-        r = rados_read_op_operate(op, io, GANTRY_COPIER_COPIES_OBJECT, 0);
-        if (r >= 0 && prval < 0)
-                r = prval;
-        if (r >= 0) {
-                r = -ENOENT;
-                if (rados_omap_get_next2(iter, &k, &v, &klen, &vlen) == 0 && k && v)
-                        r = gantry_copier_record_decode(v, vlen, ret);
-        }
-        if (iter)
-                rados_omap_get_end(iter);
-        rados_release_read_op(op);
-        return r;
-}
-
-static int record_remove(rados_ioctx_t io, const char *uuid)
-{
-        const char *keys[1] = { uuid };
-        size_t key_lens[1] = { strlen(uuid) };
-        rados_write_op_t op = rados_create_write_op();
-        int r;
-
-        if (!op)
-                return -ENOMEM;
-        rados_write_op_omap_rm_keys2(op, keys, key_lens, 1);
-        r = rados_write_op_operate(op, io, GANTRY_COPIER_COPIES_OBJECT, NULL, 0);
-        rados_release_write_op(op);
-        return r == -ENOENT ? 0 : r;
-}
-
 /* ---- metrics ---- */
 
 /* Counts what the copy did since the last call; refreshes the pair's rate. Under lock. */
@@ -224,7 +147,7 @@ static int persist(const struct gantry_copier_progress *p, const char *position,
         m->rate = p->rate;
         count_locked(m, p);
         pthread_mutex_unlock(&lock);
-        return record_write(m->dst_io, m->uuid, &m->rec);
+        return gantry_promotion_record_write(m->dst_io, m->uuid, &m->rec);
 }
 
 static void *copy_thread(void *arg)
@@ -248,7 +171,7 @@ static void *copy_thread(void *arg)
         m->rec.updated = time(NULL);
         /* a cancelled copy's record is its canceller's to remove */
         if (r != -ECANCELED)
-                r2 = record_write(m->dst_io, m->uuid, &m->rec);
+                r2 = gantry_promotion_record_write(m->dst_io, m->uuid, &m->rec);
         result = r == 0 ? "done" : r == -ECANCELED ? "cancelled" : "failed";
         log_info("tier.copy_ended",
                  "name=%s uuid=%s result=%s error=%s bytes_read=%llu bytes_written=%llu seconds=%.1f "
@@ -430,18 +353,6 @@ static int remove_snapshot(rados_ioctx_t io, const char *image, const char *snap
         return r == -ENOENT ? 0 : r;
 }
 
-/* The helpers above, for the rbd-mirror mode (mirror.c). */
-int gantry_promotion_record_write(rados_ioctx_t io, const char *uuid,
-                                  const struct gantry_copier_record *rec)
-{
-        return record_write(io, uuid, rec);
-}
-
-int gantry_promotion_record_remove(rados_ioctx_t io, const char *uuid)
-{
-        return record_remove(io, uuid);
-}
-
 int gantry_promotion_snapshot(rados_ioctx_t io, const char *image, const char *snap, bool take)
 {
         return take ? take_snapshot(io, image, snap) : remove_snapshot(io, image, snap);
@@ -591,7 +502,7 @@ int gantry_promotion_poll(const struct gantry_promotion_request *q, bool *ret_ke
                 return -ENOENT;
         }
         /* the record before the image: a retry always finds what this call made */
-        if ((r = record_write(q->dst_io, q->uuid, &rec)) < 0) {
+        if ((r = gantry_promotion_record_write(q->dst_io, q->uuid, &rec)) < 0) {
                 gantry_copier_record_clear(&rec);
                 return gantry_ceph_error(err, r, "write the copy record of", q->name);
         }
@@ -660,7 +571,7 @@ int gantry_promotion_cancel(const struct gantry_config *config, rados_ioctx_t ds
                 }
         }
         gantry_copier_record_clear(&rec);
-        r = record_remove(dst_io, uuid);
+        r = gantry_promotion_record_remove(dst_io, uuid);
         return r < 0 ? gantry_ceph_error(err, r, "remove the copy record of", uuid) : 0;
 }
 
@@ -696,16 +607,4 @@ void gantry_promotion_shutdown(void)
                 buckets[i].bucket = NULL;
         }
         pthread_mutex_unlock(&lock);
-}
-
-int gantry_promotion_record_store(rados_ioctx_t io, const char *key,
-                                  const struct gantry_copier_record *rec)
-{
-        return record_write(io, key, rec);
-}
-
-int gantry_promotion_record_store_at(rados_ioctx_t io, const char *key,
-                                     const struct gantry_copier_record *rec, uint64_t version)
-{
-        return record_write_at(io, key, rec, version ? version : 1);
 }

@@ -24,6 +24,7 @@
 #include "dataset_internal.h"
 #include "log.h"
 #include "record.h"
+#include "tiering_internal.h"
 
 int gantry_refresh_mark_base(rbd_image_t img, struct gantry_copier_record *rec)
 {

@@ -28,6 +28,7 @@
 #include "dataset_internal.h"
 #include "log.h"
 #include "record.h"
+#include "tiering_internal.h"
 
 #define MAX_COPIES 256
 #define WAIT_S 90

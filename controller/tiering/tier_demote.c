@@ -16,7 +16,7 @@
 #include <jansson.h>
 
 #include "api_access.h"
-#include "controller.h"
+#include "tier_admin.h"
 #include "copy_in_use.h"
 #include "eviction.h"
 #include "kube_client.h"
