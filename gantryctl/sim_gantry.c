@@ -26,7 +26,7 @@
 
 #include "gang.h"
 #include "placement.h"
-#include "sim_policy.h"
+#include "sim_rng.h"
 
 #define SPINE "spine-0"
 

@@ -23,6 +23,7 @@
 
 #include "error.h"
 #include "sim_model.h"
+#include "sim_rng.h"
 
 enum gantry_sim_policy {
         GANTRY_SIM_POLICY_GANTRY = 0,
@@ -36,14 +37,6 @@ enum gantry_sim_policy {
 const char *gantry_sim_policy_name(enum gantry_sim_policy p);
 /* "gantry", "spread", "random", "bound", "gantry-gang". Returns 0 or -EINVAL. */
 int gantry_sim_policy_parse(const char *name, enum gantry_sim_policy *ret);
-
-/* A small deterministic generator (splitmix64). */
-struct gantry_sim_rng {
-        uint64_t state;
-};
-uint64_t gantry_sim_rng_next(struct gantry_sim_rng *r);
-/* Uniform in [0, n). */
-uint64_t gantry_sim_rng_below(struct gantry_sim_rng *r, uint64_t n);
 
 struct gantry_sim_placer;
 
