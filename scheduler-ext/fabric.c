@@ -83,58 +83,6 @@ bool gp_backend_on_leaf(const struct gp_backend *b, int leaf)
         return false;
 }
 
-int gantry_cluster_new(struct gantry_cluster **ret_cluster)
-{
-        struct gantry_cluster *c = calloc(1, sizeof(*c));
-
-        if (!c)
-                return -ENOMEM;
-        if (pthread_rwlock_init(&c->lock, NULL) != 0) {
-                free(c);
-                return -ENOMEM;
-        }
-        c->weights = (struct gantry_score_weights){ .locality = 5, .headroom = 3, .closeness = 2 };
-        if (strmap_new(&c->spine_by_name) < 0 || strmap_new(&c->leaf_by_name) < 0 ||
-            strmap_new(&c->node_by_name) < 0 || strmap_new(&c->backend_by_name) < 0 ||
-            strmap_new(&c->entry_by_uid) < 0) {
-                gantry_cluster_free(c);
-                return -ENOMEM;
-        }
-        *ret_cluster = c;
-        return 0;
-}
-
-void gantry_cluster_free(struct gantry_cluster *c)
-{
-        if (!c)
-                return;
-        gp_ledger_clear(c);
-        for (size_t i = 0; i < c->n_spines; i++)
-                free(c->spines[i].name);
-        for (size_t i = 0; i < c->n_leaves; i++)
-                free(c->leaves[i].name);
-        for (size_t i = 0; i < c->n_nodes; i++) {
-                free(c->nodes[i].name);
-                free(c->nodes[i].accelerator);
-        }
-        for (size_t i = 0; i < c->n_backends; i++) {
-                free(c->backends[i].name);
-                free(c->backends[i].leaves);
-        }
-        free(c->spines);
-        free(c->leaves);
-        free(c->nodes);
-        free(c->backends);
-        free(c->entries);
-        strmap_free(c->spine_by_name);
-        strmap_free(c->leaf_by_name);
-        strmap_free(c->node_by_name);
-        strmap_free(c->backend_by_name);
-        strmap_free(c->entry_by_uid);
-        pthread_rwlock_destroy(&c->lock);
-        free(c);
-}
-
 void gantry_cluster_set_weights(struct gantry_cluster *c, const struct gantry_score_weights *w)
 {
         pthread_rwlock_wrlock(&c->lock);
@@ -231,7 +179,7 @@ out:
         return r;
 }
 
-static void node_detach(struct gantry_cluster *c, struct gp_node *n)
+void gp_node_detach(struct gantry_cluster *c, struct gp_node *n)
 {
         if (n->present && n->leaf >= 0)
                 c->leaves[n->leaf].nic_sum -= n->nic_gbps;
@@ -278,7 +226,7 @@ int gantry_cluster_set_node(struct gantry_cluster *c, const struct gantry_node_s
                 name = NULL;
         }
         n = &c->nodes[i];
-        node_detach(c, n);
+        gp_node_detach(c, n);
         if (!n->present)
                 c->n_present++;
         free(n->accelerator);
@@ -298,25 +246,6 @@ out:
         pthread_rwlock_unlock(&c->lock);
         free(name);
         free(accel);
-        return r;
-}
-
-int gantry_cluster_remove_node(struct gantry_cluster *c, const char *name)
-{
-        int i, r = -ENOENT;
-
-        pthread_rwlock_wrlock(&c->lock);
-        i = gp_find_node(c, name);
-        if (i >= 0) {
-                /* its pods are gone with it (or charged again if the watch
-                 * still shows them bound when it comes back) */
-                gp_ledger_release_node(c, i);
-                node_detach(c, &c->nodes[i]);
-                c->nodes[i].present = false;
-                c->n_present--;
-                r = 0;
-        }
-        pthread_rwlock_unlock(&c->lock);
         return r;
 }
 

@@ -102,6 +102,8 @@ int gp_node_spine(const struct gantry_cluster *c, const struct gp_node *n);
 double gp_leaf_uplink_capacity(const struct gp_leaf *l);
 /* True when backend @b attaches to leaf @leaf. */
 bool gp_backend_on_leaf(const struct gp_backend *b, int leaf);
+/* Takes present node @n's NIC out of its leaf's sum (before it goes or moves). */
+void gp_node_detach(struct gantry_cluster *c, struct gp_node *n);
 
 /* Computes what @d would take on node @node (present). */
 void gp_charge_compute(const struct gantry_cluster *c, const struct gantry_pod_demand *d,
