@@ -1,8 +1,9 @@
 /*
  * The CSI Controller service of gantry-csi: provisioning of dataset volumes
- * (Ceph RBD, data in an erasure-coded pool) and their snapshots. Checkpoint
- * volumes (NVMe-oF) join with their issue; a request for a tier this build
- * does not serve is refused with the parameter named.
+ * (Ceph RBD, data in an erasure-coded pool, dataset/), checkpoint volumes
+ * (NVMe-oF namespaces on gantry-target, checkpoint/) and their snapshots,
+ * and datasets tiered between clusters (tiering/). A request for a tier
+ * this build does not serve is refused with the parameter named.
  */
 #pragma once
 

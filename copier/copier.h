@@ -1,7 +1,7 @@
 /*
  * The resumable copier shared by every data mover of Gantry: dataset
- * promotion between Ceph clusters in the controller (#13) and checkpoint
- * drains from gantry-target's backing files into RBD (#15).
+ * promotion between Ceph clusters in the controller and checkpoint
+ * drains from gantry-target's backing files into RBD.
  *
  * A copy moves a source (source.h) into a destination object by object; the
  * object is the destination's object size. It first plans: the source's

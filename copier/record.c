@@ -17,7 +17,7 @@ void gantry_copier_record_set_progress(struct gantry_copier_record *r, const str
         r->eta = p->eta_seconds;
 }
 
-/* The refresh fields (#13), only when set: records of plain copies stay as they were. */
+/* The refresh fields, only when set: records of plain copies stay as they were. */
 static int encode_refresh(const struct gantry_copier_record *r, json_t *o)
 {
         const struct {
@@ -54,7 +54,7 @@ int gantry_copier_record_encode(const struct gantry_copier_record *r, char **ret
                 json_decref(o);
                 return -ENOMEM;
         }
-        /* demotion's fields (controller/eviction.c) */
+        /* demotion's fields (controller/tiering/eviction.c) */
         json_object_set_new(o, "lastUsed", json_integer((json_int_t)r->last_used));
         json_object_set_new(o, "demoted", json_integer((json_int_t)r->demoted));
         if (r->mode[0] && (json_object_set_new(o, "mode", json_string(r->mode)) < 0 ||

@@ -10,24 +10,24 @@
  *
  * Kinds: "promote" (dataset promotion, kept by the controller in the omap of
  * the destination pool's object "gantry.copies", key = volume uuid) and
- * "drain" (a checkpoint drained by gantry-target, #15: the same object shape,
+ * "drain" (a checkpoint drained by gantry-target: the same object shape,
  * served by each target over its JSON-RPC; the src* fields are then unused).
  * States: "copying", "done", "failed" (retried from its position).
  *
- * Refresh (#13): a done promotion names in "promotedSnap" the snapshot of its
+ * Refresh: a done promotion names in "promotedSnap" the snapshot of its
  * destination image that holds exactly its source snapshot's content (taken
  * when the copy completes); a later copy of a newer snapshot of the same
  * source image clones that snapshot ("refreshParent", "IMAGE@SNAP" in the
  * destination pool) and copies only the extents changed since the base's
  * source snapshot ("refreshFrom"); "refreshOf" is the base copy's id.
  *
- * Demotion (controller/eviction.c) adds "lastUsed" (unix seconds of the last
+ * Demotion (controller/tiering/eviction.c) adds "lastUsed" (unix seconds of the last
  * ControllerPublish/Unpublish of the copy, 0: never since it was made) and
  * "demoted" (when it was last demoted), and the states "demoting" (its data
  * being discarded) and "demoted" (the data is gone from the destination, the
  * source is the truth; the next ControllerPublishVolume copies it again).
  *
- * A promotion through rbd-mirror (controller/mirror.c) adds
+ * A promotion through rbd-mirror (controller/tiering/mirror.c) adds
  *   "mode":"rbd-mirror","mirrorPool":"rbd","mirrorSnapId":12
  * (the destination pool that holds the non-primary image, and the source's
  * mirror snapshot the copy waits for) and has the state "mirroring" until
@@ -60,7 +60,7 @@ struct gantry_copier_record {
         double rate, eta;      /* bytes/s; seconds, < 0 unknown */
         int64_t started, updated; /* unix seconds */
         char error[256];
-        /* refresh (#13): empty when unused */
+        /* refresh: empty when unused */
         char promoted_snap[128];    /* of the destination, set when done: a refresh's base */
         char refresh_of[168];       /* id of the base copy this one refreshes */
         char refresh_from[128];     /* the source snapshot the changes are counted from */

@@ -3,9 +3,9 @@
  * one copier (copier.h) serves every data mover of Gantry:
  *
  *   sources: an RBD image at a snapshot, whole or only the extents changed
- *            since an older snapshot (incremental refresh, #13); a plain file
+ *            since an older snapshot (incremental refresh); a plain file
  *            or block device, holes found with SEEK_DATA/SEEK_HOLE (a
- *            checkpoint's backing file drained by gantry-target, #15).
+ *            checkpoint's backing file drained by gantry-target).
  *   destinations: an RBD image (open, owned by the caller); a plain file or
  *            block device (restoring a checkpoint onto a target).
  *

@@ -2,7 +2,7 @@
  * Drains: gantry-target's data mover from the fast tier (a checkpoint
  * snapshot's backing file) into the durable tier (an RBD image of the Ceph
  * cluster named by --durable, data in its EC pool), with the shared
- * resumable copier (tier/copier.h), and back (restores: see restore.c).
+ * resumable copier (copier/copier.h), and back (restores: see restore.c).
  *
  * A drain is a field of its snapshot bdev in the state document:
  *

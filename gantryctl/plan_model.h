@@ -1,7 +1,7 @@
 /*
  * The sizing formulas behind `gantryctl plan`: dataset reads, capacity under
  * erasure coding against replication, checkpoint windows, and the time a
- * dataset promotion (tiering, #13) takes between two clusters.
+ * dataset promotion (tiering) takes between two clusters.
  *
  * Pure arithmetic on plain structs: no I/O, no allocation, so tests can check
  * each result against a hand calculation and docs/planning.md can explain

@@ -14,13 +14,13 @@
  * printing the progress line every second; Ctrl-C stops it with its
  * position recorded, and the same command resumes it. When the destination
  * pool holds a complete copy of an older snapshot of the same source image,
- * the new image is a refresh of it (a clone plus the changed extents, #13);
+ * the new image is a refresh of it (a clone plus the changed extents);
  * --refresh refuses to make anything else.
  *
- * Rows come from row sources, each yielding records of tier/record.h:
+ * Rows come from row sources, each yielding records of copier/record.h:
  *   "promote"  dataset promotions, from the "gantry.copies" omap object of
- *              every pool of every configured cluster (controller/tier_admin.c)
- *   "drain"    checkpoint drains (#13, #15): snapshots gantry-target copies
+ *              every pool of every configured cluster (controller/tiering/copy_records.c)
+ *   "drain"    checkpoint drains: snapshots gantry-target copies
  *              into Ceph, from `bdev_get_bdevs` (driver_specific.lvol.drain)
  *              of every configured target, over the controller's target
  *              client; source "<target id>/<snapshot>", destination

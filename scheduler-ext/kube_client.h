@@ -252,7 +252,7 @@ void gantry_kube_informer_state(struct gantry_kube_informer *informer,
 
 /*
  * One kind of API request this client makes, in RBAC terms: the ClusterRole
- * of gantry-scheduler must grant exactly these (issue 8's manifest test
+ * of gantry-scheduler must grant exactly these (tests/manifests/test_rbac.py
  * compares them). @resource may carry a subresource ("pods/binding").
  */
 struct gantry_kube_api_call {

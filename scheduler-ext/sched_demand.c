@@ -108,7 +108,7 @@ static int sc_rate(struct gantry_sched_state *st, const char *sc_name, enum tier
 }
 
 /*
- * Whether the data of a dataset volume is where its attributes say (#13): a
+ * Whether the data of a dataset volume is where its attributes say: a
  * PVC still unbound with a data source is being made from it, which for a
  * source in another cluster is a promotion copy in progress (CreateVolume
  * answers ABORTED until it is done; the PV only appears then); a PV

@@ -1,4 +1,4 @@
-"""Demo chapter: tiering (#13). Two throwaway Ceph clusters, "capa" (where
+"""Demo chapter: tiering. Two throwaway Ceph clusters, "capa" (where
 datasets are born) and "perf" (next to the GPUs); a 256 MiB dataset volume
 of capa is promoted into perf through CreateVolume's retry loop, as the
 external-provisioner drives it: every call answers ABORTED with the progress

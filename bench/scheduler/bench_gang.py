@@ -1,4 +1,4 @@
-"""Issue 12's gang scenario as a benchmark figure (label bench, `make bench`).
+"""The gang scenario (500 nodes, 63 leaves, 125 jobs of 8) as a benchmark figure (label bench, `make bench`).
 
 Runs tests/scheduler/gang_driver.py's issue_scenario(): the real
 gantry-scheduler, the FAKE API server, and kube-scheduler's interleaving

@@ -3,7 +3,7 @@
  * process (gantry_extender_handle, no HTTP, bind reserving only), in CPU
  * time of the calling thread, so a loaded machine does not blur it.
  *
- * The cluster is issue 12's: 8 nodes a leaf, 8 GPUs and a 400 Gbps NIC a
+ * The cluster is the gang scenario's: 8 nodes a leaf, 8 GPUs and a 400 Gbps NIC a
  * node, 800 Gbps leaf uplinks, 4 spines; at 500 and 5,000 nodes. The pods
  * are two waves of jobs of 8 one-GPU pods reading 100 Gbps (each wave
  * enough for 3/4 of the leaves: the second does not all fit), interleaved;

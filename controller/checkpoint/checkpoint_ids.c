@@ -5,7 +5,7 @@
  *   0002-0005-tgt-a-0000000000000000-5f1c1a52-8a2e-4a7b-9d3c-0c1e2f3a4b5c
  *   ver  len  target  (no pool)       volume uuid
  *
- * The ID has the dataset ID's shape (controller/ids.c) with version 0002, the
+ * The ID has the dataset ID's shape (controller/dataset/ids.c) with version 0002, the
  * target id where a dataset has its cluster and 16 zeros for the pool. The
  * NQN, NGUID and lvol name all follow from the uuid (common/nvmf_names.h),
  * so the controller keeps no state of its own: the target is the record.

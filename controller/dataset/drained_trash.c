@@ -3,7 +3,7 @@
  * checkpoint snapshot's drained image (gantry-ckpt-snap-<uuid>, in the
  * durable cluster) to the RBD trash when the snapshot is deleted while
  * dataset volumes are still clone-v2 children of its "drained" snapshot
- * (target/drain.c, tgt_durable_remove). Nothing in Ceph removes it from there
+ * (gantry-target/drain.c, tgt_durable_remove). Nothing in Ceph removes it from there
  * once the clones are gone (ceph-csi queues a mgr "trash remove" task that
  * retries in the background; Gantry does it within the call): the
  * DeleteVolume of its last clone does.
@@ -28,7 +28,7 @@
 #include "log.h"
 #include "nvmf_names.h"
 
-/* gantry-ckpt-snap-<uuid>: what gantry-target names a drained image (target/rpc.c),
+/* gantry-ckpt-snap-<uuid>: what gantry-target names a drained image (gantry-target/rpc_drain.c),
  * the uuid made by gantry_nvmf_volume_uuid() (checkpoint_snapshot.c). */
 static bool is_drained_image(const char *name)
 {

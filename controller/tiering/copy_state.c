@@ -1,5 +1,5 @@
 /*
- * Writes the PV annotation gantry.io/copy-state of a promoted copy (#13):
+ * Writes the PV annotation gantry.io/copy-state of a promoted copy:
  * "demoted" once a demotion has marked the record demoted (eviction.c),
  * "copying" when a ControllerPublishVolume starts the copy again and "done"
  * when that copy is complete (copy_use.c). gantry-scheduler treats a PV

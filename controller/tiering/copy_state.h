@@ -1,5 +1,5 @@
 /*
- * The PV annotation gantry.io/copy-state (#13): the controller tells the
+ * The PV annotation gantry.io/copy-state: the controller tells the
  * Kubernetes API where a promoted copy stands ("demoted", "copying",
  * "done"), so gantry-scheduler scores a node as holding the data only once
  * the copy is really there (copy_state.c).

@@ -1,6 +1,6 @@
 /*
  * What ControllerPublishVolume and ControllerUnpublishVolume do for a
- * promoted copy (#13, demotion): both write the record's "lastUsed", the
+ * promoted copy (for demotion): both write the record's "lastUsed", the
  * clock the eviction policy (eviction.c) orders copies by. A publish of a
  * demoted copy starts the copy from its source again with the promotion
  * machinery of CreateVolume (promotion.c) and answers ABORTED with the

@@ -1,5 +1,5 @@
 /*
- * Demotion of promoted copies (#13). A performance cluster with an "evict"
+ * Demotion of promoted copies. A performance cluster with an "evict"
  * policy in the driver config (clusters[].evict) gets a pass every
  * intervalSeconds in a thread of the controller: for each data pool that
  * holds promoted copies, its usage (Ceph's "df": stored bytes over stored +

@@ -1,5 +1,5 @@
 /*
- * Demotion of promoted copies (#13): the eviction policy's thread, one
+ * Demotion of promoted copies: the eviction policy's thread, one
  * demotion, and what ControllerPublish/Unpublish do for a promoted copy
  * (eviction.c, copy_use.c). Private to controller/.
  */

@@ -1,5 +1,5 @@
 /*
- * Dataset promotion through Ceph's own engine (#13, copy.mode "rbd-mirror"):
+ * Dataset promotion through Ceph's own engine (copy.mode "rbd-mirror"):
  * where the destination cluster runs an rbd-mirror daemon with the source
  * cluster as its peer, the controller copies nothing itself. CreateVolume
  * enables snapshot-based mirroring of the source image (pool mirror mode
@@ -13,7 +13,7 @@
  * StorageClass's pools, and mappable by krbd (read-only on GPU nodes, as a
  * dataset's ROX access modes ask).
  *
- * The copy's record (tier/record.h, mode "rbd-mirror", state "mirroring",
+ * The copy's record (copier/record.h, mode "rbd-mirror", state "mirroring",
  * then "done") sits beside the copier's in "gantry.copies". Progress comes
  * from the destination's non-primary mirror snapshot (objects copied so far).
  * DeleteVolume removes the clone, the source snapshot it took, and disables

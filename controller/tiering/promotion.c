@@ -1,7 +1,7 @@
 /*
- * Dataset promotion (#13): a dataset volume made from a volume or snapshot
+ * Dataset promotion: a dataset volume made from a volume or snapshot
  * of another cluster is filled by an asynchronous, resumable copy (the tier
- * copier, tier/copier.h) running in a thread of the controller, so a
+ * copier, copier/copier.h) running in a thread of the controller, so a
  * terabyte-sized CreateVolume does not have to finish within one call.
  *
  * CreateVolume's retries poll: the first call writes the copy's record,
@@ -9,7 +9,7 @@
  * ABORTED "copying pvc-x from capa: 41 %, 2.3 GB/s, about 6 min left" while
  * it runs (the provisioner retries ABORTED and shows the message in the
  * PVC's events), and OK once it is done. The record is a JSON object
- * (tier/record.h) in the omap of "gantry.copies" in the destination pool,
+ * (copier/record.h) in the omap of "gantry.copies" in the destination pool,
  * key = volume uuid, rewritten with the copier's position every few objects:
  * a controller killed with kill -9 resumes there on the next retry.
  *

@@ -1,12 +1,12 @@
 /*
- * Incremental refresh of a promoted dataset (#13). A new version of a
+ * Incremental refresh of a promoted dataset. A new version of a
  * dataset is a newer snapshot s2 of the same source image S. When the
  * destination pool already holds a complete promoted copy P of S taken from
  * an older snapshot s1 that still exists on S, the new volume is made as a
  * clone-v2 child of P's "gantry-promoted" snapshot (P exactly as copied from
  * s1, whatever was written to P since), and the copier then writes only the
  * objects that changed between s1 and s2 (rbd_diff_iterate2 from s1, the
- * incremental source of tier/source.h). Jobs reading P are untouched; the
+ * incremental source of copier/source.h). Jobs reading P are untouched; the
  * new volume reads unchanged objects through its parent.
  *
  * The base is chosen among the records of "gantry.copies" of the

@@ -1,5 +1,5 @@
 /*
- * Resume at controller start (#13): a controller that was killed or
+ * Resume at controller start: a controller that was killed or
  * restarted leaves copies whose record says "copying". Without this they
  * would wait for the provisioner's next CreateVolume retry, whose backoff
  * grows to minutes; here a thread started with the controller finds them in

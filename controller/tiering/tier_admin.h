@@ -20,7 +20,7 @@ typedef int (*gantry_controller_copy_fn)(const char *cluster_id, const char *poo
 typedef void (*gantry_controller_cluster_error_fn)(const char *cluster_id, const char *msg, void *arg);
 
 /*
- * Lists the records of every copy (dataset promotions, tier/record.h) kept in
+ * Lists the records of every copy (dataset promotions, copier/record.h) kept in
  * the pools of each configured cluster that has a userID/keyFile. A cluster
  * that cannot be read is reported to @on_error and skipped. Returns 0, or
  * -EIO when a cluster failed. For gantryctl; connections stay cached until
@@ -51,7 +51,7 @@ int gantry_controller_promote_image(const struct gantry_config *config, const ch
                                     struct gantry_error *err);
 
 /*
- * As gantry_controller_promote_image(), but only as a refresh (#13): @to is
+ * As gantry_controller_promote_image(), but only as a refresh: @to is
  * made from a complete promoted copy of an older snapshot of the same source
  * image in @to's pool plus the extents changed since, and -ENOENT is
  * returned when there is no such copy (promote_image falls back to a full

@@ -135,7 +135,7 @@ class StormTest(unittest.TestCase):
         its name.
 
         It covers CreateVolume's re-read of the name under the volume lock
-        (reserve_locked() in controller/dataset_volume.c): a delete that
+        (reserve_locked() in controller/dataset/dataset_volume.c): a delete that
         completes between the create's lookup of the name and its taking of
         "volume:<uuid>" must send the create round for a fresh reservation.
         That window is microseconds and a delete against Ceph takes

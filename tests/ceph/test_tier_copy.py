@@ -1,4 +1,4 @@
-"""The tier copier (tier/copier.c) between the fixture's two real clusters,
+"""The copier (copier/copier.c) between the fixture's two real clusters,
 driven by the tier-copy tool: an image of the capacity cluster copied at a
 snapshot into the performance cluster's EC data pool, content checked by
 checksum, holes and zero runs never written (counted by the copier and by

@@ -1,4 +1,4 @@
-"""Demotion of promoted copies (#13) between the fixture's two real clusters:
+"""Demotion of promoted copies between the fixture's two real clusters:
 four 64 MiB datasets of "capa" promoted into "perf" (their data in a pool of
 their own, "evictdata", so its usage is only theirs), one of them mapped (a
 real watcher: `rbd watch`) and one attached (a VolumeAttachment in the FAKE

@@ -1,4 +1,4 @@
-"""Dataset promotion through Ceph's own engine (#13, copy.mode "rbd-mirror"):
+"""Dataset promotion through Ceph's own engine (copy.mode "rbd-mirror"):
 a real rbd-mirror daemon (mirror.sh) replicates capa's pool "rbd" into
 perf's; gantry-csi, driven through the provisioner's retry loop, enables
 snapshot mirroring of the source, answers ABORTED with the mirror progress

@@ -1,4 +1,4 @@
-"""Dataset promotion (#13) through gantry-csi between the fixture's two real
+"""Dataset promotion through gantry-csi between the fixture's two real
 clusters: a 1 GiB volume of "capa" promoted into "perf" through the
 provisioner's retry loop (CreateVolume answers ABORTED with the progress
 until the copy is done), content checked by checksum; kill -9 of the

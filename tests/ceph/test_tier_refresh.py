@@ -1,4 +1,4 @@
-"""Incremental refresh and resume-at-start of dataset promotions (#13),
+"""Incremental refresh and resume-at-start of dataset promotions,
 between the fixture's two real clusters, driven as external-provisioner
 would: a 256 MiB dataset in "capa" is promoted into "perf" from a CSI
 snapshot; 5 % of the source is changed and snapshotted again; a new volume

@@ -1,5 +1,5 @@
 /*
- * tier-copy: drives the tier copier (tier/copier.h) from the command line
+ * tier-copy: drives the copier (copier/copier.h) from the command line
  * for the tests of the `ceph` label and for bench/tier. It copies an RBD
  * image (at a snapshot, or only the changes since an older one) or a file
  * into an RBD image of another (or the same) cluster, and prints one JSON

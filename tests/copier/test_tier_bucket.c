@@ -1,5 +1,5 @@
 /*
- * Unit tests of the shared bandwidth cap (tier/bucket.c) over a fake clock,
+ * Unit tests of the shared bandwidth cap (copier/bucket.c) over a fake clock,
  * and of its cancel-aware wait.
  */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * The copier (tier/copier.c) between real sparse files: holes are neither
+ * The copier (copier/copier.c) between real sparse files: holes are neither
  * read nor written, zero runs inside data are not written, the content
  * arrives whole, a cancelled copy resumes from its persisted position and
  * re-reads only what was in flight, and errors stop the copy.

@@ -1,5 +1,5 @@
 /*
- * Unit tests of a copy's resumable position (tier/position.c): the
+ * Unit tests of a copy's resumable position (copier/position.c): the
  * watermark over done and unplanned objects, the window, the text form.
  */
 #include <errno.h>

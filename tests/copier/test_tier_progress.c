@@ -1,5 +1,5 @@
 /*
- * Unit tests of a copy's progress arithmetic (tier/progress.c): the smoothed
+ * Unit tests of a copy's progress arithmetic (copier/progress.c): the smoothed
  * rate over a fake clock, the ETA and the operator's line.
  */
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 /*
- * Unit tests of a copy's status record (tier/record.c): the JSON round trip,
- * with and without the refresh fields (#13), and what decode refuses;
+ * Unit tests of a copy's status record (copier/record.c): the JSON round trip,
+ * with and without the refresh fields, and what decode refuses;
  * demotion's fields ("lastUsed", "demoted") survive a round trip, a record
  * without them (an older writer) reads as never used, the idle clock, and
  * the operator's line of the demotion states.

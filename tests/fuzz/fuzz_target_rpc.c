@@ -1,5 +1,5 @@
 /*
- * Fuzz target: gantry-target's JSON-RPC handling (target/rpc.c) -- the code
+ * Fuzz target: gantry-target's JSON-RPC handling (gantry-target/rpc*.c) -- the code
  * that sees an API caller's bytes: envelope, parameter decoding, and the
  * state and configfs edits a valid request makes.
  *

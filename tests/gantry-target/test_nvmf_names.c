@@ -1,6 +1,6 @@
 /*
  * Unit tests of the checkpoint tier's names (common/nvmf_names.c), its volume
- * IDs (controller/checkpoint_ids.c) and the node's volume_context parser
+ * IDs (controller/checkpoint/checkpoint_ids.c) and the node's volume_context parser
  * (node/nvmf_volume.c): the pure parts both sides must agree on.
  */
 #include <errno.h>

@@ -1,4 +1,4 @@
-"""`gantryctl sim` on issue 12's scenario: 63 leaves of 8 nodes (8 GPUs,
+"""`gantryctl sim` on the gang scenario's fabric: 63 leaves of 8 nodes (8 GPUs,
 400 Gbps NICs, 800 Gbps uplinks), storage on its own leaf, 125 jobs of 8
 one-GPU pods reading 100 Gbps each, all arriving at once. One leaf feeds
 exactly one job. The gang-aware policy (gantry-gang, the extender's gang

@@ -146,7 +146,7 @@ class ImageTest(unittest.TestCase):
                 mine = [e for e, d in exes.items() if d == folder]
                 if not mine:
                     # Visible, not silent: the folder is still the placeholder
-                    # until its issue's branch is merged.
+                    # until the branch that adds it is merged.
                     self.skipTest("%s/ has no add_executable yet: %s not built here" % (folder, binary))
                 self.fail("%s/ builds %s, not %s" % (folder, mine, binary))
 

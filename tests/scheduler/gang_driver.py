@@ -411,7 +411,7 @@ def gangs_summary(ks, sizes):
 
 
 def issue_scenario(seed=12, gang_ttl=120, max_lag=4):
-    """Issue 12's cluster: 500 nodes x 8 GPUs on 63 leaves (8 nodes a leaf),
+    """The gang scenario's cluster: 500 nodes x 8 GPUs on 63 leaves (8 nodes a leaf),
     400 Gbps NICs, 800 Gbps uplinks, storage on its own leaf; 125 jobs of 8
     one-GPU pods reading 100 Gbps, created at once with gantry.io/job and
     gantry.io/job-size "8", interleaved. Phase 1 places what fits; phase 2

@@ -295,7 +295,7 @@ def fold_failed_nodes(total, failed):
 
 
 def write_fabric(tmp, nodes=500, per_leaf=8, storage_uplink_gbps=0, bound=()):
-    """The fabric of issue #12 as a topology file and a --state file in @tmp:
+    """The gang scenario's fabric as a topology file and a --state file in @tmp:
     @nodes nodes of 8 GPUs and 400 Gbps NICs, @per_leaf to a leaf with an
     800 Gbps uplink, Ceph cluster ceph-s (4000 Gbps) on its own leaf
     storage-leaf (uplink @storage_uplink_gbps, 0 = unknown), a dataset PVC
@@ -350,7 +350,7 @@ def filter_all_refused(test, s, name):
 
 
 class FailedSchedulingEventTest(unittest.TestCase):
-    """Issue #12: the reasons of a 500-node refusal fold into a short event."""
+    """The reasons of a 500-node refusal fold into a short event."""
 
     def test_500_node_refusal_folds_by_cause(self):
         # leaves 0-54 (440 nodes): two pods read 400 Gbps each across the
@@ -393,7 +393,7 @@ class FailedSchedulingEventTest(unittest.TestCase):
 
 
 class StorageLeafUplinkTest(unittest.TestCase):
-    """#12: reads from a backend on its own leaf cross that leaf's uplink."""
+    """Reads from a backend on its own leaf cross that leaf's uplink."""
 
     def test_full_storage_leaf_uplink_refuses(self):
         # eight pods on eight leaves read 100 Gbps each from ceph-s: its
@@ -430,7 +430,7 @@ class StorageLeafUplinkTest(unittest.TestCase):
 
 
 class StateModeBindTest(unittest.TestCase):
-    """#14: under --state alone no API server will ever confirm a bind, so
+    """Under --state alone no API server will ever confirm a bind, so
     it is final: its charge does not expire after --reservation-ttl."""
 
     def test_bind_does_not_expire(self):

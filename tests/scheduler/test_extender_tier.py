@@ -1,4 +1,4 @@
-"""#13: gantry-scheduler knows where a dataset's promoted copy is.
+"""gantry-scheduler knows where a dataset's promoted copy is.
 
 Two Ceph clusters in the topology: "capa" (the capacity cluster, on leaf-2
 with gpu-node-3) and "perf" (the performance cluster, on leaf-1 with

@@ -1,4 +1,4 @@
-"""Issue 12's scenario through the HTTP API: 125 jobs of 8 pods created at
+"""The gang scenario through the HTTP API: 125 jobs of 8 pods created at
 once on 500 nodes / 63 leaves where one leaf feeds exactly one job, with
 kube-scheduler's interleaving (gang_driver.py). Expected: 63 jobs whole on
 one leaf each, 62 wholly pending, no uplink over; then the placed jobs are

@@ -197,7 +197,7 @@ static void test_filter_reasons(void **state)
         gantry_cluster_free(c);
 }
 
-/* #12: a backend on its own leaf sends everything it serves to other leaves
+/* A backend on its own leaf sends everything it serves to other leaves
  * through that leaf's uplink, 1/k from each of its k leaves. */
 static void test_storage_leaf_uplink(void **state)
 {

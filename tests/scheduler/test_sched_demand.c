@@ -128,7 +128,7 @@ static void test_rates_from_storage_class(void **state)
         assert_true(fabs(d.d.flows[2].gbps - 8) < 1e-9);
 }
 
-/* #13: a promoted copy counts where it is only once it is done. */
+/* A promoted copy counts where it is only once it is done. */
 static void test_copy_in_progress_has_no_backend(void **state)
 {
         struct fx *f = *state;
@@ -366,7 +366,7 @@ static void assert_nothing_charged(struct fx *f, const char *node)
         assert_int_equal(s.entries, 0);
 }
 
-/* #14: a node's DELETED gives back what its pods held; a pod that outlives
+/* A node's DELETED gives back what its pods held; a pod that outlives
  * it is charged again when the node comes back. */
 static void test_removed_node_gives_back_its_pods(void **state)
 {
@@ -418,7 +418,7 @@ static void *pod_churn(void *arg)
         return NULL;
 }
 
-/* #14: a pod's DELETED racing its node's ADDED (the node informer recording
+/* A pod's DELETED racing its node's ADDED (the node informer recording
  * the pods that waited for it) never leaves the pod charged. Two threads, as
  * the two informers, each round racing one pod's DELETED against its node's
  * ADDED; the ledger must be empty after. */

@@ -1,4 +1,4 @@
-/* Volume IDs (controller/ids.c), the per-name try-locks (locks.c), and the
+/* Volume IDs (controller/dataset/ids.c), the per-name try-locks (locks.c), and the
  * cephx key check of the credentials (ceph_conn.c). */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* StorageClass parameters of dataset volumes (controller/params.c): every
+/* StorageClass parameters of dataset volumes (controller/dataset/params.c): every
  * bad key or value is refused with the parameter named; the fingerprint
  * tells requests apart. */
 #include <errno.h>
