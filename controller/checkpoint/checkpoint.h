@@ -1,6 +1,10 @@
 /*
- * The checkpoint tier of the Controller service: NVMe-oF namespaces on
- * storage targets (gantry-target on nvmet, or SPDK), managed over JSON-RPC.
+ * controller/checkpoint/: the checkpoint tier of the Controller service:
+ * NVMe-oF namespaces on storage targets (gantry-target on nvmet, or SPDK),
+ * managed over JSON-RPC (target_client.c), the targets themselves being the
+ * record (no journal). It needs only common/, csi/ and the node registry of
+ * controller/'s top; the dataset tier calls it for volumes made from a
+ * checkpoint snapshot.
  *
  * controller.c dispatches here when CreateVolume's parameter `tier` is
  * `checkpoint`, and for existing volumes when the volume ID's version is

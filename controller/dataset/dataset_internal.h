@@ -1,5 +1,18 @@
 /*
- * Private declarations shared by the files of controller/.
+ * controller/dataset/: the dataset tier of the Controller service. A dataset
+ * volume is a Ceph RBD image with its data in an erasure-coded pool, mounted
+ * read-only on many GPU nodes; its snapshots are RBD snapshots. Every volume
+ * and snapshot is journaled in RADOS omap (journal.c) under the CO's name,
+ * so a retried call finds what an earlier one made. Two libraries:
+ * gantry_dataset_core, what a dataset is made of (IDs, StorageClass
+ * parameters, Ceph connections, the journal, the image helpers and who uses
+ * an image), on which tiering/ builds; and gantry_dataset_controller, the
+ * CSI handlers (dataset_volume.c, dataset_snapshot.c, dataset_list.c,
+ * drained_trash.c), which call tiering/ for a volume copied from another
+ * cluster and checkpoint/ for a volume made from a checkpoint snapshot.
+ *
+ * These declarations are shared by the files of dataset/ and, for the core,
+ * by tiering/ and controller.c.
  */
 #pragma once
 
