@@ -1,0 +1,172 @@
+"""The controller side of Gantry as manifests/ deploy it, run on a real
+control plane (control_plane.py): the manifests' Namespace, ServiceAccount,
+RBAC and CSIDriver applied to the API server, the snapshot CRDs and the
+snapshot-controller of ../shared/k8s/crd, and every container of the
+gantry-controller Deployment started as a process with the exact `args` of
+manifests/controller.yaml, read from the file.
+
+What a pod would get from its environment is substituted, nothing else:
+  - the socket: --csi-address=/csi/csi.sock and --endpoint=unix:///csi/csi.sock
+    point at a socket in the work folder (the pod's emptyDir);
+  - the API: each process gets --kubeconfig with its own TokenRequest token of
+    the pod's ServiceAccount (in a pod: the projected token, in-cluster);
+  - gantry-csi's --config is the Ceph fixture's driver config (the pod's
+    ConfigMap mount) and --metrics-addr a free loopback port;
+  - the liveness-probe container is not run (no HTTP probe here);
+  - snapshot-controller (from crd/snapshot-controller) runs under its own
+    ServiceAccount with its own upstream RBAC, and is told the namespace of
+    its leader-election lease (kube-system) that in a pod it would take from
+    the pod's namespace.
+
+forbidden() lists every line of every log that shows a 403: the tests fail
+on any, so the manifests' RBAC is proven sufficient on the real authorizer."""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+import yaml
+
+import control_plane as cp
+
+MANIFESTS = os.path.join(cp.SOURCE, "manifests")
+NS = "gantry-system"
+SA = "gantry-controller"
+SOCKET_IN_POD = "/csi/csi.sock"
+# what the authorizer's refusal looks like in a Go client's log (not the
+# "Forbidden:" of a field validation error, which is a 422)
+FORBIDDEN = re.compile(r"is forbidden: User|cannot \w+ resource|\b403\b|Forbidden \(")
+
+
+def manifest(name):
+    with open(os.path.join(MANIFESTS, name)) as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def controller_containers():
+    """The containers of the gantry-controller Deployment, by name."""
+    dep = [d for d in manifest("controller.yaml") if d["kind"] == "Deployment"][0]
+    return {c["name"]: c for c in dep["spec"]["template"]["spec"]["containers"]}
+
+
+def crd_dir(plane):
+    return os.path.join(os.path.dirname(plane.bin), "crd")
+
+
+def apply(plane, docs):
+    plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+
+
+class CsiStack:
+    def __init__(self, plane, driver_config, csidriver_patch=None, provisioner_extra=(),
+                 provisioner_env=None):
+        self.plane = plane
+        self.config = driver_config
+        self.csidriver_patch = csidriver_patch or {}
+        self.provisioner_extra = list(provisioner_extra)
+        self.provisioner_env = provisioner_env or {}
+        self.socket = os.path.join(plane.dir, "csi", "csi.sock")
+        self.names = []
+
+    # --- objects --------------------------------------------------------
+    def apply_objects(self):
+        p = self.plane
+        apply(p, manifest("namespace.yaml"))
+        # the Deployment and its PDB would only make pods that never run
+        apply(p, [d for d in manifest("controller.yaml")
+                  if d["kind"] not in ("Deployment", "PodDisruptionBudget")])
+        drv = manifest("csidriver.yaml")
+        for d in drv:
+            d["spec"].update(self.csidriver_patch)
+        apply(p, drv)
+        crds = [f for f in sorted(glob.glob(os.path.join(crd_dir(p), "snapshot", "*.yaml")))
+                if not f.endswith("kustomization.yaml")]
+        for f in crds:
+            p.kubectl("create", "-f", f)
+        for f in crds:
+            with open(f) as fh:
+                name = yaml.safe_load(fh)["metadata"]["name"]
+            p.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/" + name)
+        p.kubectl("apply", "-f", os.path.join(crd_dir(p), "snapshot-controller",
+                                               "rbac-snapshot-controller.yaml"))
+
+    # --- processes ------------------------------------------------------
+    def _args(self, args, kubeconfig):
+        out = []
+        for a in args:
+            a = a.replace("unix://" + SOCKET_IN_POD, "unix://" + self.socket)
+            a = a.replace("=" + SOCKET_IN_POD, "=" + self.socket)
+            out.append(a)
+        return out + ["--kubeconfig=" + kubeconfig]
+
+    def _token_kubeconfig(self, name, ns, sa):
+        """A kubeconfig with a fresh token of @ns/@sa for container @name."""
+        self.plane.sa_token(ns, sa)  # makes the account if needed
+        tr = self.plane.api("POST", "/api/v1/namespaces/%s/serviceaccounts/%s/token" % (ns, sa),
+                            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                             "spec": {"expirationSeconds": 7200}})
+        return self.plane.write_kubeconfig(name, tr["status"]["token"])
+
+    def start(self):
+        p = self.plane
+        os.makedirs(os.path.dirname(self.socket), exist_ok=True)
+        build = os.environ.get("GANTRY_BUILD_DIR", os.path.join(cp.SOURCE, "build"))
+        cs = controller_containers()
+        pod_env = {"POD_NAME": "gantry-controller-0", "NAMESPACE": NS, "POD_NAMESPACE": NS}
+        # gantry-csi first: the sidecars wait for its socket
+        args = []
+        for a in cs["gantry-csi"]["args"]:
+            if a.startswith("--config="):
+                a = "--config=" + self.config
+            elif a.startswith("--metrics-addr="):
+                a = "--metrics-addr=127.0.0.1:%d" % cp.free_port()
+            args.append(a)
+        self._spawn("gantry-csi", [os.path.join(build, "bin", "gantry-csi")] + args, NS, SA,
+                    pod_env)
+        cp.wait_for(lambda: os.path.exists(self.socket), 30, "the gantry-csi socket")
+        for name, c in cs.items():
+            if name in ("gantry-csi", "liveness-probe"):
+                continue
+            extra = self.provisioner_extra if name == "csi-provisioner" else []
+            env = dict(pod_env, **(self.provisioner_env if name == "csi-provisioner" else {}))
+            self._spawn(name, [os.path.join(p.bin, name)] + c["args"] + extra, NS, SA, env)
+        with open(os.path.join(crd_dir(p), "snapshot-controller",
+                               "setup-snapshot-controller.yaml")) as f:
+            sc = [d for d in yaml.safe_load_all(f) if d][0]["spec"]["template"]["spec"]
+        # in a pod, leader election defaults to the pod's namespace
+        self._spawn("snapshot-controller",
+                    [os.path.join(p.bin, "snapshot-controller")] + sc["containers"][0]["args"] +
+                    ["--leader-election-namespace=kube-system"],
+                    "kube-system", sc["serviceAccountName"],
+                    {"POD_NAME": "snapshot-controller-0", "NAMESPACE": "kube-system"})
+
+    def _spawn(self, name, argv, ns, sa, env):
+        kc = self._token_kubeconfig(name, ns, sa)
+        self.plane.spawn(name, self._args(argv, kc), env=env)
+        self.names.append(name)
+
+    def forbidden(self):
+        """Every log line of the stack (and of kube-controller-manager) that
+        shows a 403, as "name: line"."""
+        out = []
+        for name in self.names + ["kube-controller-manager"]:
+            if name not in self.plane.procs:
+                continue
+            for line in self.plane.log(name).splitlines():
+                if FORBIDDEN.search(line) and not line.startswith("=== start"):
+                    out.append("%s: %s" % (name, line[:400]))
+        return out
+
+    def dead(self):
+        return [n for n in self.names if not self.plane.procs[n].alive()]
+
+
+def rbd_ls(conf, pool="rbd"):
+    r = subprocess.run(["rbd", "-c", conf, "ls", pool], capture_output=True, text=True,
+                       timeout=60, check=True)
+    return set(r.stdout.split())
+
+
+def debug(msg):
+    sys.stderr.write(msg + "\n")
