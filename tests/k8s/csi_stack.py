@@ -10,6 +10,10 @@ What a pod would get from its environment is substituted, nothing else:
     point at a socket in the work folder (the pod's emptyDir);
   - the API: each process gets --kubeconfig with its own TokenRequest token of
     the pod's ServiceAccount (in a pod: the projected token, in-cluster);
+  - the containers' `env` is resolved as kubelet would, fieldRefs from a pod
+    that the applied Deployment really made (kube-controller-manager's
+    ReplicaSet; it never runs: there is no kubelet), so the provisioner finds
+    the Deployment as the owner of its CSIStorageCapacity objects;
   - gantry-csi's --config is the Ceph fixture's driver config (the pod's
     ConfigMap mount) and --metrics-addr a free loopback port;
   - the liveness-probe container is not run (no HTTP probe here);
@@ -59,13 +63,9 @@ def apply(plane, docs):
 
 
 class CsiStack:
-    def __init__(self, plane, driver_config, csidriver_patch=None, provisioner_extra=(),
-                 provisioner_env=None):
+    def __init__(self, plane, driver_config):
         self.plane = plane
         self.config = driver_config
-        self.csidriver_patch = csidriver_patch or {}
-        self.provisioner_extra = list(provisioner_extra)
-        self.provisioner_env = provisioner_env or {}
         self.socket = os.path.join(plane.dir, "csi", "csi.sock")
         self.names = []
 
@@ -73,13 +73,9 @@ class CsiStack:
     def apply_objects(self):
         p = self.plane
         apply(p, manifest("namespace.yaml"))
-        # the Deployment and its PDB would only make pods that never run
-        apply(p, [d for d in manifest("controller.yaml")
-                  if d["kind"] not in ("Deployment", "PodDisruptionBudget")])
-        drv = manifest("csidriver.yaml")
-        for d in drv:
-            d["spec"].update(self.csidriver_patch)
-        apply(p, drv)
+        # the Deployment too: its pods never run, but own the capacity objects
+        apply(p, manifest("controller.yaml"))
+        apply(p, manifest("csidriver.yaml"))
         crds = [f for f in sorted(glob.glob(os.path.join(crd_dir(p), "snapshot", "*.yaml")))
                 if not f.endswith("kustomization.yaml")]
         for f in crds:
@@ -108,12 +104,31 @@ class CsiStack:
                              "spec": {"expirationSeconds": 7200}})
         return self.plane.write_kubeconfig(name, tr["status"]["token"])
 
+    def controller_pod(self):
+        """A pod the Deployment's ReplicaSet made (waits for it)."""
+        sel = "app.kubernetes.io/component%3Dcontroller"
+        return cp.wait_for(lambda: self.plane.api(
+            "GET", "/api/v1/namespaces/%s/pods?labelSelector=%s" % (NS, sel))["items"], 60,
+            "a pod of the gantry-controller Deployment")[0]
+
+    @staticmethod
+    def _env(container, pod):
+        env = {}
+        for e in container.get("env", []):
+            if "value" in e:
+                env[e["name"]] = e["value"]
+                continue
+            path = e["valueFrom"]["fieldRef"]["fieldPath"]
+            env[e["name"]] = {"metadata.name": pod["metadata"]["name"],
+                              "metadata.namespace": pod["metadata"]["namespace"]}[path]
+        return env
+
     def start(self):
         p = self.plane
         os.makedirs(os.path.dirname(self.socket), exist_ok=True)
         build = os.environ.get("GANTRY_BUILD_DIR", os.path.join(cp.SOURCE, "build"))
         cs = controller_containers()
-        pod_env = {"POD_NAME": "gantry-controller-0", "NAMESPACE": NS, "POD_NAMESPACE": NS}
+        pod = self.controller_pod()
         # gantry-csi first: the sidecars wait for its socket
         args = []
         for a in cs["gantry-csi"]["args"]:
@@ -123,14 +138,12 @@ class CsiStack:
                 a = "--metrics-addr=127.0.0.1:%d" % cp.free_port()
             args.append(a)
         self._spawn("gantry-csi", [os.path.join(build, "bin", "gantry-csi")] + args, NS, SA,
-                    pod_env)
+                    self._env(cs["gantry-csi"], pod))
         cp.wait_for(lambda: os.path.exists(self.socket), 30, "the gantry-csi socket")
         for name, c in cs.items():
             if name in ("gantry-csi", "liveness-probe"):
                 continue
-            extra = self.provisioner_extra if name == "csi-provisioner" else []
-            env = dict(pod_env, **(self.provisioner_env if name == "csi-provisioner" else {}))
-            self._spawn(name, [os.path.join(p.bin, name)] + c["args"] + extra, NS, SA, env)
+            self._spawn(name, [os.path.join(p.bin, name)] + c["args"], NS, SA, self._env(c, pod))
         with open(os.path.join(crd_dir(p), "snapshot-controller",
                                "setup-snapshot-controller.yaml")) as f:
             sc = [d for d in yaml.safe_load_all(f) if d][0]["spec"]["template"]["spec"]
@@ -138,8 +151,7 @@ class CsiStack:
         self._spawn("snapshot-controller",
                     [os.path.join(p.bin, "snapshot-controller")] + sc["containers"][0]["args"] +
                     ["--leader-election-namespace=kube-system"],
-                    "kube-system", sc["serviceAccountName"],
-                    {"POD_NAME": "snapshot-controller-0", "NAMESPACE": "kube-system"})
+                    "kube-system", sc["serviceAccountName"], {})
 
     def _spawn(self, name, argv, ns, sa, env):
         kc = self._token_kubeconfig(name, ns, sa)
