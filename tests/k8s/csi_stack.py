@@ -174,6 +174,28 @@ class CsiStack:
         return [n for n in self.names if not self.plane.procs[n].alive()]
 
 
+def ceph_secret(plane, name, secrets):
+    """The Secret a StorageClass names for the Ceph user (manifests/secrets/)."""
+    plane.api("POST", "/api/v1/namespaces/%s/secrets" % NS, {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NS},
+        "stringData": secrets})
+
+
+def user_namespace(plane, ns):
+    """Namespace @ns with its default ServiceAccount (kube-controller-manager
+    makes it; pods are refused before)."""
+    plane.ensure_namespace(ns)
+    cp.wait_for(lambda: plane.api("GET", "/api/v1/namespaces/%s/serviceaccounts/default" % ns),
+                60, "the default ServiceAccount of " + ns)
+
+
+def print_logs_on_failure(test):
+    """From a tearDown: the control plane's log tails when @test failed."""
+    outcome = getattr(test, "_outcome", None)
+    if outcome is not None and not getattr(outcome, "success", True):
+        test.plane.print_logs(60)
+
+
 def rbd_ls(conf, pool="rbd"):
     r = subprocess.run(["rbd", "-c", conf, "ls", pool], capture_output=True, text=True,
                        timeout=60, check=True)

@@ -66,17 +66,12 @@ class DatasetStory(unittest.TestCase):
             add_gpu_node(p, NODE)
             cls.stack = csi_stack.CsiStack(p, e.CONFIG)
             cls.stack.apply_objects()
-            p.api("POST", "/api/v1/namespaces/%s/secrets" % NS, {
-                "apiVersion": "v1", "kind": "Secret",
-                "metadata": {"name": "gantry-ceph-perf", "namespace": NS},
-                "stringData": e.secrets("perf")})
+            csi_stack.ceph_secret(p, "gantry-ceph-perf", e.secrets("perf"))
             csi_stack.apply(p, storage_classes("perf", "gantry-ceph-perf"))
             cls.images_before = csi_stack.rbd_ls(e.conf("perf"))
             cls.journal_before = [e.journal("perf", kind=k) for k in ("volume", "snapshot")]
             cls.stack.start()
-            p.ensure_namespace(USER_NS)
-            cp.wait_for(lambda: p.api("GET", "/api/v1/namespaces/%s/serviceaccounts/default"
-                                      % USER_NS), 60, "the default ServiceAccount")
+            csi_stack.user_namespace(p, USER_NS)
         except BaseException:
             p.print_logs()
             p.stop()
@@ -90,9 +85,7 @@ class DatasetStory(unittest.TestCase):
         self.assertEqual(self.stack.dead(), [], "a sidecar or gantry-csi exited")
 
     def tearDown(self):
-        outcome = getattr(self, "_outcome", None)
-        if outcome is not None and not getattr(outcome, "success", True):
-            self.plane.print_logs(60)
+        csi_stack.print_logs_on_failure(self)
 
     # --- helpers --------------------------------------------------------
     def ns(self, path, ns=USER_NS):
