@@ -29,6 +29,7 @@ import os
 import re
 import subprocess
 import sys
+import unittest
 
 import yaml
 
@@ -38,9 +39,11 @@ MANIFESTS = os.path.join(cp.SOURCE, "manifests")
 NS = "gantry-system"
 SA = "gantry-controller"
 SOCKET_IN_POD = "/csi/csi.sock"
-# what the authorizer's refusal looks like in a Go client's log (not the
-# "Forbidden:" of a field validation error, which is a 422)
-FORBIDDEN = re.compile(r"is forbidden: User|cannot \w+ resource|\b403\b|Forbidden \(")
+# what the authorizer's refusal looks like in a Go client's log and in
+# gantry-csi's (not the "Forbidden:" of a field validation error, a 422, nor a
+# resourceVersion 403)
+FORBIDDEN = re.compile(r"is forbidden: User|cannot \w+ resource|reason=forbidden|"
+                       r"HTTP 403|403 Forbidden|Forbidden \(")
 
 
 def manifest(name):
@@ -189,11 +192,60 @@ def user_namespace(plane, ns):
                 60, "the default ServiceAccount of " + ns)
 
 
-def print_logs_on_failure(test):
-    """From a tearDown: the control plane's log tails when @test failed."""
-    outcome = getattr(test, "_outcome", None)
-    if outcome is not None and not getattr(outcome, "success", True):
-        test.plane.print_logs(60)
+SCHEDULER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+
+def ceph_env():
+    """tests/ceph/ceph_env.py (imported late: it reads GANTRY_CEPH_DIR)."""
+    sys.path.insert(0, os.path.join(cp.HERE, "..", "ceph"))
+    import ceph_env as e
+    return e
+
+
+class StoryTest(unittest.TestCase):
+    """A user story's test case: one control plane (with controllers and a
+    plain kube-scheduler) per test file, objects in namespace USER_NS, the
+    logs' tails printed when a test fails."""
+    USER_NS = "story"
+    TAG = "k8s_story"
+
+    @classmethod
+    def set_up_story(cls, plane):
+        """The story's objects and processes; returns its CsiStack, not
+        started yet (objects applied)."""
+        raise NotImplementedError
+
+    @classmethod
+    def setUpClass(cls):
+        cls.plane = cp.ControlPlane(os.environ.get("GANTRY_TEST_TAG", cls.TAG), controllers=True,
+                                    scheduler_config=SCHEDULER)
+        cls.plane.start()
+        try:
+            cls.stack = cls.set_up_story(cls.plane)
+            cls.stack.start()
+            user_namespace(cls.plane, cls.USER_NS)
+        except BaseException:
+            cls.plane.print_logs()
+            cls.tearDownClass()  # a failed setUpClass gets none
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.plane.stop()
+
+    def tearDown(self):
+        outcome = getattr(self, "_outcome", None)
+        if outcome is not None and not getattr(outcome, "success", True):
+            self.plane.print_logs(60)
+
+    def ns(self, path):
+        return "/api/v1/namespaces/%s/%s" % (self.USER_NS, path)
+
+    def snap(self, path):
+        return "/apis/snapshot.storage.k8s.io/v1/namespaces/%s/%s" % (self.USER_NS, path)
+
+    def get(self, path):
+        return self.plane.api("GET", path)
 
 
 def rbd_ls(conf, pool="rbd"):

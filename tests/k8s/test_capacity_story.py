@@ -10,28 +10,22 @@ for one leaf's target goes to the other leaf, a dataset PVC too big for the
 pool is placed nowhere, and the reasons are in the pod's condition."""
 import json
 import os
-import shutil
 import sys
-import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "ceph"))
 sys.path.insert(0, os.path.join(HERE, "..", "target"))
 import control_plane as cp  # noqa: E402
 import csi_stack  # noqa: E402
 from csi_stack import NS  # noqa: E402
-from test_dataset_story import (LEAF_KEY, SCHEDULER, add_gpu_node,  # noqa: E402
-                                storage_classes)
+from test_dataset_story import LEAF_KEY, add_gpu_node, storage_classes  # noqa: E402
 
 USER_NS = "story5"
 NODES = {"gpu-a": "leaf-1", "gpu-b": "leaf-2"}
 CAPACITIES = "/apis/storage.k8s.io/v1/namespaces/%s/csistoragecapacities" % NS
 
 
-def env():
-    import ceph_env
-    return ceph_env
+env = csi_stack.ceph_env
 
 
 def quantity(q):
@@ -54,78 +48,62 @@ def free_bytes(path):
     return st.f_bavail * st.f_frsize
 
 
-class CapacityStory(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        from targetproc import Target
-        e = env()
-        cls.targets = []
-        cls.plane = p = cp.ControlPlane(os.environ.get("GANTRY_TEST_TAG", "k8s_capacity"),
-                                        controllers=True, scheduler_config=SCHEDULER)
-        p.start()
-        try:
-            # one target per leaf: leaf-1's on the build disk, leaf-2's on /dev/shm
-            shm = "/dev/shm/gantry-k8s-target-%d" % os.getpid()
-            entries = []
-            for tid, leaf, wd in (("t1", "leaf-1", os.path.join(p.dir, "t1")),
-                                  ("t2", "leaf-2", shm)):
-                t = Target(workdir=wd)
-                t.preexec = cp._die_with_parent
-                t.start()
-                cls.targets.append(t)
-                tok = os.path.join(t.dir, "token.client")
-                with open(tok, "w") as f:
-                    f.write(t.token + "\n")
-                entries.append({"id": tid, "url": t.url, "tokenFile": tok, "leaf": leaf,
-                                "addresses": [{"transport": "tcp", "traddr": "127.0.0.%s" % tid[1],
-                                               "trsvcid": "4420"}]})
-            with open(e.CONFIG) as f:
-                cfg = json.load(f)
-            cfg["targets"] = entries
-            cls.config = os.path.join(p.dir, "gantry.json")
-            with open(cls.config, "w") as f:
-                json.dump(cfg, f)
-            for node, leaf in NODES.items():
-                add_gpu_node(p, node, leaf)
-            cls.stack = csi_stack.CsiStack(p, cls.config)
-            cls.stack.apply_objects()
-            csi_stack.ceph_secret(p, "gantry-ceph-perf", e.secrets("perf"))
-            classes = storage_classes("perf", "gantry-ceph-perf")
-            # per pool: a second dataset class with its data in the replicated pool
-            rbd_only = json.loads(json.dumps([c for c in classes if c["metadata"]["name"] ==
-                                              "gantry-dataset"][0]))
-            rbd_only["metadata"]["name"] = "gantry-dataset-rbd"
-            del rbd_only["parameters"]["dataPool"]
-            # sparse: the claim placed on the big leaf must not fill the disk
-            thin = json.loads(json.dumps([c for c in classes if c["metadata"]["name"] ==
-                                          "gantry-checkpoint"][0]))
-            thin["metadata"]["name"] = "gantry-checkpoint-thin"
-            thin["parameters"]["thinProvision"] = "true"
-            csi_stack.apply(p, classes + [rbd_only, thin])
-            cls.stack.start()
-            csi_stack.user_namespace(p, USER_NS)
-        except BaseException:
-            p.print_logs()
-            cls.stop_all()
-            raise
+class CapacityStory(csi_stack.StoryTest):
+    USER_NS = USER_NS
+    TAG = "k8s_capacity"
+    targets = []
 
     @classmethod
-    def stop_all(cls):
+    def set_up_story(cls, p):
+        from targetproc import Target
+        e = env()
+        # one target per leaf: leaf-1's on the build disk, leaf-2's on /dev/shm
+        shm = "/dev/shm/gantry-k8s-target-%d" % os.getpid()
+        entries = []
+        for tid, leaf, wd in (("t1", "leaf-1", os.path.join(p.dir, "t1")),
+                              ("t2", "leaf-2", shm)):
+            t = Target(workdir=wd)
+            t.preexec = cp._die_with_parent
+            t.start()
+            cls.targets.append(t)
+            tok = os.path.join(t.dir, "token.client")
+            with open(tok, "w") as f:
+                f.write(t.token + "\n")
+            entries.append({"id": tid, "url": t.url, "tokenFile": tok, "leaf": leaf,
+                            "addresses": [{"transport": "tcp", "traddr": "127.0.0.%s" % tid[1],
+                                           "trsvcid": "4420"}]})
+        with open(e.CONFIG) as f:
+            cfg = json.load(f)
+        cfg["targets"] = entries
+        cls.config = os.path.join(p.dir, "gantry.json")
+        with open(cls.config, "w") as f:
+            json.dump(cfg, f)
+        for node, leaf in NODES.items():
+            add_gpu_node(p, node, leaf)
+        cls.stack = csi_stack.CsiStack(p, cls.config)
+        cls.stack.apply_objects()
+        csi_stack.ceph_secret(p, "gantry-ceph-perf", e.secrets("perf"))
+        classes = storage_classes("perf", "gantry-ceph-perf")
+        # per pool: a second dataset class with its data in the replicated pool
+        rbd_only = json.loads(json.dumps([c for c in classes if c["metadata"]["name"] ==
+                                          "gantry-dataset"][0]))
+        rbd_only["metadata"]["name"] = "gantry-dataset-rbd"
+        del rbd_only["parameters"]["dataPool"]
+        # sparse: the claim placed on the big leaf must not fill the disk
+        thin = json.loads(json.dumps([c for c in classes if c["metadata"]["name"] ==
+                                      "gantry-checkpoint"][0]))
+        thin["metadata"]["name"] = "gantry-checkpoint-thin"
+        thin["parameters"]["thinProvision"] = "true"
+        csi_stack.apply(p, classes + [rbd_only, thin])
+        return cls.stack
+
+    @classmethod
+    def tearDownClass(cls):
         cls.plane.stop()
         for t in cls.targets:
             t.cleanup()
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.stop_all()
-
-    def tearDown(self):
-        csi_stack.print_logs_on_failure(self)
-
     # --- helpers --------------------------------------------------------
-    def ns(self, path):
-        return "/api/v1/namespaces/%s/%s" % (USER_NS, path)
-
     def capacities(self):
         """{(storageClassName, leaf): CSIStorageCapacity} once every WFFC class
         of the driver has one per leaf."""

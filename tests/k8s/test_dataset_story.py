@@ -9,24 +9,15 @@ checked, and no process may log a 403 (the manifests' RBAC on the real
 authorizer)."""
 import os
 import sys
-import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "ceph"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import control_plane as cp  # noqa: E402
 import csi_stack  # noqa: E402
-from csi_stack import NS  # noqa: E402
 
 LEAF_KEY = "network.topology.nvidia.com/leaf"
 NODE = "gpu-1"
 USER_NS = "story1"
-SCHEDULER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-
-
-def env():
-    import ceph_env
-    return ceph_env
+env = csi_stack.ceph_env
 
 
 def add_gpu_node(plane, name, leaf="leaf-1"):
@@ -55,45 +46,26 @@ def storage_classes(cluster_id, secret):
     return docs
 
 
-class DatasetStory(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        e = env()
-        cls.plane = p = cp.ControlPlane(os.environ.get("GANTRY_TEST_TAG", "k8s_dataset"),
-                                        controllers=True, scheduler_config=SCHEDULER)
-        p.start()
-        try:
-            add_gpu_node(p, NODE)
-            cls.stack = csi_stack.CsiStack(p, e.CONFIG)
-            cls.stack.apply_objects()
-            csi_stack.ceph_secret(p, "gantry-ceph-perf", e.secrets("perf"))
-            csi_stack.apply(p, storage_classes("perf", "gantry-ceph-perf"))
-            cls.images_before = csi_stack.rbd_ls(e.conf("perf"))
-            cls.journal_before = [e.journal("perf", kind=k) for k in ("volume", "snapshot")]
-            cls.stack.start()
-            csi_stack.user_namespace(p, USER_NS)
-        except BaseException:
-            p.print_logs()
-            p.stop()
-            raise
+class DatasetStory(csi_stack.StoryTest):
+    USER_NS = USER_NS
+    TAG = "k8s_dataset"
 
     @classmethod
-    def tearDownClass(cls):
-        cls.plane.stop()
+    def set_up_story(cls, p):
+        e = env()
+        add_gpu_node(p, NODE)
+        cls.stack = csi_stack.CsiStack(p, e.CONFIG)
+        cls.stack.apply_objects()
+        csi_stack.ceph_secret(p, "gantry-ceph-perf", e.secrets("perf"))
+        csi_stack.apply(p, storage_classes("perf", "gantry-ceph-perf"))
+        cls.images_before = csi_stack.rbd_ls(e.conf("perf"))
+        cls.journal_before = [e.journal("perf", kind=k) for k in ("volume", "snapshot")]
+        return cls.stack
 
     def setUp(self):
         self.assertEqual(self.stack.dead(), [], "a sidecar or gantry-csi exited")
 
-    def tearDown(self):
-        csi_stack.print_logs_on_failure(self)
-
     # --- helpers --------------------------------------------------------
-    def ns(self, path, ns=USER_NS):
-        return "/api/v1/namespaces/%s/%s" % (ns, path)
-
-    def snap(self, path):
-        return "/apis/snapshot.storage.k8s.io/v1/namespaces/%s/%s" % (USER_NS, path)
-
     def pvc(self, name, size, source=None):
         spec = {"accessModes": ["ReadOnlyMany"], "storageClassName": "gantry-dataset",
                 "resources": {"requests": {"storage": size}}}
@@ -142,7 +114,7 @@ class DatasetStory(unittest.TestCase):
         self.assertEqual(pv["spec"]["persistentVolumeReclaimPolicy"], "Delete")
         self.assertEqual(pv["spec"]["capacity"]["storage"], "64Mi")
         self.assertEqual(pv["spec"]["claimRef"]["name"], "data")
-        handle = pv["spec"]["csi"]["volumeHandle"]
+        self.assertTrue(pv["spec"]["csi"]["volumeHandle"])
         image = pv["spec"]["csi"]["volumeAttributes"].get("imageName")
         cp.wait_for(lambda: "ProvisioningSucceeded" in self.event_reasons(
             "PersistentVolumeClaim", "data"), 30, "the ProvisioningSucceeded event")
