@@ -25,6 +25,7 @@ What a pod would get from its environment is substituted, nothing else:
 forbidden() lists every line of every log that shows a 403: the tests fail
 on any, so the manifests' RBAC is proven sufficient on the real authorizer."""
 import glob
+import json
 import os
 import re
 import subprocess
@@ -202,12 +203,28 @@ def ceph_env():
     return e
 
 
+def start_target(plane, tid, leaf, traddr, workdir=None, **kw):
+    """A gantry-target process (tests/target/targetproc.py, stand-in configfs)
+    killed with the test process; returns it and its driver-config entry."""
+    sys.path.insert(0, os.path.join(cp.HERE, "..", "target"))
+    from targetproc import Target
+    t = Target(workdir=workdir or os.path.join(plane.dir, tid), **kw)
+    t.preexec = cp._die_with_parent
+    t.start()
+    tok = os.path.join(t.dir, "token.client")
+    with open(tok, "w") as f:
+        f.write(t.token + "\n")
+    return t, {"id": tid, "url": t.url, "tokenFile": tok, "leaf": leaf,
+               "addresses": [{"transport": "tcp", "traddr": traddr, "trsvcid": "4420"}]}
+
+
 class StoryTest(unittest.TestCase):
     """A user story's test case: one control plane (with controllers and a
     plain kube-scheduler) per test file, objects in namespace USER_NS, the
     logs' tails printed when a test fails."""
     USER_NS = "story"
     TAG = "k8s_story"
+    targets = []
 
     @classmethod
     def set_up_story(cls, plane):
@@ -232,6 +249,27 @@ class StoryTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.plane.stop()
+        for t in cls.targets:
+            t.cleanup()
+
+    @classmethod
+    def start_targets(cls, specs, clusters_config):
+        """Starts gantry-target for each (id, leaf, traddr, workdir, kwargs) of
+        @specs and writes a driver config of the fixture's clusters and them;
+        returns its path."""
+        cls.targets = []
+        entries = []
+        for tid, leaf, traddr, wd, kw in specs:
+            t, entry = start_target(cls.plane, tid, leaf, traddr, wd, **kw)
+            cls.targets.append(t)
+            entries.append(entry)
+        with open(clusters_config) as f:
+            cfg = json.load(f)
+        cfg["targets"] = entries
+        path = os.path.join(cls.plane.dir, "gantry.json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        return path
 
     def tearDown(self):
         outcome = getattr(self, "_outcome", None)

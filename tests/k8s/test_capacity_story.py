@@ -51,33 +51,15 @@ def free_bytes(path):
 class CapacityStory(csi_stack.StoryTest):
     USER_NS = USER_NS
     TAG = "k8s_capacity"
-    targets = []
 
     @classmethod
     def set_up_story(cls, p):
-        from targetproc import Target
         e = env()
         # one target per leaf: leaf-1's on the build disk, leaf-2's on /dev/shm
-        shm = "/dev/shm/gantry-k8s-target-%d" % os.getpid()
-        entries = []
-        for tid, leaf, wd in (("t1", "leaf-1", os.path.join(p.dir, "t1")),
-                              ("t2", "leaf-2", shm)):
-            t = Target(workdir=wd)
-            t.preexec = cp._die_with_parent
-            t.start()
-            cls.targets.append(t)
-            tok = os.path.join(t.dir, "token.client")
-            with open(tok, "w") as f:
-                f.write(t.token + "\n")
-            entries.append({"id": tid, "url": t.url, "tokenFile": tok, "leaf": leaf,
-                            "addresses": [{"transport": "tcp", "traddr": "127.0.0.%s" % tid[1],
-                                           "trsvcid": "4420"}]})
-        with open(e.CONFIG) as f:
-            cfg = json.load(f)
-        cfg["targets"] = entries
-        cls.config = os.path.join(p.dir, "gantry.json")
-        with open(cls.config, "w") as f:
-            json.dump(cfg, f)
+        cls.config = cls.start_targets(
+            [("t1", "leaf-1", "127.0.0.1", None, {}),
+             ("t2", "leaf-2", "127.0.0.2", "/dev/shm/gantry-k8s-target-%d" % os.getpid(), {})],
+            e.CONFIG)
         for node, leaf in NODES.items():
             add_gpu_node(p, node, leaf)
         cls.stack = csi_stack.CsiStack(p, cls.config)
@@ -96,12 +78,6 @@ class CapacityStory(csi_stack.StoryTest):
         thin["parameters"]["thinProvision"] = "true"
         csi_stack.apply(p, classes + [rbd_only, thin])
         return cls.stack
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.plane.stop()
-        for t in cls.targets:
-            t.cleanup()
 
     # --- helpers --------------------------------------------------------
     def capacities(self):
