@@ -218,6 +218,12 @@ def start_target(plane, tid, leaf, traddr, workdir=None, **kw):
                "addresses": [{"transport": "tcp", "traddr": traddr, "trsvcid": "4420"}]}
 
 
+def fixture_config():
+    """The Ceph fixture's driver config (both clusters), as a dict."""
+    with open(ceph_env().CONFIG) as f:
+        return json.load(f)
+
+
 class StoryTest(unittest.TestCase):
     """A user story's test case: one control plane (with controllers and a
     plain kube-scheduler) per test file, objects in namespace USER_NS, the
@@ -284,6 +290,13 @@ class StoryTest(unittest.TestCase):
 
     def get(self, path):
         return self.plane.api("GET", path)
+
+    def pv_of(self, claim, timeout=180):
+        """The PV of PVC @claim once it is Bound (waits)."""
+        name = cp.wait_for(lambda: (lambda o: o["spec"]["volumeName"] if o["status"].get(
+            "phase") == "Bound" else None)(self.get(self.ns("persistentvolumeclaims/" + claim))),
+            timeout, "PVC %s to be Bound" % claim)
+        return self.get("/api/v1/persistentvolumes/" + name)
 
 
 def rbd_ls(conf, pool="rbd"):

@@ -34,8 +34,7 @@ class PromotionStory(csi_stack.StoryTest):
     @classmethod
     def set_up_story(cls, p):
         e = env()
-        with open(e.CONFIG) as f:
-            cfg = json.load(f)
+        cfg = csi_stack.fixture_config()
         for c in cfg["clusters"]:
             if c["clusterID"] == "capa":  # slow enough to watch: MIB MiB at 4 MB/s
                 c["copy"] = {"readMBps": 4, "objectsInFlight": 2}
@@ -75,12 +74,6 @@ class PromotionStory(csi_stack.StoryTest):
             "spec": {"containers": [{"name": "c", "image": "none"}],
                      "volumes": [{"name": "d", "persistentVolumeClaim": {
                          "claimName": claim, "readOnly": True}}]}})
-
-    def pv_of(self, claim, timeout=120):
-        name = cp.wait_for(lambda: (lambda o: o["spec"]["volumeName"] if o["status"].get(
-            "phase") == "Bound" else None)(self.get(self.ns("persistentvolumeclaims/" + claim))),
-            timeout, "PVC %s to be Bound" % claim)
-        return self.get("/api/v1/persistentvolumes/" + name)
 
     def attachment(self, pv):
         vas = [v for v in self.get("/apis/storage.k8s.io/v1/volumeattachments")["items"]
