@@ -37,6 +37,8 @@ Debian's etcd-server. Without them main() prints a loud SKIPPED line and
 exits 77, which CTest reports as skipped (SKIP_RETURN_CODE)."""
 import atexit
 import ctypes
+import fcntl
+import functools
 import http.client
 import json
 import os
@@ -82,6 +84,7 @@ def wait_for(fn, timeout, what, interval=0.1):
         time.sleep(interval)
 
 
+@functools.lru_cache(maxsize=None)
 def binaries():
     """The folder of kube-apiserver & co, or None (with the reason on stderr)."""
     d = os.environ.get("GANTRY_K8S_BIN")
@@ -91,8 +94,11 @@ def binaries():
     if not os.path.exists(unpack):
         return None
     build = os.environ.get("GANTRY_BUILD_DIR", os.path.join(SOURCE, "build"))
-    r = subprocess.run(["sh", unpack, os.path.join(build, "k8s")], capture_output=True,
-                       text=True, timeout=300)
+    os.makedirs(build, exist_ok=True)
+    with open(os.path.join(build, "k8s.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # tests run with ctest -j unpack one at a time
+        r = subprocess.run(["sh", unpack, os.path.join(build, "k8s")], capture_output=True,
+                           text=True, timeout=300)
     if r.returncode != 0:
         sys.stderr.write("unpack.sh failed: %s\n" % r.stderr)
         return None
