@@ -151,17 +151,33 @@ done | sort -u >"$share/tmp-binds"
 : >"$share/results"
 
 accel=(-accel tcg,thread=multi -cpu max)
-# KVM only when a vCPU can be set up: under some nested hypervisors
-# /dev/kvm is there but qemu aborts at vCPU reset ("failed to set MSR
-# 0x10a"); a paused qemu that quits at once finds that out in ~0.1 s.
-# GANTRY_VM_ACCEL=tcg forces software emulation (a nested KVM that passes
-# that probe but still cannot run this guest).
+# KVM only when this kernel really boots under it. Two nested-hypervisor
+# failures are known: qemu aborts at vCPU reset ("failed to set MSR
+# 0x10a"), or the vCPU starts and the guest hangs for ever right after
+# the real-mode setup code ("Probing EDD"), with no error. The probe
+# boots the kernel itself without an initramfs (it panics at once looking
+# for a root, and -no-reboot ends qemu) and waits up to 20 s for the
+# decompressed kernel's banner; the answer is kept for the host's boot
+# and this kernel, so only the first run of a boot pays for it (~1 s where
+# KVM works). GANTRY_VM_ACCEL=tcg forces software emulation.
+kvm_probe() {
+        echo quit | timeout 20 qemu-system-x86_64 -accel kvm -cpu host -m 64 -display none \
+                -nodefaults -S -monitor stdio >/dev/null 2>&1 || return 1
+        timeout -k 5 20 qemu-system-x86_64 -accel kvm -cpu host -m 256 -smp 1 \
+                -display none -monitor none -serial stdio -no-reboot -nic none \
+                -kernel "$kdir/vmlinuz" -append "console=ttyS0 earlyprintk=serial panic=-1" \
+                </dev/null 2>/dev/null | grep -q -m1 'Linux version'
+}
 if [ -w /dev/kvm ] && [ "${GANTRY_VM_ACCEL:-}" != tcg ]; then
-        if echo quit | timeout 20 qemu-system-x86_64 -accel kvm -cpu host -m 64 -display none \
-                -nodefaults -S -monitor stdio >/dev/null 2>&1; then
+        probe_file="$(dirname "$kdir")/kvm-probe-$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)-$(basename "$kdir")"
+        if [ ! -s "$probe_file" ]; then
+                if kvm_probe; then echo kvm; else echo tcg; fi >"$probe_file.$$"
+                mv -f "$probe_file.$$" "$probe_file"
+        fi
+        if [ "$(cat "$probe_file")" = kvm ]; then
                 accel=(-accel kvm -cpu host)
         else
-                echo "run.sh: /dev/kvm is present but qemu cannot start a KVM vCPU: using TCG"
+                echo "run.sh: /dev/kvm is present but this kernel does not boot under KVM here: using TCG"
         fi
 fi
 # no_timer_check: under software emulation on a loaded host the kernel's
