@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bandwidth_class.h"
+#include "bandwidth_demand.h"
 #include "error.h"
 
 struct gantry_metrics;
@@ -37,11 +39,11 @@ struct gantry_metrics;
 #define GANTRY_QOS_NAME_MAX 253
 #define GANTRY_QOS_PATH_MAX 4096
 
-/* StorageClass parameter bandwidthPolicy. */
+/* StorageClass parameter bandwidthPolicy (common/bandwidth_class.h). */
 enum gantry_qos_policy {
-        GANTRY_QOS_POLICY_CAP = 0, /* default: cap = reservation */
-        GANTRY_QOS_POLICY_BURST,   /* cap = reservation x bandwidthBurstFactor */
-        GANTRY_QOS_POLICY_NONE,    /* no cap (the line is "max") */
+        GANTRY_QOS_POLICY_CAP = GANTRY_BW_POLICY_CAP,     /* default: cap = reservation */
+        GANTRY_QOS_POLICY_BURST = GANTRY_BW_POLICY_BURST, /* cap = reservation x bandwidthBurstFactor */
+        GANTRY_QOS_POLICY_NONE = GANTRY_BW_POLICY_NONE,   /* no cap (the line is "max") */
 };
 
 /* io.max limits; 0 means "max" (no limit) for each field. */
@@ -85,6 +87,9 @@ struct gantry_qos_options {
         const char *state_dir;   /* where the records live; created 0700 */
         const char *cgroup_root; /* NULL: /sys/fs/cgroup */
         struct gantry_metrics *metrics; /* borrowed; NULL: none */
+        /* Whether @target_path is still published (a mount point); NULL:
+         * always. Reconcile drops the caps of paths no longer published. */
+        bool (*published)(const char *target_path);
 };
 
 /*
@@ -132,6 +137,25 @@ int gantry_qos_remove(const char *target_path, struct gantry_error *err);
  * Returns the number of caps in force, or -errno.
  */
 int gantry_qos_reconcile(void);
+
+/*
+ * Starts a thread that calls gantry_qos_reconcile() every @interval_seconds
+ * (>= 1) until gantry_qos_shutdown(). Returns 0 or -errno.
+ */
+int gantry_qos_reconcile_start(int interval_seconds);
+
+/*
+ * The request for publishing volume @volume_id to @pod (a v1 Pod): the
+ * declared rates from the one demand computation (common/bandwidth_demand.h)
+ * over the objects @lookup gives, and the policy of the volume's
+ * StorageClass. Pod identity fields point into @pod; target path and device
+ * are left for the caller. Returns 0; -ENOENT when @volume_id is not one of
+ * the pod's Gantry volumes (as far as @lookup knows); -EINVAL with @err
+ * naming the field.
+ */
+int gantry_qos_request_from_pod(const json_t *pod, gantry_bw_lookup_fn lookup, void *userdata,
+                                const char *volume_id, struct gantry_qos_request *ret,
+                                struct gantry_error *err);
 
 /* The cap written for @declared under @policy (burst: x @burst_factor, rounded). */
 struct gantry_qos_rates gantry_qos_cap_of(const struct gantry_qos_rates *declared,
