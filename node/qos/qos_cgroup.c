@@ -155,7 +155,8 @@ int gantry_qos_iomax_write(const char *cgroup_root, const char *cgroup_dir, unsi
         snprintf(path, sizeof(path), "%s/io.max", cgroup_dir);
         if (access(path, F_OK) < 0 && errno == ENOENT && is_dir(cgroup_dir))
                 enable_io_down_to(cgroup_root, cgroup_dir);
-        fd = open(path, O_WRONLY | O_CLOEXEC);
+        /* O_TRUNC as a shell's "echo > io.max": the kernel merges per device */
+        fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
         ret = write(fd, line, (size_t)n) == n ? 0 : (errno ? -errno : -EIO);
