@@ -4,10 +4,12 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bandwidth_class.h"
+#include "bandwidth_demand.h"
 
 const char *gantry_bw_policy_name(enum gantry_bw_policy policy)
 {
@@ -76,5 +78,42 @@ int gantry_bw_class_parse(gantry_bw_param_fn get, void *userdata, const char *pr
                             get(userdata, GANTRY_BW_PARAM_WRITE_IOPS), &c.wiops, err)) < 0)
                 return r;
         *ret = c;
+        return 0;
+}
+
+static const char *const rate_keys[] = { GANTRY_BW_SC_READ_PER_GPU, GANTRY_BW_SC_WRITE_PER_GPU,
+                                         GANTRY_BW_SC_DEFAULT };
+
+bool gantry_bw_class_is_param(const char *key)
+{
+        static const char *const keys[] = { GANTRY_BW_PARAM_POLICY, GANTRY_BW_PARAM_BURST_FACTOR,
+                                            GANTRY_BW_PARAM_READ_IOPS, GANTRY_BW_PARAM_WRITE_IOPS };
+
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+                if (!strcmp(key, keys[i]))
+                        return true;
+        for (size_t i = 0; i < sizeof(rate_keys) / sizeof(rate_keys[0]); i++)
+                if (!strcmp(key, rate_keys[i]))
+                        return true;
+        return false;
+}
+
+int gantry_bw_class_check(gantry_bw_param_fn get, void *userdata, const char *prefix,
+                          struct gantry_error *err)
+{
+        struct gantry_bw_class c;
+        int r;
+
+        if ((r = gantry_bw_class_parse(get, userdata, prefix, &c, err)) < 0)
+                return r;
+        for (size_t i = 0; i < sizeof(rate_keys) / sizeof(rate_keys[0]); i++) {
+                const char *v = get(userdata, rate_keys[i]);
+                char field[128];
+                double gbps;
+
+                snprintf(field, sizeof(field), "%s.%s", prefix, rate_keys[i]);
+                if (v && (r = gantry_bw_parse_gbps(field, v, &gbps, err)) < 0)
+                        return r;
+        }
         return 0;
 }

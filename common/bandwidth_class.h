@@ -56,3 +56,17 @@ int gantry_bw_class_parse(gantry_bw_param_fn get, void *userdata, const char *pr
 
 /* "cap", "burst", "none" ("?" when out of range). */
 const char *gantry_bw_policy_name(enum gantry_bw_policy policy);
+
+/*
+ * Whether @key is one of the bandwidth parameters above or a rate of
+ * bandwidth_demand.h (gantry.io/read-gbps-per-gpu, gantry.io/write-gbps-per-gpu,
+ * gantry.io/default-gbps): keys CreateVolume accepts besides its tier's own.
+ */
+bool gantry_bw_class_is_param(const char *key);
+
+/*
+ * gantry_bw_class_parse() plus the rates (a number of Gbps >= 0): what
+ * CreateVolume checks. Returns 0 or -EINVAL with @err naming the field.
+ */
+int gantry_bw_class_check(gantry_bw_param_fn get, void *userdata, const char *prefix,
+                          struct gantry_error *err);
