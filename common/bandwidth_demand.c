@@ -61,13 +61,13 @@ static int count_gpus(const json_t *pod, int *ret, struct gantry_error *err)
         const json_t *containers = json_object_get(json_object_get(pod, "spec"), "containers");
         const json_t *c;
         size_t i;
-        int total = 0, r;
+        int total = 0;
 
         json_array_foreach(containers, i, c) {
                 const json_t *res = json_object_get(c, "resources");
                 const json_t *q =
                         json_object_get(json_object_get(res, "requests"), GANTRY_BW_RESOURCE_GPU);
-                int n;
+                int n, r;
 
                 if (!q)
                         q = json_object_get(json_object_get(res, "limits"), GANTRY_BW_RESOURCE_GPU);
@@ -85,7 +85,6 @@ static int sc_value(const json_t *sc, const char *sc_name, const char *key, doub
                     struct gantry_error *err)
 {
         const char *v = s_(json_object_get(json_object_get(sc, "metadata"), "annotations"), key);
-        char field[96];
         int r;
 
         if (!v)
@@ -95,6 +94,8 @@ static int sc_value(const json_t *sc, const char *sc_name, const char *key, doub
                 return 0;
         r = gantry_bw_parse_gbps(key, v, ret, err);
         if (r < 0) {
+                char field[96];
+
                 snprintf(field, sizeof(field), "StorageClass %.60s", sc_name);
                 gantry_error_prefix(err, field);
         }
