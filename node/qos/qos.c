@@ -285,6 +285,7 @@ int gantry_qos_apply(const struct gantry_qos_request *req, struct gantry_error *
             (r = check_name("volume_id", req->volume_id, GANTRY_QOS_NAME_MAX, err)) < 0 ||
             (r = check_name("target_path", req->target_path, GANTRY_QOS_PATH_MAX - 1, err)) < 0)
                 return r;
+        /* the UID becomes a path component: the finder's own check, against no tree */
         if (gantry_qos_cgroup_find("/nonexistent", req->pod_uid, NULL, 0) == -EINVAL)
                 return gantry_error_set(err, EINVAL, "pod uid: \"%.64s\" is not a UID",
                                         req->pod_uid);
