@@ -326,6 +326,33 @@ static void test_cgroup_v1_not_enforced(void **state)
         assert_int_equal(count_records(), 1); /* kept: nothing says the pod is gone */
 }
 
+static void test_refused_line_is_an_error_and_no_record(void **state)
+{
+        struct gantry_qos_options o = { .state_dir = state_dir, .cgroup_root = cg };
+        struct gantry_qos_request r = {
+                .pod_uid = UID_A, .pod_namespace = "ml", .pod_name = "a", .volume_id = "ds-1",
+                .target_path = "/t", .dev_major = 8, .dev_minor = 0,
+                .declared = { .rbps = 1000 },
+        };
+        struct gantry_error err = { 0 };
+        char io_max[600];
+
+        (void)state;
+        put("cgroup.controllers", "io\n");
+        mkdirs("kubepods/pod" UID_A);
+        /* io.max that cannot be written (a directory): what a refused line looks like */
+        snprintf(io_max, sizeof(io_max), "%s/kubepods/pod" UID_A "/io.max", cg);
+        assert_int_equal(mkdir(io_max, 0755), 0);
+        assert_int_equal(gantry_qos_init(&o, &err), 0);
+        assert_true(gantry_qos_apply(&r, &err) < 0);
+        assert_non_null(strstr(err.msg, "io.max of pod ml/a"));
+        assert_int_equal(count_records(), 0);
+        /* a bad UID never becomes a path */
+        r.pod_uid = "../../x";
+        assert_int_equal(gantry_qos_apply(&r, &err), -EINVAL);
+        assert_non_null(strstr(err.msg, "pod uid"));
+}
+
 /* ---- the scheduler's charge and the node's cap: one number ---- */
 
 static const char *const objects[] = {
@@ -485,6 +512,8 @@ int main(void)
                 cmocka_unit_test(test_class_parameters_validated),
                 cmocka_unit_test_setup_teardown(test_apply_remove_reconcile, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cgroup_v1_not_enforced, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_refused_line_is_an_error_and_no_record, setup,
+                                                teardown),
                 cmocka_unit_test(test_scheduler_charge_equals_node_cap),
         };
 
