@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "api_access.h"
+#include "bandwidth_class.h"
 #include "checkpoint.h"
 #include "controller.h"
 #include "dataset_internal.h"
@@ -34,11 +35,24 @@ static bool is_checkpoint_id(const char *id)
         return gantry_checkpoint_is_volume_id(id);
 }
 
+/* A CreateVolume parameter, for the bandwidth checks (common/bandwidth_class.c). */
+static const char *create_param(void *userdata, const char *key)
+{
+        const Csi__V1__CreateVolumeRequest *req = userdata;
+
+        return gantry_csi_map_get((void *const *)req->parameters, req->n_parameters, key);
+}
+
 static int create_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
                          ProtobufCMessage *response, struct gantry_error *err)
 {
         const Csi__V1__CreateVolumeRequest *req = (const void *)request;
         const char *tier = gantry_csi_map_get((void *const *)req->parameters, req->n_parameters, "tier");
+        int r;
+
+        /* the node caps pods with these: a bad one fails here, not at publish */
+        if ((r = gantry_bw_class_check(create_param, (void *)req, "parameters", err)) < 0)
+                return r;
 
         if (!tier || strcmp(tier, "dataset") == 0)
                 return gantry_dataset_create_volume(call, req, (void *)response, err);

@@ -31,6 +31,8 @@
 #define GANTRY_VERSION "unknown"
 #endif
 
+#define DEFAULT_QOS_STATE_DIR "/var/lib/kubelet/plugins/csi.gantry.io/qos"
+
 struct args {
         const char *mode;
         const char *endpoint;
@@ -42,6 +44,9 @@ struct args {
         int drain_timeout;
         int max_call_seconds;
         const char *kubeconfig;
+        const char *qos_state_dir;
+        const char *cgroup_root;
+        int qos_interval;
 };
 
 static void usage(FILE *f)
@@ -62,7 +67,12 @@ static void usage(FILE *f)
                 "  --drain-timeout S       seconds SIGTERM waits for calls in flight (default 30)\n"
                 "  --max-call-seconds S    deadline of a call that brings none (default 600)\n"
                 "  --kubeconfig FILE       controller: read node IDs (CSINode) with this\n"
-                "                          kubeconfig (default: in-cluster when in a pod)\n"
+                "                          kubeconfig; node: read pods and their volumes for\n"
+                "                          bandwidth caps (default: in-cluster when in a pod)\n"
+                "  --qos-state-dir DIR     node: records of the bandwidth caps applied\n"
+                "                          (default " DEFAULT_QOS_STATE_DIR ")\n"
+                "  --cgroup-root DIR       node: the cgroup v2 mount (default /sys/fs/cgroup)\n"
+                "  --qos-interval S        node: seconds between cap reconciles (default 60)\n"
                 "  --version               print the version and exit\n"
                 "  --help                  print this help and exit\n",
                 GANTRY_CSI_DRIVER_NAME);
@@ -98,6 +108,9 @@ static int parse_args(int argc, char **argv, struct args *a)
                 { "drain-timeout", required_argument, NULL, 'd' },
                 { "max-call-seconds", required_argument, NULL, 'D' },
                 { "kubeconfig", required_argument, NULL, 'k' },
+                { "qos-state-dir", required_argument, NULL, 'Q' },
+                { "cgroup-root", required_argument, NULL, 'G' },
+                { "qos-interval", required_argument, NULL, 'I' },
                 { "version", no_argument, NULL, 'V' },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -111,6 +124,12 @@ static int parse_args(int argc, char **argv, struct args *a)
                 case 'n': a->node_id = optarg; break;
                 case 'c': a->config_path = optarg; break;
                 case 'k': a->kubeconfig = optarg; break;
+                case 'Q': a->qos_state_dir = optarg; break;
+                case 'G': a->cgroup_root = optarg; break;
+                case 'I':
+                        if (parse_int("--qos-interval", optarg, 1, 86400, &a->qos_interval) < 0)
+                                return -EINVAL;
+                        break;
                 case 'M': a->metrics_addr = optarg; break;
                 case 'l': a->log_level = optarg; break;
                 case 'w':
@@ -213,6 +232,21 @@ int main(int argc, char **argv)
                 fprintf(stderr, "gantry-csi: %s\n", err.msg[0] ? err.msg : strerror(-r));
                 goto out;
         }
+        if (node) {
+                struct gantry_node_qos_options qo = {
+                        .state_dir = a.qos_state_dir ? a.qos_state_dir : DEFAULT_QOS_STATE_DIR,
+                        .cgroup_root = a.cgroup_root,
+                        .kubeconfig = a.kubeconfig,
+                        .interval_seconds = a.qos_interval,
+                        .metrics = metrics,
+                };
+
+                r = gantry_node_qos_start(&qo, &err);
+                if (r < 0) {
+                        fprintf(stderr, "gantry-csi: %s\n", err.msg[0] ? err.msg : strerror(-r));
+                        goto out;
+                }
+        }
         r = gantry_identity_init(&idopts);
         if (r < 0)
                 goto out;
@@ -258,6 +292,7 @@ int main(int argc, char **argv)
 out:
         gantry_csi_server_free(server);
         gantry_metrics_server_stop(metrics_server);
+        gantry_node_qos_stop();
         gantry_services_shutdown();
         gantry_metrics_free(metrics);
         gantry_config_free(config);

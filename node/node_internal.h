@@ -242,6 +242,20 @@ size_t gantry_node_paths_condition(const char *volume_id, char *buf, size_t size
 /* Frees every record. */
 void gantry_node_paths_shutdown(void);
 
+/* ---- node_qos.c: bandwidth caps of published volumes ---- */
+
+/*
+ * Caps the pod of @req (podInfoOnMount keys in its volume_context; none:
+ * nothing to do) on block device @dev. 0 when capped or when it cannot be
+ * enforced (logged, counted); -EAGAIN (UNAVAILABLE, kubelet retries) when
+ * the API did not answer; -EINVAL naming a bad annotation or parameter.
+ */
+int gantry_node_qos_publish(const Csi__V1__NodePublishVolumeRequest *req, dev_t dev,
+                            struct gantry_error *err);
+
+/* Takes back the cap of @target_path (none: 0). */
+int gantry_node_qos_unpublish(const char *target_path, struct gantry_error *err);
+
 /* ---- node.c: request checks shared by the handlers ---- */
 
 struct node_capability {

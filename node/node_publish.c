@@ -17,7 +17,7 @@
 #include "node_internal.h"
 
 static int publish_locked(const Csi__V1__NodePublishVolumeRequest *req,
-                          const struct node_capability *cap, bool readonly,
+                          const struct node_capability *cap, bool readonly, dev_t *ret_dev,
                           struct gantry_error *err)
 {
         char source[NODE_PATH_MAX], parent[NODE_PATH_MAX];
@@ -35,6 +35,7 @@ static int publish_locked(const Csi__V1__NodePublishVolumeRequest *req,
                 return gantry_error_set(err, ESTALE,
                                         "staging_target_path: the volume is not staged there%s",
                                         cap->block ? " as a block device" : "");
+        *ret_dev = src_dev;
         r = gantry_node_mount_device(req->target_path, &dev, &m);
         if (r == 1) {
                 if (dev != src_dev)
@@ -72,6 +73,7 @@ int gantry_node_publish(struct gantry_csi_call *call, const ProtobufCMessage *re
                 (const Csi__V1__NodePublishVolumeRequest *)request;
         struct node_capability cap;
         void *const *ctx = (void *const *)req->volume_context;
+        dev_t dev = 0;
         int r;
 
         (void)call;
@@ -89,7 +91,10 @@ int gantry_node_publish(struct gantry_csi_call *call, const ProtobufCMessage *re
                                         "target_path: must differ from staging_target_path");
         if ((r = gantry_node_lock_try(req->volume_id, err)) < 0)
                 return r;
-        r = publish_locked(req, &cap, req->readonly || cap.readonly_mode, err);
+        r = publish_locked(req, &cap, req->readonly || cap.readonly_mode, &dev, err);
+        /* the pod's cap on the device, also when the mount was there already */
+        if (r == 0)
+                r = gantry_node_qos_publish(req, dev, err);
         gantry_node_lock_release(req->volume_id);
         return r;
 }
@@ -130,6 +135,8 @@ int gantry_node_unpublish(struct gantry_csi_call *call, const ProtobufCMessage *
         if ((r = gantry_node_lock_try(req->volume_id, err)) < 0)
                 return r;
         r = unpublish_locked(req->target_path, err);
+        if (r == 0)
+                r = gantry_node_qos_unpublish(req->target_path, err);
         gantry_node_lock_release(req->volume_id);
         if (r == 0)
                 log_info("node.unpublished", "volume_id=%s path=%s", req->volume_id,

@@ -7,41 +7,23 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bandwidth_demand.h"
 #include "gang_size.h"
 #include "sched_demand.h"
 
-enum tier { TIER_DATASET = 0, TIER_CHECKPOINT = 1, TIER_COUNT };
-
-/* One Gantry volume of the pod. */
-struct volume {
-        enum tier tier;
-        char backend[GANTRY_PLACEMENT_NAME_MAX + 1]; /* "" when unknown */
-        double gbps_per_gpu;                          /* from its StorageClass; 0 none */
-};
-
 #define s_(o, k) json_string_value(json_object_get((o), (k)))
 
-static int count_gpus(const json_t *pod, int *ret, struct gantry_error *err)
+/* The demand computation's view of the informer cache. */
+static json_t *state_lookup(void *userdata, enum gantry_bw_kind kind, const char *namespace,
+                            const char *name)
 {
-        const json_t *containers = json_object_get(json_object_get(pod, "spec"), "containers");
-        const json_t *c;
-        size_t i;
-        int total = 0, r;
+        static const enum gantry_obj_kind map[] = {
+                [GANTRY_BW_PVC] = GANTRY_OBJ_PVC,
+                [GANTRY_BW_PV] = GANTRY_OBJ_PV,
+                [GANTRY_BW_STORAGE_CLASS] = GANTRY_OBJ_STORAGE_CLASS,
+        };
 
-        json_array_foreach(containers, i, c) {
-                const json_t *res = json_object_get(c, "resources");
-                const json_t *q = json_object_get(json_object_get(res, "requests"), GANTRY_RESOURCE_GPU);
-                int n;
-
-                if (!q)
-                        q = json_object_get(json_object_get(res, "limits"), GANTRY_RESOURCE_GPU);
-                if ((r = gantry_sched_parse_count("spec.containers[].resources nvidia.com/gpu", q,
-                                                  &n, err)) < 0)
-                        return r;
-                total += n;
-        }
-        *ret = total;
-        return 0;
+        return gantry_sched_state_get(userdata, map[kind], namespace, name);
 }
 
 static bool gang_kind(const char *kind)
@@ -83,98 +65,6 @@ static void job_key(const json_t *pod, const char *ns, char *buf, size_t size)
         }
 }
 
-/* The StorageClass's per-GPU rate for @tier (annotation, else parameter), 0 when absent. */
-static int sc_rate(struct gantry_sched_state *st, const char *sc_name, enum tier tier, double *ret,
-                   struct gantry_error *err)
-{
-        const char *key = tier == TIER_CHECKPOINT ? GANTRY_SC_WRITE_PER_GPU : GANTRY_SC_READ_PER_GPU;
-        json_t *sc = sc_name ? gantry_sched_state_get(st, GANTRY_OBJ_STORAGE_CLASS, NULL, sc_name) : NULL;
-        const char *v = s_(json_object_get(json_object_get(sc, "metadata"), "annotations"), key);
-        char field[96];
-        int r = 0;
-
-        if (!v)
-                v = s_(json_object_get(sc, "parameters"), key);
-        *ret = 0;
-        if (v) {
-                r = gantry_sched_parse_gbps(key, v, ret, err);
-                if (r < 0) {
-                        snprintf(field, sizeof(field), "StorageClass %.60s", sc_name);
-                        gantry_error_prefix(err, field);
-                }
-        }
-        json_decref(sc);
-        return r;
-}
-
-/*
- * Whether the data of a dataset volume is where its attributes say: a
- * PVC still unbound with a data source is being made from it, which for a
- * source in another cluster is a promotion copy in progress (CreateVolume
- * answers ABORTED until it is done; the PV only appears then); a PV
- * annotated gantry.io/copy-state other than "done" names a copy that is not
- * (or no longer) complete. Such a volume is scored as if its data were
- * nowhere near yet: it attracts no pod to its cluster's leaves.
- */
-static bool data_in_place(const json_t *pvc, const json_t *pv)
-{
-        const json_t *spec = json_object_get(pvc, "spec");
-        const char *state;
-
-        if (!pv)
-                return !json_is_object(json_object_get(spec, "dataSource")) &&
-                       !json_is_object(json_object_get(spec, "dataSourceRef"));
-        state = s_(json_object_get(json_object_get(pv, "metadata"), "annotations"),
-                   GANTRY_ANN_COPY_STATE);
-        return !state || !strcmp(state, "done");
-}
-
-/* Fills @vol from a PV's CSI attributes, or an unbound PVC's StorageClass. 1 if Gantry's. */
-static int resolve_volume(struct gantry_sched_state *st, const char *ns, const char *claim,
-                          struct volume *vol, struct gantry_error *err)
-{
-        json_t *pvc = gantry_sched_state_get(st, GANTRY_OBJ_PVC, ns, claim);
-        json_t *pv = NULL, *sc = NULL;
-        const json_t *attrs = NULL;
-        const char *sc_name, *pv_name, *tier, *backend;
-        int r = 0;
-
-        if (!pvc)
-                return 0; /* not seen (yet): nothing known */
-        sc_name = s_(json_object_get(pvc, "spec"), "storageClassName");
-        pv_name = s_(json_object_get(pvc, "spec"), "volumeName");
-        if (pv_name && *pv_name)
-                pv = gantry_sched_state_get(st, GANTRY_OBJ_PV, NULL, pv_name);
-        if (pv) {
-                const json_t *csi = json_object_get(json_object_get(pv, "spec"), "csi");
-
-                if (!s_(csi, "driver") || strcmp(s_(csi, "driver"), GANTRY_CSI_DRIVER) != 0)
-                        goto out;
-                attrs = json_object_get(csi, "volumeAttributes");
-                if (!sc_name)
-                        sc_name = s_(json_object_get(pv, "spec"), "storageClassName");
-        } else {
-                sc = sc_name ? gantry_sched_state_get(st, GANTRY_OBJ_STORAGE_CLASS, NULL, sc_name) : NULL;
-                if (!sc || !s_(sc, "provisioner") || strcmp(s_(sc, "provisioner"), GANTRY_CSI_DRIVER))
-                        goto out;
-                attrs = json_object_get(sc, "parameters");
-        }
-        tier = s_(attrs, "tier");
-        vol->tier = tier && !strcmp(tier, "checkpoint") ? TIER_CHECKPOINT : TIER_DATASET;
-        backend = s_(attrs, vol->tier == TIER_CHECKPOINT ? "targetID" : "clusterID");
-        if (vol->tier == TIER_DATASET && !data_in_place(pvc, pv))
-                backend = NULL;
-        snprintf(vol->backend, sizeof(vol->backend), "%s", backend ? backend : "");
-        r = sc_rate(st, sc_name, vol->tier, &vol->gbps_per_gpu, err);
-        if (r == 0)
-                r = 1;
-out:
-        json_decref(pvc);
-        json_decref(pv);
-        json_decref(sc);
-        return r;
-}
-
 static int add_flow(struct gantry_sched_demand *d, const char *backend, double gbps,
                     struct gantry_error *err)
 {
@@ -197,15 +87,13 @@ static int add_flow(struct gantry_sched_demand *d, const char *backend, double g
 int gantry_sched_demand_from_pod(struct gantry_sched_state *st, const json_t *pod,
                                  struct gantry_sched_demand *ret_demand, struct gantry_error *err)
 {
-        static const char *const ann_key[TIER_COUNT] = { GANTRY_ANN_DATASET_READ,
-                                                          GANTRY_ANN_CHECKPOINT_WRITE };
         const json_t *md = json_object_get(pod, "metadata");
         const json_t *ann = json_object_get(md, "annotations");
-        const json_t *vols = json_object_get(json_object_get(pod, "spec"), "volumes"), *v;
         const char *ns = s_(md, "namespace"), *name = s_(md, "name"), *uid = s_(md, "uid");
-        struct volume found[GANTRY_PLACEMENT_MAX_FLOWS];
-        size_t n_found = 0, i;
         struct gantry_sched_demand *d = ret_demand;
+        struct gantry_bw_demand bw;
+        char who[sizeof(d->name) + 8];
+        size_t i;
         int r;
 
         if (!json_is_object(pod) || !name || !*name)
@@ -238,53 +126,26 @@ int gantry_sched_demand_from_pod(struct gantry_sched_state *st, const json_t *po
                         memcpy(d->job, gang, sizeof(d->job));
         }
         d->d.job = d->job[0] ? d->job : NULL;
-        if ((r = count_gpus(pod, &d->d.gpus, err)) < 0)
-                return gantry_error_prefix(err, d->name);
 
-        json_array_foreach(vols, i, v) {
-                const char *claim = s_(json_object_get(v, "persistentVolumeClaim"), "claimName");
-
-                if (!claim || !st)
-                        continue;
-                if (n_found == GANTRY_PLACEMENT_MAX_FLOWS)
-                        return gantry_error_set(err, EINVAL, "pod %s: more than %d volumes",
-                                                d->name, GANTRY_PLACEMENT_MAX_FLOWS);
-                memset(&found[n_found], 0, sizeof(found[n_found]));
-                r = resolve_volume(st, ns, claim, &found[n_found], err);
-                if (r < 0)
-                        return r;
-                n_found += r;
-        }
-
-        for (int t = 0; t < TIER_COUNT; t++) {
-                const char *a = s_(ann, ann_key[t]);
+        /* the same computation the node plugin caps with (common/bandwidth_demand.c) */
+        snprintf(who, sizeof(who), "pod %s", d->name);
+        if ((r = gantry_bw_demand_of_pod(pod, st ? state_lookup : NULL, st, who, &bw, err)) < 0)
+                return r;
+        d->d.gpus = bw.gpus;
+        for (int t = 0; t < GANTRY_BW_TIER_COUNT; t++) {
                 size_t n_tier = 0;
-                double total;
 
-                for (i = 0; i < n_found; i++)
-                        n_tier += found[i].tier == (enum tier)t;
-                if (a) {
-                        char field[sizeof(d->name) + 64];
-
-                        snprintf(field, sizeof(field), "pod %s: annotation %s", d->name, ann_key[t]);
-                        if ((r = gantry_sched_parse_gbps(field, a, &total, err)) < 0)
-                                return r;
-                        if (n_tier == 0) {
-                                if (total > 0 && (r = add_flow(d, NULL, total, err)) < 0)
-                                        return r;
+                for (i = 0; i < bw.n_volumes; i++) {
+                        if (bw.volumes[i].tier != (enum gantry_bw_tier)t)
                                 continue;
-                        }
-                        for (i = 0; i < n_found; i++)
-                                if (found[i].tier == (enum tier)t &&
-                                    (r = add_flow(d, found[i].backend, total / n_tier, err)) < 0)
-                                        return r;
-                        continue;
-                }
-                for (i = 0; i < n_found; i++)
-                        if (found[i].tier == (enum tier)t &&
-                            (r = add_flow(d, found[i].backend, found[i].gbps_per_gpu * d->d.gpus,
-                                          err)) < 0)
+                        n_tier++;
+                        if ((r = add_flow(d, bw.volumes[i].backend, bw.volumes[i].gbps, err)) < 0)
                                 return r;
+                }
+                /* a declaration with no volume of its tier: NIC and leaf uplink only */
+                if (n_tier == 0 && bw.declared[t] && bw.declared_gbps[t] > 0 &&
+                    (r = add_flow(d, NULL, bw.declared_gbps[t], err)) < 0)
+                        return r;
         }
         return 0;
 }

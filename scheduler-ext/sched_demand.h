@@ -5,19 +5,13 @@
  *   job       label (or annotation) gantry.io/job, else jobset.sigs.k8s.io/jobset-name, else
  *             scheduling.x-k8s.io/pod-group, else the controlling owner when
  *             its kind is Job, JobSet, PodGroup or ends in "Job" (PyTorchJob)
- *   volumes   each persistentVolumeClaim -> PVC -> PV (spec.csi, driver
- *             csi.gantry.io) -> volumeAttributes tier + clusterID / targetID:
- *             the backend; an unbound PVC uses its StorageClass's parameters.
- *             A dataset whose data is not there yet has no backend: an
- *             unbound PVC with a dataSource / dataSourceRef (a promotion
- *             copy in progress), or a PV annotated gantry.io/copy-state
- *             with a value other than "done"
- *   Gbps      annotation gantry.io/dataset-read-gbps (split over the pod's
- *             dataset volumes) and gantry.io/checkpoint-write-gbps (over its
- *             checkpoint volumes); without the annotation, each Gantry volume
- *             asks GPUs x its StorageClass's gantry.io/read-gbps-per-gpu
- *             (dataset) or gantry.io/write-gbps-per-gpu (checkpoint), read
- *             from the StorageClass's annotations, else its parameters
+ *   volumes   each Gantry PVC and its demand in Gbps: the one computation
+ *   Gbps      shared with the node plugin's cap (common/bandwidth_demand.h:
+ *             annotations gantry.io/dataset-read-gbps and
+ *             gantry.io/checkpoint-write-gbps split over the tier's volumes,
+ *             else GPUs x the StorageClass's per-GPU rate, else its
+ *             gantry.io/default-gbps); the backend is the PV's clusterID /
+ *             targetID, none while a dataset's data is not in place yet
  *
  *   gang      its gang and the gang's size (gang_size.h); the gang's key
  *             then replaces the job key, so the ledger groups members by it
@@ -31,17 +25,18 @@
 
 #include <jansson.h>
 
+#include "bandwidth_demand.h"
 #include "error.h"
 #include "placement.h"
 #include "sched_state.h"
 
-#define GANTRY_ANN_DATASET_READ "gantry.io/dataset-read-gbps"
-#define GANTRY_ANN_CHECKPOINT_WRITE "gantry.io/checkpoint-write-gbps"
-#define GANTRY_SC_READ_PER_GPU "gantry.io/read-gbps-per-gpu"   /* dataset tier */
-#define GANTRY_SC_WRITE_PER_GPU "gantry.io/write-gbps-per-gpu" /* checkpoint tier */
+#define GANTRY_ANN_DATASET_READ GANTRY_BW_ANN_DATASET_READ
+#define GANTRY_ANN_CHECKPOINT_WRITE GANTRY_BW_ANN_CHECKPOINT_WRITE
+#define GANTRY_SC_READ_PER_GPU GANTRY_BW_SC_READ_PER_GPU
+#define GANTRY_SC_WRITE_PER_GPU GANTRY_BW_SC_WRITE_PER_GPU
 #define GANTRY_LABEL_JOB "gantry.io/job"
-#define GANTRY_ANN_COPY_STATE "gantry.io/copy-state" /* on a PV: "done" or absent = in place */
-#define GANTRY_CSI_DRIVER "csi.gantry.io"
+#define GANTRY_ANN_COPY_STATE GANTRY_BW_ANN_COPY_STATE
+#define GANTRY_CSI_DRIVER GANTRY_BW_CSI_DRIVER
 
 /* A demand with storage for its strings (the placement library borrows them). */
 struct gantry_sched_demand {
@@ -62,6 +57,6 @@ struct gantry_sched_demand {
 int gantry_sched_demand_from_pod(struct gantry_sched_state *st, const json_t *pod,
                                  struct gantry_sched_demand *ret_demand, struct gantry_error *err);
 
-/* Shared parsers (sched_state.c): Gbps text; a whole-unit quantity (NULL = 0). */
+/* Shared parsers (common/bandwidth_demand.c): Gbps text; a whole-unit quantity (NULL = 0). */
 int gantry_sched_parse_gbps(const char *field, const char *s, double *ret, struct gantry_error *err);
 int gantry_sched_parse_count(const char *field, const json_t *q, int *ret, struct gantry_error *err);

@@ -137,42 +137,13 @@ int gantry_sched_state_declare_leaf(struct gantry_sched_state *st, const char *l
 /* Parses a Gbps label / annotation: a finite number >= 0. */
 int gantry_sched_parse_gbps(const char *field, const char *s, double *ret, struct gantry_error *err)
 {
-        char *end;
-        double v;
-
-        errno = 0;
-        v = strtod(s, &end);
-        if (errno || end == s || *end || !isfinite(v) || v < 0)
-                return gantry_error_set(err, EINVAL, "%s: \"%.64s\" is not a number of Gbps >= 0",
-                                        field, s);
-        *ret = v;
-        return 0;
+        return gantry_bw_parse_gbps(field, s, ret, err);
 }
 
 /* A Kubernetes quantity of whole units ("4", 4); 0 when absent. */
 int gantry_sched_parse_count(const char *field, const json_t *q, int *ret, struct gantry_error *err)
 {
-        char *end;
-        long v;
-
-        if (!q || json_is_null(q)) {
-                *ret = 0;
-                return 0;
-        }
-        if (json_is_integer(q)) {
-                v = (long)json_integer_value(q);
-        } else if (json_is_string(q)) {
-                errno = 0;
-                v = strtol(json_string_value(q), &end, 10);
-                if (errno || end == json_string_value(q) || *end)
-                        v = -1;
-        } else {
-                v = -1;
-        }
-        if (v < 0 || v > 1000000)
-                return gantry_error_set(err, EINVAL, "%s: must be a whole number >= 0", field);
-        *ret = (int)v;
-        return 0;
+        return gantry_bw_parse_count(field, q, ret, err);
 }
 
 int gantry_sched_node_spec(const json_t *node, const struct gantry_sched_defaults *defaults,

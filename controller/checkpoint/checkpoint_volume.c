@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bandwidth_class.h"
 #include "checkpoint_internal.h"
 #include "log.h"
 #include "target_client.h"
@@ -57,7 +58,7 @@ static int parse_params(void *const *entries, size_t n, struct ckpt_params *p, s
                         if (strcmp(v, "ext4") != 0 && strcmp(v, "xfs") != 0)
                                 return gantry_error_set(err, EINVAL, "parameters.fsType: ext4 or xfs");
                         p->fs_type = v;
-                } else if (strncmp(k, "csi.storage.k8s.io/", 19) != 0) {
+                } else if (strncmp(k, "csi.storage.k8s.io/", 19) != 0 && !gantry_bw_class_is_param(k)) {
                         return gantry_error_set(err, EINVAL, "parameters.%s: unknown parameter", k);
                 }
         }

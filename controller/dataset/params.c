@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bandwidth_class.h"
 #include "dataset_internal.h"
 
 static const struct {
@@ -96,7 +97,7 @@ int gantry_params_parse_dataset(void *const *entries, size_t n, struct gantry_da
 
         for (size_t i = 0; i < n; i++) {
                 const char *key = ((const Csi__V1__CreateVolumeRequest__ParametersEntry *)e[i])->key;
-                int ok = strncmp(key, "csi.storage.k8s.io/", 19) == 0;
+                int ok = strncmp(key, "csi.storage.k8s.io/", 19) == 0 || gantry_bw_class_is_param(key);
                 for (const char *const *k = known; *k && !ok; k++)
                         ok = strcmp(*k, key) == 0;
                 if (!ok)

@@ -135,6 +135,10 @@ class DatasetTest(unittest.TestCase):
             ({"clusterID": "nowhere"}, "parameters.clusterID"),
             ({"tier": "tape"}, "parameters.tier"),
             ({"pool": "no such pool"}, "parameters.pool"),
+            ({"bandwidthPolicy": "throttle"}, "parameters.bandwidthPolicy"),
+            ({"bandwidthPolicy": "cap", "bandwidthBurstFactor": "3"},
+             "parameters.bandwidthBurstFactor"),
+            ({"gantry.io/default-gbps": "-1"}, "parameters.gantry.io/default-gbps"),
         ]
         for extra, field in cases:
             self.assertCode(Code.INVALID_ARGUMENT, lambda: self.call(

@@ -74,6 +74,9 @@ class Plugin:
             self.args += ["--node-id", node_id]
         if config:
             self.args += ["--config", config]
+        if mode != "controller" and "--qos-state-dir" not in extra:
+            # the bandwidth cap records: private to the test, never the host's
+            self.args += ["--qos-state-dir", os.path.join(self.workdir, "qos")]
         self.args += list(extra)
         self.ready_timeout = ready_timeout
         self.proc = None

@@ -118,7 +118,9 @@ class CheckpointControllerTest(TargetsTestCase):
         self.delete(v2.volume_id)
 
     def test_expand_and_capacity(self):
-        v = self.call("CreateVolume", create_req("pvc-grow", leaf="leaf-1", thinProvision="true")).volume
+        v = self.call("CreateVolume", create_req("pvc-grow", leaf="leaf-1", thinProvision="true",
+                                                 bandwidthPolicy="burst",
+                                                 bandwidthBurstFactor="1.5")).volume
         self.addCleanup(self.delete, v.volume_id)
         req = csi_pb2.ControllerExpandVolumeRequest(volume_id=v.volume_id)
         req.capacity_range.required_bytes = 40 << 20
@@ -154,6 +156,15 @@ class CheckpointControllerTest(TargetsTestCase):
         code, msg = self.code_of("CreateVolume", req)
         self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT)
         self.assertIn("parameters.colour", msg)
+        # the node's bandwidth parameters are checked here, before anything is made
+        req = create_req("pvc-bad", bandwidthPolicy="throttle")
+        code, msg = self.code_of("CreateVolume", req)
+        self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("parameters.bandwidthPolicy: must be cap, burst or none", msg)
+        req = create_req("pvc-bad", bandwidthPolicy="burst", bandwidthWriteIOPS="lots")
+        code, msg = self.code_of("CreateVolume", req)
+        self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("parameters.bandwidthWriteIOPS", msg)
         req = create_req("pvc-bad")
         req.volume_capabilities[0].access_mode.mode = \
             csi_pb2.VolumeCapability.AccessMode.MULTI_NODE_MULTI_WRITER

@@ -9,9 +9,11 @@ printed by rbac_api_calls (GANTRY_KUBE_API_CALLS names it; CTest sets it).
 The rules are every ClusterRole and Role bound to the ServiceAccount, in
 manifests/ and in the chart's default render (GANTRY_HELM_STANDIN).
 
-ServiceAccounts whose pods make no API call at all (the node plugin and
-gantry-target: no Kubernetes client is linked into gantry-csi or
-gantry-target) have no role bound and no token mounted.
+ServiceAccounts whose pods make no API call at all (gantry-target: no
+Kubernetes client is linked into it) have no role bound and no token
+mounted. The node plugin's one client (node/qos/qos_api.c: GETs of a
+publishing pod and its volumes, for bandwidth caps) is granted exactly its
+calls (NODE_CALLS).
 
 Without the client in the tree (the kube branch not merged yet) the test
 prints GANTRY-RBAC-SKIP and CTest reports it Skipped, never passed."""
@@ -92,7 +94,11 @@ def chart_docs():
 
 
 # ServiceAccounts of pods that make no Kubernetes API call.
-NO_API = ("gantry-node", "gantry-target")
+NO_API = ("gantry-target",)
+# The node plugin's calls: node/qos/qos_api.c (checked against its source below).
+NODE_CLIENT = "node/qos/qos_api.c"
+NODE_CALLS = {("", "pods", "get"), ("", "persistentvolumeclaims", "get"),
+              ("", "persistentvolumes", "get"), ("storage.k8s.io", "storageclasses", "get")}
 # gantry-csi's only API clients are in the controller: the node registry
 # (CSINode objects), the eviction of promoted copies (VolumeAttachments, a
 # PVC's PV for `gantryctl tier demote`) and the copy-state annotation of PVs
@@ -131,13 +137,14 @@ class NoApiTest(unittest.TestCase):
         self.check(chart_docs(), "charts/gantry")
 
     def test_the_binaries_link_no_kubernetes_client(self):
-        """gantry-target and the node plugin have no Kubernetes client in
-        them; in gantry-csi only the controller's CONTROLLER_CLIENT files have one (their
-        calls: CONTROLLER_CALLS, granted below)."""
+        """gantry-target has no Kubernetes client in it; in gantry-csi only
+        the controller's CONTROLLER_CLIENT files (their calls: CONTROLLER_CALLS,
+        granted below) and the node's NODE_CLIENT (NODE_CALLS) have one."""
         for folder in ("csi", "controller", "node", "gantry-target"):
             for path in glob.glob(os.path.join(ROOT, folder, "**", "*.[ch]"), recursive=True) + \
                     glob.glob(os.path.join(ROOT, folder, "**", "CMakeLists.txt"), recursive=True):
-                if os.path.relpath(path, ROOT) in CONTROLLER_CLIENT:
+                rel = os.path.relpath(path, ROOT)
+                if rel in CONTROLLER_CLIENT or rel in (NODE_CLIENT, "node/qos/CMakeLists.txt"):
                     continue
                 with open(path, errors="replace") as f:
                     text = f.read()
@@ -163,6 +170,33 @@ class NoApiTest(unittest.TestCase):
             with self.subTest(source=where):
                 rules, _ = granted(docs, "gantry-controller", NS)
                 self.assertLessEqual(CONTROLLER_CALLS, rules, where)
+
+
+class NodeRbacTest(unittest.TestCase):
+    def test_the_node_plugin_is_granted_exactly_its_calls(self):
+        """Each of NODE_CALLS is made in NODE_CLIENT (its path and its metrics
+        name), and the roles bound to gantry-node grant exactly NODE_CALLS."""
+        with open(os.path.join(ROOT, NODE_CLIENT)) as f:
+            text = f.read()
+        for needle in ('"/api/v1/namespaces/%s/pods/%s"', '"get", "pods"',
+                       '"/api/v1/namespaces/%s/persistentvolumeclaims/%s"',
+                       '"get", "persistentvolumeclaims"', '"/api/v1/persistentvolumes/%s"',
+                       '"get", "persistentvolumes"', '"/apis/storage.k8s.io/v1/storageclasses/%s"',
+                       '"get", "storageclasses"'):
+            self.assertIn(needle, text)
+        self.assertEqual(text.count("gantry_kube_get("), 4, "a call NODE_CALLS does not list")
+        for needle in ("gantry_kube_merge_patch", "gantry_kube_bind_pod", "informer_start"):
+            self.assertNotIn(needle, text)
+        sources = [("manifests/", manifest_docs())]
+        if STANDIN:
+            sources.append(("charts/gantry", chart_docs()))
+        for where, docs in sources:
+            with self.subTest(source=where):
+                sa = "gantry-node" if where == "manifests/" else \
+                    [d["metadata"]["name"] for d in docs if d["kind"] == "DaemonSet"][0]
+                rules, odd = granted(docs, sa, NS)
+                self.assertEqual(odd, [], where)
+                self.assertEqual(rules, NODE_CALLS, where)
 
 
 class RbacCompareTest(unittest.TestCase):

@@ -62,6 +62,13 @@ static void test_good(void **state)
         assert_true(p.features & RBD_FEATURE_FAST_DIFF);
         build(&m, "clusterID", "nvme", "pool", "rbd", "dataPool", "", NULL);
         assert_int_equal(parse(&m, &p, &err), 0);
+        /* the bandwidth parameters are the node's (checked by CreateVolume) */
+        build(&m, "clusterID", "nvme", "pool", "rbd", "bandwidthPolicy", "burst",
+              "bandwidthBurstFactor", "1.5", "bandwidthReadIOPS", "2000",
+              "gantry.io/read-gbps-per-gpu", "3", "gantry.io/default-gbps", "1", NULL);
+        assert_int_equal(parse(&m, &p, &err), 0);
+        build(&m, "clusterID", "nvme", "pool", "rbd", "dataPool", "", NULL);
+        assert_int_equal(parse(&m, &p, &err), 0);
         assert_null(p.data_pool);
         assert_int_equal(p.features, RBD_FEATURE_LAYERING);
 }

@@ -1,0 +1,138 @@
+/*
+ * The node service's side of bandwidth enforcement: on NodePublishVolume the
+ * pod named by podInfoOnMount gets its cap on the volume's block device
+ * (node/qos/: its cgroup's io.max, from the scheduler's figure read through
+ * the API), on NodeUnpublishVolume the cap goes; at start and then
+ * periodically every recorded cap is reconciled against what is still
+ * published (a mount at its target path).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include "csi_call.h"
+#include "log.h"
+#include "metrics.h"
+#include "node.h"
+#include "node_internal.h"
+#include "qos.h"
+#include "qos_api.h"
+
+#define POD_NAME_KEY "csi.storage.k8s.io/pod.name"
+#define POD_NAMESPACE_KEY "csi.storage.k8s.io/pod.namespace"
+#define POD_UID_KEY "csi.storage.k8s.io/pod.uid"
+
+static struct gantry_qos_api *api;
+static struct gantry_metrics *qos_metrics;
+static bool started;
+
+static bool still_published(const char *target_path)
+{
+        struct node_mount m;
+
+        /* an error reading mountinfo keeps the cap: never drop on doubt */
+        return gantry_node_mount_find(target_path, &m) != 0;
+}
+
+int gantry_node_qos_start(const struct gantry_node_qos_options *o, struct gantry_error *err)
+{
+        struct gantry_qos_options qo = {
+                .state_dir = o->state_dir,
+                .cgroup_root = o->cgroup_root,
+                .metrics = o->metrics,
+                .published = still_published,
+        };
+        int r;
+
+        if ((r = gantry_qos_init(&qo, err)) < 0)
+                return r;
+        if ((r = gantry_qos_api_open(o->kubeconfig, o->metrics, &api, err)) < 0) {
+                gantry_qos_shutdown();
+                return r;
+        }
+        if (!api)
+                log_warn("node.qos_no_api",
+                         "no Kubernetes API access (no --kubeconfig, not in a pod): bandwidth caps "
+                         "are not enforced");
+        qos_metrics = o->metrics;
+        r = gantry_qos_reconcile();
+        log_info("node.qos_reconciled", "caps_in_force=%d", r);
+        if ((r = gantry_qos_reconcile_start(o->interval_seconds > 0 ? o->interval_seconds : 60)) < 0) {
+                gantry_qos_api_free(api);
+                api = NULL;
+                gantry_qos_shutdown();
+                return gantry_error_set(err, r, "qos: cannot start the reconcile: %s", strerror(-r));
+        }
+        started = true;
+        return 0;
+}
+
+void gantry_node_qos_stop(void)
+{
+        if (!started)
+                return;
+        gantry_qos_shutdown();
+        gantry_qos_api_free(api);
+        api = NULL;
+        started = false;
+}
+
+static void not_enforced(const char *volume_id, const char *reason)
+{
+        if (qos_metrics) {
+                char labels[64];
+
+                snprintf(labels, sizeof(labels), "reason=\"%s\"", reason);
+                gantry_metrics_counter_add(qos_metrics, "gantry_node_qos_not_enforced_total",
+                                           "Publishes whose bandwidth cap could not be enforced",
+                                           labels, 1);
+        }
+        log_warn("node.qos_not_enforced", "volume_id=%s reason=%s: bandwidth not enforced",
+                 volume_id, reason);
+}
+
+int gantry_node_qos_publish(const Csi__V1__NodePublishVolumeRequest *req, dev_t dev,
+                            struct gantry_error *err)
+{
+        void *const *ctx = (void *const *)req->volume_context;
+        struct gantry_qos_request who = {
+                .pod_name = gantry_csi_map_get(ctx, req->n_volume_context, POD_NAME_KEY),
+                .pod_namespace = gantry_csi_map_get(ctx, req->n_volume_context, POD_NAMESPACE_KEY),
+                .pod_uid = gantry_csi_map_get(ctx, req->n_volume_context, POD_UID_KEY),
+                .volume_id = req->volume_id,
+                .target_path = req->target_path,
+                .dev_major = major(dev),
+                .dev_minor = minor(dev),
+        };
+        int r;
+
+        if (!started)
+                return 0;
+        if (!who.pod_name || !who.pod_namespace || !who.pod_uid)
+                return 0; /* not for a pod (no podInfoOnMount): nothing to cap */
+        if (!api) {
+                not_enforced(req->volume_id, "no_api_access");
+                return 0;
+        }
+        r = gantry_qos_api_apply(api, &who, err);
+        if (r == -ENOENT) {
+                log_warn("node.qos_unknown_volume", "volume_id=%s pod=%s/%s: %s", req->volume_id,
+                         who.pod_namespace, who.pod_name, err->msg);
+                not_enforced(req->volume_id, "volume_not_in_pod");
+                return 0;
+        }
+        if (r < 0 && r != -EINVAL) {
+                /* the API did not answer: kubelet retries the publish, so no cap is lost */
+                char msg[sizeof(err->msg)];
+
+                snprintf(msg, sizeof(msg), "%s", err->msg);
+                r = gantry_error_set(err, EAGAIN, "%s", msg);
+        }
+        return r;
+}
+
+int gantry_node_qos_unpublish(const char *target_path, struct gantry_error *err)
+{
+        return started ? gantry_qos_remove(target_path, err) : 0;
+}

@@ -1,0 +1,166 @@
+"""NodePublishVolume's bandwidth cap, end to end on the host: gantry-csi
+--mode node reads the publishing pod and its PVC, PV and StorageClass from
+the FAKE Kubernetes API server (tests/fakeapi), computes the pod's demand
+with the scheduler's computation and writes the cap to the pod's io.max.
+
+The cgroup tree is a STAND-IN (plain files laid out as the kubelet's
+systemd driver makes them; io.max holds the last line written) and the
+"staged volume" is a tmpfs mounted at the staging path: the kernel's io.max
+and krbd run in the VM (tests/vm/test_qos.py). Needs root (mounts)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import grpc
+
+from csi_client import Plugin, csi_pb2
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scheduler"))
+import sched_harness  # noqa: E402
+
+CODE = grpc.StatusCode
+VOL = "0001-0004-test-0000000000000001-qos"
+UID = "0b6f2c5a-3333-4a4a-9b9b-000000000003"
+POD_CG = "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%s.slice" % \
+    UID.replace("-", "_")
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root to mount the stand-in staged volume")
+class NodeQosApiTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="gantry-node-qos-")
+        cls.cg = os.path.join(cls.dir, "cgroup")
+        os.makedirs(os.path.join(cls.cg, POD_CG))
+        with open(os.path.join(cls.cg, "cgroup.controllers"), "w") as f:
+            f.write("cpu io memory pids\n")
+        open(os.path.join(cls.cg, POD_CG, "io.max"), "w").close()
+        cls.staging = os.path.join(cls.dir, "staging")
+        os.makedirs(cls.staging)
+        subprocess.run(["mount", "-t", "tmpfs", "gantry-qos-test", cls.staging], check=True)
+        st = os.stat(cls.staging)
+        cls.majmin = "%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev))
+        config = os.path.join(cls.dir, "gantry.json")
+        with open(config, "w") as f:
+            json.dump({"node": {"kernelModules": []}}, f)
+        cls.api = sched_harness.FakeAPI("tok-qos")
+        kc = cls.api.write_kubeconfig(os.path.join(cls.dir, "kubeconfig"))
+        for res, obj in [
+                ("storageclasses", {"metadata": {"name": "fast"}, "provisioner": "csi.gantry.io",
+                                    "parameters": {"tier": "dataset", "clusterID": "c",
+                                                   "bandwidthPolicy": "burst",
+                                                   "bandwidthBurstFactor": "1.5",
+                                                   "bandwidthReadIOPS": "5000"}}),
+                ("persistentvolumes", {"metadata": {"name": "pv-q"}, "spec": {
+                    "storageClassName": "fast", "csi": {
+                        "driver": "csi.gantry.io", "volumeHandle": VOL,
+                        "volumeAttributes": {"tier": "dataset", "clusterID": "c"}}}}),
+                ("persistentvolumeclaims", {"metadata": {"name": "data", "namespace": "ml"},
+                                            "spec": {"storageClassName": "fast",
+                                                     "volumeName": "pv-q"}}),
+                ("pods", cls.pod("p", UID, "8")),
+                ("pods", cls.pod("bad", "0b6f2c5a-4444-4a4a-9b9b-000000000004", "lots"))]:
+            assert cls.api.post("/fake/objects/" + res, obj) == 200
+        cls.plugin = Plugin(mode="node", node_id="conf-node", config=config,
+                            extra=["--kubeconfig", kc, "--cgroup-root", cls.cg]).start()
+
+    @staticmethod
+    def pod(name, uid, gbps):
+        return {"metadata": {"name": name, "namespace": "ml", "uid": uid,
+                             "annotations": {"gantry.io/dataset-read-gbps": gbps}},
+                "spec": {"containers": [{"name": "c"}],
+                         "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}}
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.plugin.stop()
+        cls.plugin.cleanup()
+        cls.api.stop()
+        subprocess.run(["umount", "-R", cls.staging], check=False)
+        for root, dirs, _ in os.walk(cls.dir, topdown=False):
+            for d in dirs:
+                subprocess.run(["umount", os.path.join(root, d)], capture_output=True)
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        if rc != 0:
+            raise AssertionError("plugin exited %s on SIGTERM" % rc)
+
+    def publish(self, target, pod=None, uid=None):
+        req = csi_pb2.NodePublishVolumeRequest(volume_id=VOL, staging_target_path=self.staging,
+                                               target_path=target, readonly=True)
+        req.volume_capability.mount.fs_type = "ext4"
+        req.volume_capability.access_mode.mode = \
+            csi_pb2.VolumeCapability.AccessMode.Mode.MULTI_NODE_READER_ONLY
+        if pod:
+            req.volume_context.update({"csi.storage.k8s.io/pod.name": pod,
+                                       "csi.storage.k8s.io/pod.namespace": "ml",
+                                       "csi.storage.k8s.io/pod.uid": uid})
+        return self.plugin.call("NodePublishVolume", req)
+
+    def unpublish(self, target):
+        return self.plugin.call("NodeUnpublishVolume", csi_pb2.NodeUnpublishVolumeRequest(
+            volume_id=VOL, target_path=target))
+
+    def iomax(self):
+        with open(os.path.join(self.cg, POD_CG, "io.max")) as f:
+            return f.read().strip()
+
+    def records(self):
+        qos = os.path.join(self.plugin.workdir, "qos")
+        return [f for f in os.listdir(qos) if f.endswith(".rec")]
+
+    def test_1_cap_from_the_pod_and_its_class(self):
+        target = os.path.join(self.dir, "pods", "p", "mount")
+        self.publish(target, "p", UID)
+        # 8 Gbps = 1e9 B/s, x 1.5 (burst); 5000 read IOs/s x 1.5
+        self.assertEqual(self.iomax(), "%s rbps=1500000000 wbps=max riops=7500 wiops=max"
+                         % self.majmin)
+        self.assertEqual(len(self.records()), 1)
+        paths = {r["path"] for r in self.api.get("/fake/requests") if r["method"] == "GET"}
+        for p in ("/api/v1/namespaces/ml/pods/p", "/api/v1/namespaces/ml/persistentvolumeclaims/data",
+                  "/api/v1/persistentvolumes/pv-q", "/apis/storage.k8s.io/v1/storageclasses/fast"):
+            self.assertIn(p, paths)
+        self.unpublish(target)
+        self.assertEqual(self.iomax(), "%s rbps=max wbps=max riops=max wiops=max" % self.majmin)
+        self.assertEqual(self.records(), [])
+
+    def test_2_no_pod_info_no_cap(self):
+        target = os.path.join(self.dir, "pods", "none", "mount")
+        self.publish(target)
+        self.assertEqual(self.records(), [])
+        self.unpublish(target)
+
+    def test_3_bad_annotation_names_it(self):
+        target = os.path.join(self.dir, "pods", "bad", "mount")
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.publish(target, "bad", "0b6f2c5a-4444-4a4a-9b9b-000000000004")
+        self.assertEqual(cm.exception.code(), CODE.INVALID_ARGUMENT)
+        self.assertIn("annotation gantry.io/dataset-read-gbps", cm.exception.details())
+        self.unpublish(target)
+
+    def test_4_api_down_is_unavailable_then_retried(self):
+        target = os.path.join(self.dir, "pods", "p2", "mount")
+        self.api.post("/fake/fail", {"verb": "get", "resource": "pods", "status": 503,
+                                     "count": 1})
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.publish(target, "p", UID)
+        self.assertEqual(cm.exception.code(), CODE.UNAVAILABLE)
+        self.assertIn("bandwidth cap", cm.exception.details())
+        self.publish(target, "p", UID)  # kubelet's retry: the cap lands
+        self.assertIn("rbps=1500000000", self.iomax())
+        self.unpublish(target)
+
+    def test_5_uid_mismatch_is_refused(self):
+        target = os.path.join(self.dir, "pods", "p3", "mount")
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.publish(target, "p", "0b6f2c5a-9999-4a4a-9b9b-000000000009")
+        self.assertEqual(cm.exception.code(), CODE.UNAVAILABLE)
+        self.assertIn("has UID", cm.exception.details())
+        self.unpublish(target)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,521 @@
+/*
+ * Unit tests of node/qos/ and of the one demand computation
+ * (common/bandwidth_demand.c): the pod cgroup paths of both kubelet cgroup
+ * drivers and every QoS class; io.max lines; apply, remove and reconcile
+ * with their records; and that for the same pod and volumes the
+ * scheduler's charge and the node's cap are the same number.
+ *
+ * The cgroup tree here is a STAND-IN: plain directories and files in a
+ * temporary dir laid out as the kubelet lays out /sys/fs/cgroup (io.max a
+ * regular file holding the last line written). The kernel's io.max is
+ * exercised in the VM (tests/vm).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+
+#include "attr_file.h"
+#include "qos.h"
+#include "qos_internal.h"
+#include "sched_demand.h"
+#include "sched_state.h"
+
+#define UID_A "0b6f2c5a-1111-4a4a-9b9b-000000000001"
+#define UID_B "0b6f2c5a-2222-4a4a-9b9b-000000000002"
+
+static char root[256], state_dir[300], cg[300];
+
+static void mkdirs(const char *rel)
+{
+        char path[1024], *p;
+
+        snprintf(path, sizeof(path), "%s/%s", cg, rel);
+        for (p = path + strlen(cg) + 1; (p = strchr(p, '/')); p++) {
+                *p = '\0';
+                mkdir(path, 0755);
+                *p = '/';
+        }
+        assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+}
+
+static void put(const char *rel, const char *text)
+{
+        char path[1024];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", cg, rel);
+        f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static void get(const char *dir, char *buf, size_t size)
+{
+        char path[1100];
+
+        snprintf(path, sizeof(path), "%s/io.max", dir);
+        assert_true(gantry_attr_read(path, buf, size) >= 0);
+}
+
+static int setup(void **state)
+{
+        (void)state;
+        snprintf(root, sizeof(root), "/tmp/gantry-qos-XXXXXX");
+        assert_non_null(mkdtemp(root));
+        snprintf(state_dir, sizeof(state_dir), "%s/state", root);
+        snprintf(cg, sizeof(cg), "%s/cgroup", root);
+        assert_int_equal(mkdir(cg, 0755), 0);
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        char cmd[600];
+
+        (void)state;
+        gantry_qos_shutdown();
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+        assert_int_equal(system(cmd), 0);
+        return 0;
+}
+
+static void test_cgroup_find_both_drivers_every_qos(void **state)
+{
+        static const struct {
+                const char *uid, *rel;
+        } cases[] = {
+                { "11111111-aaaa-0000-0000-000000000001", "kubepods/pod11111111-aaaa-0000-0000-000000000001" },
+                { "11111111-aaaa-0000-0000-000000000002",
+                  "kubepods/burstable/pod11111111-aaaa-0000-0000-000000000002" },
+                { "11111111-aaaa-0000-0000-000000000003",
+                  "kubepods/besteffort/pod11111111-aaaa-0000-0000-000000000003" },
+                { "11111111-aaaa-0000-0000-000000000004",
+                  "kubepods.slice/kubepods-pod11111111_aaaa_0000_0000_000000000004.slice" },
+                { "11111111-aaaa-0000-0000-000000000005",
+                  "kubepods.slice/kubepods-burstable.slice/"
+                  "kubepods-burstable-pod11111111_aaaa_0000_0000_000000000005.slice" },
+                { "11111111-aaaa-0000-0000-000000000006",
+                  "kubepods.slice/kubepods-besteffort.slice/"
+                  "kubepods-besteffort-pod11111111_aaaa_0000_0000_000000000006.slice" },
+        };
+        char buf[1024], want[1024];
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+                mkdirs(cases[i].rel);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                snprintf(want, sizeof(want), "%s/%s", cg, cases[i].rel);
+                assert_int_equal(gantry_qos_cgroup_find(cg, cases[i].uid, buf, sizeof(buf)), 1);
+                assert_string_equal(buf, want);
+        }
+        assert_int_equal(gantry_qos_cgroup_find(cg, "11111111-aaaa-0000-0000-000000000009", buf,
+                                                sizeof(buf)), 0);
+        assert_int_equal(gantry_qos_cgroup_find(cg, "../../etc", buf, sizeof(buf)), -EINVAL);
+        assert_int_equal(gantry_qos_cgroup_find(cg, "", buf, sizeof(buf)), -EINVAL);
+}
+
+static void test_iomax_line_and_policies(void **state)
+{
+        struct gantry_qos_rates d = { .rbps = 5000000, .riops = 300 }, c;
+        struct gantry_error err;
+        enum gantry_qos_policy p;
+        char line[128];
+
+        (void)state;
+        assert_true(gantry_qos_iomax_line(251, 3, &d, line, sizeof(line)) > 0);
+        assert_string_equal(line, "251:3 rbps=5000000 wbps=max riops=300 wiops=max");
+        c = gantry_qos_cap_of(&d, GANTRY_QOS_POLICY_CAP, 3);
+        assert_int_equal(c.rbps, 5000000);
+        c = gantry_qos_cap_of(&d, GANTRY_QOS_POLICY_BURST, 1.5);
+        assert_int_equal(c.rbps, 7500000);
+        assert_int_equal(c.riops, 450);
+        assert_int_equal(c.wbps, 0);
+        c = gantry_qos_cap_of(&d, GANTRY_QOS_POLICY_NONE, 1);
+        assert_int_equal(c.rbps, 0);
+        assert_int_equal(gantry_qos_policy_parse("parameters.bandwidthPolicy", "throttle", &p, &err),
+                         -EINVAL);
+        assert_string_equal(err.msg, "parameters.bandwidthPolicy: must be cap, burst or none");
+}
+
+static const char *param(void *ud, const char *key)
+{
+        return json_string_value(json_object_get(ud, key));
+}
+
+static void test_class_parameters_validated(void **state)
+{
+        struct gantry_bw_class c;
+        struct gantry_error err;
+        json_t *p;
+
+        (void)state;
+        p = json_pack("{}");
+        assert_int_equal(gantry_bw_class_parse(param, p, "parameters", &c, &err), 0);
+        assert_int_equal(c.policy, GANTRY_BW_POLICY_CAP);
+        json_decref(p);
+        p = json_pack("{s:s}", "bandwidthPolicy", "burst");
+        assert_int_equal(gantry_bw_class_parse(param, p, "parameters", &c, &err), 0);
+        assert_true(fabs(c.burst_factor - 2) < 1e-9);
+        json_decref(p);
+        p = json_pack("{s:s,s:s}", "bandwidthPolicy", "cap", "bandwidthBurstFactor", "3");
+        assert_int_equal(gantry_bw_class_parse(param, p, "parameters", &c, &err), -EINVAL);
+        assert_string_equal(err.msg, "parameters.bandwidthBurstFactor: only with bandwidthPolicy burst");
+        json_decref(p);
+        p = json_pack("{s:s,s:s}", "bandwidthPolicy", "burst", "bandwidthBurstFactor", "0.5");
+        assert_int_equal(gantry_bw_class_parse(param, p, "parameters", &c, &err), -EINVAL);
+        assert_string_equal(err.msg, "parameters.bandwidthBurstFactor: must be a number from 1 to 1000");
+        json_decref(p);
+        p = json_pack("{s:s}", "bandwidthReadIOPS", "-4");
+        assert_int_equal(gantry_bw_class_parse(param, p, "parameters", &c, &err), -EINVAL);
+        assert_non_null(strstr(err.msg, "parameters.bandwidthReadIOPS:"));
+        json_decref(p);
+        p = json_pack("{s:s}", "bandwidthPolicy", "fast");
+        assert_int_equal(gantry_bw_class_parse(param, p, "parameters", &c, &err), -EINVAL);
+        assert_string_equal(err.msg, "parameters.bandwidthPolicy: must be cap, burst or none");
+        json_decref(p);
+}
+
+static const char *published_paths[8];
+
+static bool published(const char *target)
+{
+        for (size_t i = 0; i < 8; i++)
+                if (published_paths[i] && !strcmp(published_paths[i], target))
+                        return true;
+        return false;
+}
+
+static int count_visit(const struct gantry_qos_entry *e, void *ud)
+{
+        (*(int *)ud) += e->enforced;
+        return 0;
+}
+
+static size_t count_records(void)
+{
+        char cmd[600];
+        FILE *f;
+        size_t n = 0;
+        char line[64];
+
+        snprintf(cmd, sizeof(cmd), "ls '%s' | grep -c '^qos-.*\\.rec$'", state_dir);
+        f = popen(cmd, "r");
+        assert_non_null(f);
+        if (fgets(line, sizeof(line), f))
+                n = strtoul(line, NULL, 10);
+        pclose(f);
+        return n;
+}
+
+static void test_apply_remove_reconcile(void **state)
+{
+        const char *a_rel = "kubepods.slice/kubepods-burstable.slice/"
+                            "kubepods-burstable-pod0b6f2c5a_1111_4a4a_9b9b_000000000001.slice";
+        const char *b_rel = "kubepods/besteffort/pod" UID_B;
+        struct gantry_qos_options o = { .state_dir = state_dir, .cgroup_root = cg,
+                                        .published = published };
+        struct gantry_qos_request ra = {
+                .pod_uid = UID_A, .pod_namespace = "ml", .pod_name = "a", .volume_id = "ds-1",
+                .target_path = "/var/lib/kubelet/pods/a/volumes/x/mount", .dev_major = 251,
+                .dev_minor = 0, .declared = { .rbps = 4000000 }, .policy = GANTRY_QOS_POLICY_CAP,
+        };
+        struct gantry_qos_request rb = ra;
+        struct gantry_error err = { 0 };
+        char dir_a[1024], dir_b[1024], line[256];
+        int n = 0;
+
+        (void)state;
+        put("cgroup.controllers", "cpuset cpu io memory pids\n");
+        mkdirs(a_rel);
+        mkdirs(b_rel);
+        snprintf(dir_a, sizeof(dir_a), "%s/%s", cg, a_rel);
+        snprintf(dir_b, sizeof(dir_b), "%s/%s", cg, b_rel);
+        put("kubepods.slice/kubepods-burstable.slice/"
+            "kubepods-burstable-pod0b6f2c5a_1111_4a4a_9b9b_000000000001.slice/io.max", "");
+        put("kubepods/besteffort/pod" UID_B "/io.max", "");
+        rb.pod_uid = UID_B;
+        rb.pod_name = "b";
+        rb.target_path = "/var/lib/kubelet/pods/b/volumes/x/mount";
+        rb.declared.rbps = 8000000;
+        rb.policy = GANTRY_QOS_POLICY_BURST;
+        rb.burst_factor = 1.5;
+        published_paths[0] = ra.target_path;
+        published_paths[1] = rb.target_path;
+
+        assert_int_equal(gantry_qos_init(&o, &err), 0);
+        /* one ROX device, two pods: each cgroup its own line */
+        assert_int_equal(gantry_qos_apply(&ra, &err), 0);
+        assert_int_equal(gantry_qos_apply(&rb, &err), 0);
+        get(dir_a, line, sizeof(line));
+        assert_string_equal(line, "251:0 rbps=4000000 wbps=max riops=max wiops=max");
+        get(dir_b, line, sizeof(line));
+        assert_string_equal(line, "251:0 rbps=12000000 wbps=max riops=max wiops=max");
+        assert_int_equal(gantry_qos_for_each(count_visit, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(count_records(), 2);
+        /* idempotent */
+        assert_int_equal(gantry_qos_apply(&ra, &err), 0);
+        assert_int_equal(count_records(), 2);
+
+        /* a restart: the records come back and reconcile re-applies them */
+        put("kubepods/besteffort/pod" UID_B "/io.max", "");
+        gantry_qos_shutdown();
+        assert_int_equal(gantry_qos_init(&o, &err), 0);
+        assert_int_equal(gantry_qos_reconcile(), 2);
+        get(dir_b, line, sizeof(line));
+        assert_string_equal(line, "251:0 rbps=12000000 wbps=max riops=max wiops=max");
+
+        /* unpublish takes the line back and drops the record */
+        assert_int_equal(gantry_qos_remove(ra.target_path, &err), 0);
+        get(dir_a, line, sizeof(line));
+        assert_string_equal(line, "251:0 rbps=max wbps=max riops=max wiops=max");
+        assert_int_equal(count_records(), 1);
+        assert_int_equal(gantry_qos_remove(ra.target_path, &err), 0); /* none: fine */
+
+        /* pod b deleted while the plugin was down: nothing left behind */
+        gantry_qos_shutdown();
+        assert_int_equal(rmdir(dir_b) == 0 || (unlink(strcat(strcpy(line, dir_b), "/io.max")) == 0 &&
+                                               rmdir(dir_b) == 0), 1);
+        assert_int_equal(gantry_qos_init(&o, &err), 0);
+        assert_int_equal(gantry_qos_reconcile(), 0);
+        assert_int_equal(count_records(), 0);
+        n = 0;
+        assert_int_equal(gantry_qos_for_each(count_visit, &n), 0);
+        assert_int_equal(n, 0);
+
+        /* a target path kubelet unpublished while the plugin was down */
+        assert_int_equal(gantry_qos_apply(&ra, &err), 0);
+        published_paths[0] = NULL;
+        assert_int_equal(gantry_qos_reconcile(), 0);
+        get(dir_a, line, sizeof(line));
+        assert_string_equal(line, "251:0 rbps=max wbps=max riops=max wiops=max");
+        assert_int_equal(count_records(), 0);
+}
+
+static void test_cgroup_v1_not_enforced(void **state)
+{
+        struct gantry_qos_options o = { .state_dir = state_dir, .cgroup_root = cg };
+        struct gantry_qos_request r = {
+                .pod_uid = UID_A, .pod_namespace = "ml", .pod_name = "a", .volume_id = "ds-1",
+                .target_path = "/t", .dev_major = 8, .dev_minor = 0,
+                .declared = { .rbps = 1000 },
+        };
+        struct gantry_error err = { 0 };
+        int n = 0;
+
+        (void)state;
+        /* no cgroup.controllers: a v1 (or hybrid) hierarchy */
+        assert_int_equal(gantry_qos_init(&o, &err), 0);
+        assert_int_equal(gantry_qos_apply(&r, &err), 0);
+        assert_int_equal(gantry_qos_for_each(count_visit, &n), 0);
+        assert_int_equal(n, 0);
+        assert_int_equal(count_records(), 1);
+        assert_int_equal(gantry_qos_reconcile(), 0);
+        assert_int_equal(count_records(), 1); /* kept: nothing says the pod is gone */
+}
+
+static void test_refused_line_is_an_error_and_no_record(void **state)
+{
+        struct gantry_qos_options o = { .state_dir = state_dir, .cgroup_root = cg };
+        struct gantry_qos_request r = {
+                .pod_uid = UID_A, .pod_namespace = "ml", .pod_name = "a", .volume_id = "ds-1",
+                .target_path = "/t", .dev_major = 8, .dev_minor = 0,
+                .declared = { .rbps = 1000 },
+        };
+        struct gantry_error err = { 0 };
+        char io_max[600];
+
+        (void)state;
+        put("cgroup.controllers", "io\n");
+        mkdirs("kubepods/pod" UID_A);
+        /* io.max that cannot be written (a directory): what a refused line looks like */
+        snprintf(io_max, sizeof(io_max), "%s/kubepods/pod" UID_A "/io.max", cg);
+        assert_int_equal(mkdir(io_max, 0755), 0);
+        assert_int_equal(gantry_qos_init(&o, &err), 0);
+        assert_true(gantry_qos_apply(&r, &err) < 0);
+        assert_non_null(strstr(err.msg, "io.max of pod ml/a"));
+        assert_int_equal(count_records(), 0);
+        /* a bad UID never becomes a path */
+        r.pod_uid = "../../x";
+        assert_int_equal(gantry_qos_apply(&r, &err), -EINVAL);
+        assert_non_null(strstr(err.msg, "pod uid"));
+}
+
+/* ---- the scheduler's charge and the node's cap: one number ---- */
+
+static const char *const objects[] = {
+        "{\"kind\":\"StorageClass\",\"metadata\":{\"name\":\"ds\"},\"provisioner\":\"csi.gantry.io\","
+        "\"parameters\":{\"tier\":\"dataset\",\"clusterID\":\"ceph-a\","
+        "\"gantry.io/read-gbps-per-gpu\":\"3\",\"bandwidthPolicy\":\"burst\","
+        "\"bandwidthBurstFactor\":\"1.5\"}}",
+        "{\"kind\":\"StorageClass\",\"metadata\":{\"name\":\"dflt\"},\"provisioner\":\"csi.gantry.io\","
+        "\"parameters\":{\"tier\":\"dataset\",\"clusterID\":\"ceph-a\",\"gantry.io/default-gbps\":\"0.25\"}}",
+        "{\"kind\":\"StorageClass\",\"metadata\":{\"name\":\"ck\",\"annotations\":"
+        "{\"gantry.io/write-gbps-per-gpu\":\"2\"}},\"provisioner\":\"csi.gantry.io\","
+        "\"parameters\":{\"tier\":\"checkpoint\",\"targetID\":\"tgt-a\",\"bandwidthWriteIOPS\":\"900\"}}",
+        "{\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"pv-1\"},\"spec\":{\"storageClassName\":\"ds\","
+        "\"csi\":{\"driver\":\"csi.gantry.io\",\"volumeHandle\":\"ds-vol-1\",\"volumeAttributes\":"
+        "{\"tier\":\"dataset\",\"clusterID\":\"ceph-b\"}}}}",
+        "{\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"pv-2\"},\"spec\":{\"storageClassName\":\"ds\","
+        "\"csi\":{\"driver\":\"csi.gantry.io\",\"volumeHandle\":\"ds-vol-2\",\"volumeAttributes\":"
+        "{\"tier\":\"dataset\",\"clusterID\":\"ceph-b\"}}}}",
+        "{\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"pv-3\"},\"spec\":{\"storageClassName\":\"ck\","
+        "\"csi\":{\"driver\":\"csi.gantry.io\",\"volumeHandle\":\"ck-vol-3\",\"volumeAttributes\":"
+        "{\"tier\":\"checkpoint\",\"targetID\":\"tgt-a\"}}}}",
+        "{\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"pv-4\"},\"spec\":{\"storageClassName\":\"dflt\","
+        "\"csi\":{\"driver\":\"csi.gantry.io\",\"volumeHandle\":\"ds-vol-4\",\"volumeAttributes\":"
+        "{\"tier\":\"dataset\",\"clusterID\":\"ceph-a\"}}}}",
+        "{\"kind\":\"PersistentVolumeClaim\",\"metadata\":{\"name\":\"c1\",\"namespace\":\"ml\"},"
+        "\"spec\":{\"storageClassName\":\"ds\",\"volumeName\":\"pv-1\"}}",
+        "{\"kind\":\"PersistentVolumeClaim\",\"metadata\":{\"name\":\"c2\",\"namespace\":\"ml\"},"
+        "\"spec\":{\"storageClassName\":\"ds\",\"volumeName\":\"pv-2\"}}",
+        "{\"kind\":\"PersistentVolumeClaim\",\"metadata\":{\"name\":\"c3\",\"namespace\":\"ml\"},"
+        "\"spec\":{\"storageClassName\":\"ck\",\"volumeName\":\"pv-3\"}}",
+        "{\"kind\":\"PersistentVolumeClaim\",\"metadata\":{\"name\":\"c4\",\"namespace\":\"ml\"},"
+        "\"spec\":{\"storageClassName\":\"dflt\",\"volumeName\":\"pv-4\"}}",
+};
+
+/* The node's lookup: the same objects, by kind and name (the API GETs' stand-in). */
+static json_t *objects_lookup(void *ud, enum gantry_bw_kind kind, const char *ns, const char *name)
+{
+        static const char *const kinds[] = { "PersistentVolumeClaim", "PersistentVolume",
+                                             "StorageClass" };
+        json_t *all = ud, *o;
+        size_t i;
+
+        json_array_foreach(all, i, o) {
+                const json_t *md = json_object_get(o, "metadata");
+                const char *ons = json_string_value(json_object_get(md, "namespace"));
+
+                if (!strcmp(json_string_value(json_object_get(o, "kind")), kinds[kind]) &&
+                    !strcmp(json_string_value(json_object_get(md, "name")), name) &&
+                    (!ns || (ons && !strcmp(ons, ns))))
+                        return json_incref(o);
+        }
+        return NULL;
+}
+
+static void check_equal(const char *pod_text, const char *const *volume_ids, size_t n_vol,
+                        const double *want_gbps)
+{
+        static const enum gantry_obj_kind sk[] = { GANTRY_OBJ_STORAGE_CLASS, GANTRY_OBJ_PV,
+                                                   GANTRY_OBJ_PVC };
+        struct gantry_cluster *c;
+        struct gantry_sched_state *st;
+        struct gantry_sched_demand d;
+        struct gantry_error err = { 0 };
+        json_t *all = json_array(), *pod = json_loads(pod_text, 0, NULL);
+
+        assert_non_null(pod);
+        assert_int_equal(gantry_cluster_new(&c), 0);
+        assert_int_equal(gantry_sched_state_new(c, &st), 0);
+        for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++) {
+                json_t *o = json_loads(objects[i], 0, NULL);
+                const char *k = json_string_value(json_object_get(o, "kind"));
+                enum gantry_obj_kind kind = !strcmp(k, "StorageClass") ? sk[0]
+                                            : !strcmp(k, "PersistentVolume") ? sk[1] : sk[2];
+
+                assert_int_equal(gantry_sched_state_apply(st, kind, false, o, &err), 0);
+                json_array_append_new(all, o);
+        }
+        assert_int_equal(gantry_sched_demand_from_pod(st, pod, &d, &err), 0);
+        assert_int_equal(d.d.n_flows, n_vol);
+        for (size_t i = 0; i < n_vol; i++) {
+                struct gantry_qos_request req;
+                unsigned long long charge = gantry_bw_bytes_per_second(d.d.flows[i].gbps);
+
+                assert_int_equal(gantry_qos_request_from_pod(pod, objects_lookup, all, volume_ids[i],
+                                                             &req, &err), 0);
+                /* the scheduler's charge, in bytes/s, is the node's reservation */
+                assert_int_equal(charge, req.declared.rbps + req.declared.wbps);
+                assert_true(fabs(d.d.flows[i].gbps - want_gbps[i]) < 1e-9);
+        }
+        json_decref(pod);
+        json_decref(all);
+        gantry_sched_state_free(st);
+        gantry_cluster_free(c);
+}
+
+static void test_scheduler_charge_equals_node_cap(void **state)
+{
+        static const char *const ids[] = { "ds-vol-1", "ds-vol-2", "ck-vol-3" };
+        static const double per_gpu[] = { 12, 12, 8 }, declared[] = { 12.5, 12.5, 7 };
+        static const char *const dflt_ids[] = { "ds-vol-4" };
+        static const double dflt[] = { 0.25 };
+        struct gantry_qos_request req;
+        struct gantry_error err;
+        json_t *all = json_array(), *pod;
+
+        (void)state;
+        /* from the classes' per-GPU rates: 4 GPUs x 3 (dataset), x 2 (checkpoint) */
+        check_equal("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\",\"uid\":\"" UID_A "\"},"
+                    "\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"4\"}}}],"
+                    "\"volumes\":[{\"name\":\"a\",\"persistentVolumeClaim\":{\"claimName\":\"c1\"}},"
+                    "{\"name\":\"b\",\"persistentVolumeClaim\":{\"claimName\":\"c2\"}},"
+                    "{\"name\":\"c\",\"persistentVolumeClaim\":{\"claimName\":\"c3\"}}]}}",
+                    ids, 3, per_gpu);
+        /* declared: 25 Gbps split over two datasets, 7 over the checkpoint */
+        check_equal("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\",\"uid\":\"" UID_A "\","
+                    "\"annotations\":{\"gantry.io/dataset-read-gbps\":\"25\","
+                    "\"gantry.io/checkpoint-write-gbps\":\"7\"}},"
+                    "\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"4\"}}}],"
+                    "\"volumes\":[{\"name\":\"a\",\"persistentVolumeClaim\":{\"claimName\":\"c1\"}},"
+                    "{\"name\":\"b\",\"persistentVolumeClaim\":{\"claimName\":\"c2\"}},"
+                    "{\"name\":\"c\",\"persistentVolumeClaim\":{\"claimName\":\"c3\"}}]}}",
+                    ids, 3, declared);
+        /* declared nothing, no GPU: the class's default rate, charged and capped */
+        check_equal("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\",\"uid\":\"" UID_A "\"},"
+                    "\"spec\":{\"containers\":[{}],"
+                    "\"volumes\":[{\"name\":\"a\",\"persistentVolumeClaim\":{\"claimName\":\"c4\"}}]}}",
+                    dflt_ids, 1, dflt);
+
+        /* the node's request carries the class's policy and IOPS */
+        for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++)
+                json_array_append_new(all, json_loads(objects[i], 0, NULL));
+        pod = json_loads("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\",\"uid\":\"" UID_A "\"},"
+                         "\"spec\":{\"containers\":[{\"resources\":{\"limits\":{\"nvidia.com/gpu\":2}}}],"
+                         "\"volumes\":[{\"name\":\"a\",\"persistentVolumeClaim\":{\"claimName\":\"c1\"}},"
+                         "{\"name\":\"c\",\"persistentVolumeClaim\":{\"claimName\":\"c3\"}}]}}",
+                         0, NULL);
+        assert_int_equal(gantry_qos_request_from_pod(pod, objects_lookup, all, "ds-vol-1", &req, &err), 0);
+        assert_int_equal(req.policy, GANTRY_QOS_POLICY_BURST);
+        assert_true(fabs(req.burst_factor - 1.5) < 1e-9);
+        assert_int_equal(req.declared.rbps, 750000000ULL); /* 2 x 3 Gbps */
+        assert_string_equal(req.pod_uid, UID_A);
+        assert_int_equal(gantry_qos_request_from_pod(pod, objects_lookup, all, "ck-vol-3", &req, &err), 0);
+        assert_int_equal(req.policy, GANTRY_QOS_POLICY_CAP);
+        assert_int_equal(req.declared.wbps, 500000000ULL); /* 2 x 2 Gbps */
+        assert_int_equal(req.declared.wiops, 900);
+        assert_int_equal(gantry_qos_request_from_pod(pod, objects_lookup, all, "nope", &req, &err),
+                         -ENOENT);
+        json_decref(pod);
+        json_decref(all);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_cgroup_find_both_drivers_every_qos, setup, teardown),
+                cmocka_unit_test(test_iomax_line_and_policies),
+                cmocka_unit_test(test_class_parameters_validated),
+                cmocka_unit_test_setup_teardown(test_apply_remove_reconcile, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cgroup_v1_not_enforced, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_refused_line_is_an_error_and_no_record, setup,
+                                                teardown),
+                cmocka_unit_test(test_scheduler_charge_equals_node_cap),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,463 @@
+"""Bandwidth caps on a real kernel (run inside the VM by tests/vm/run.sh;
+CTest: vm_qos).
+
+gantry-csi --mode node runs in the guest, driven over its Unix socket by
+python3-grpcio as kubelet would, with podInfoOnMount's keys in the
+volume_context. The pods' cgroups are laid out in the guest's cgroup v2
+exactly as the kubelet makes them, for both cgroup drivers (systemd slices
+and cgroupfs paths) and several QoS classes, with a container cgroup below
+each pod where its reader runs. The volume is a real RBD image (krbd) on a
+Ceph cluster in the test's network namespace (tests/vm/qos_cluster.sh),
+staged once read-only and published to every pod. The Kubernetes API the
+plugin reads the pods and their volumes from is the FAKE API server of
+tests/fakeapi (a real kube-apiserver does not fit in this VM); everything
+else -- io.max, blk-throttle, krbd -- is the kernel's.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import grpc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
+sys.path.insert(0, os.path.join(HERE, "..", "scheduler"))
+sys.path.insert(0, os.path.join(HERE, "..", "target"))
+sys.path.insert(0, os.path.join(HERE, "..", "fakeapi"))
+from ckpt_helpers import create_req, publish_req, write_config  # noqa: E402
+from csi_client import Plugin  # noqa: E402
+import csi_pb2  # noqa: E402
+from fake_api_proc import csinode  # noqa: E402
+import sched_harness  # noqa: E402
+from targetproc import Target  # noqa: E402
+
+SHARE = "/vm"
+CG = "/sys/fs/cgroup"
+KUBELET = "/var/lib/kubelet/plugins/kubernetes.io/csi/csi.gantry.io"
+VOL = "0001-0004-test-0000000000000001-bw"
+MODE = csi_pb2.VolumeCapability.AccessMode.Mode
+READ_SECONDS = 5.0
+
+
+def read_share(name):
+    with open(os.path.join(SHARE, name)) as f:
+        return f.read().strip()
+
+
+def uid(n):
+    return "6a3e0c1d-5b2f-4c7a-9d1e-00000000000%d" % n
+
+
+# name -> (uid, pod cgroup relative to CG, container cgroup name, storage class)
+PODS = {
+    # systemd driver, Burstable
+    "a": (uid(1), "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice"
+          % uid(1).replace("-", "_"), "cri-containerd-a.scope", "bw-cap"),
+    # cgroupfs driver, BestEffort
+    "b": (uid(2), "kubepods/besteffort/pod%s" % uid(2), "c0ffee0b", "bw-cap"),
+    # systemd driver, Guaranteed, under a class with bandwidthPolicy none
+    "c": (uid(3), "kubepods.slice/kubepods-pod%s.slice" % uid(3).replace("-", "_"),
+          "cri-containerd-c.scope", "bw-none"),
+    # cgroupfs driver, Burstable: deleted while the plugin is down
+    "d": (uid(4), "kubepods/burstable/pod%s" % uid(4), "c0ffee0d", "bw-cap"),
+}
+
+
+def target(name):
+    return "/var/lib/kubelet/pods/%s/volumes/kubernetes.io~csi/pvc-%s/mount" % (PODS[name][0], name)
+
+
+def iomax(name):
+    with open(os.path.join(CG, PODS[name][1], "io.max")) as f:
+        return f.read()
+
+
+T0 = time.monotonic()
+
+
+def step(what):
+    """Progress on the console (stderr: unbuffered), for a run that hangs."""
+    line = "test_qos %6.1fs: %s" % (time.monotonic() - T0, what)
+    print(line, file=sys.stderr, flush=True)
+    with open(os.path.join(SHARE, "progress"), "a") as f:  # seen from the host as it runs
+        f.write(line + "\n")
+
+
+def rate_in(cgroup_dir, path, seconds, write=False):
+    """Bytes/s a reader (or writer) in @cgroup_dir moves flat out for @seconds."""
+    out = subprocess.run([sys.executable, os.path.join(HERE, "qos_reader.py"), cgroup_dir, path,
+                          str(seconds)] + (["write"] if write else []),
+                         capture_output=True, text=True, check=True, timeout=seconds + 60).stdout
+    m = re.search(r"bytes=(\d+) seconds=([\d.]+)", out)
+    return int(m.group(1)) / float(m.group(2))
+
+
+def wait_for(what, pred, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.1)
+
+
+class QosTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.env = dict(line.split("=", 1) for line in read_share("env").splitlines())
+        cls.key = read_share("gantry.key")
+        subprocess.run(["modprobe", "rbd"], check=True, timeout=60)
+        if not os.path.exists(os.path.join(CG, "cgroup.controllers")):
+            subprocess.run(["mount", "-t", "cgroup2", "none", CG], check=True, timeout=30)
+        with open(os.path.join(CG, "cgroup.controllers")) as f:
+            if "io" not in f.read().split():
+                raise unittest.SkipTest("no io controller in this kernel")
+        step("cgroup v2 mounted")
+        cls.workdir = tempfile.mkdtemp(prefix="gantry-qos-vm-")
+        cls.state = os.path.join(cls.workdir, "qos")
+        for name, (_, rel, ctr, _) in PODS.items():
+            os.makedirs(os.path.join(CG, rel, ctr))
+        cls.api = sched_harness.FakeAPI("tok-node")
+        step("fake API up")
+        cls.kubeconfig = cls.api.write_kubeconfig(os.path.join(cls.workdir, "kubeconfig"))
+        cls.plugin = None
+        cls.start_plugin()
+        step("plugin up")
+        # stage once, read-only, as raw block (the image holds no file system)
+        cls.call("NodeStageVolume", volume_id=VOL, staging_target_path=cls.staging(),
+                 volume_capability=cls.cap(), volume_context=cls.context(),
+                 secrets={"userID": "gantry", "userKey": cls.key})
+        step("staged")
+        cls.dev = os.path.join(cls.staging(), "device")
+        st = os.stat(cls.dev)
+        cls.majmin = "%d:%d" % (os.major(st.st_rdev), os.minor(st.st_rdev))
+        # what this VM reads with no cap at all: the caps are picked well below it
+        os.makedirs(os.path.join(CG, "uncapped"), exist_ok=True)
+        rate = cls.read_in(os.path.join(CG, "uncapped"), cls.dev, 3.0)
+        # well below: under TCG the guest's CPUs, shared by all three readers,
+        # are what runs out first
+        cls.cap1 = max(1, min(4, int(rate / 16e6))) * 1000000
+        cls.cap2 = 2 * cls.cap1
+        print("uncapped %.1f MB/s; caps %d and %d B/s" % (rate / 1e6, cls.cap1, cls.cap2))
+        cls.seed()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            for name in PODS:
+                try:
+                    cls.call("NodeUnpublishVolume", volume_id=VOL, target_path=target(name))
+                except grpc.RpcError:
+                    pass
+            cls.call("NodeUnstageVolume", volume_id=VOL, staging_target_path=cls.staging())
+            rc = cls.plugin.stop() if cls.plugin else 0
+            log = cls.plugin.read_log() if cls.plugin else ""
+            print("---- plugin log (qos lines)")
+            print("\n".join(line for line in log.splitlines() if "qos" in line)[-4000:])
+            if rc != 0:
+                raise AssertionError("plugin exit %s" % rc)
+        finally:
+            if cls.plugin:
+                cls.plugin.kill()
+            cls.api.stop()
+            shutil.rmtree(cls.workdir, ignore_errors=True)
+
+    # ---- helpers ----
+
+    @classmethod
+    def start_plugin(cls):
+        p = Plugin(mode="node", node_id="vm-node", workdir=cls.workdir, ready_timeout=60.0,
+                   extra=["--kubeconfig", cls.kubeconfig, "--cgroup-root", CG,
+                          "--qos-state-dir", cls.state, "--qos-interval", "2"])
+        starts = p.read_log().count("event=csi.started")
+        cls.plugin = p.start()
+        wait_for("the plugin's start line",
+                 lambda: p.read_log().count("event=csi.started") > starts, 60)
+        p.channel.close()
+        p.channel = grpc.insecure_channel(p.endpoint,
+                                          options=[("grpc.use_local_subchannel_pool", 1)])
+        grpc.channel_ready_future(p.channel).result(timeout=30)
+
+    @classmethod
+    def call(cls, method, timeout=120.0, **fields):
+        return cls.plugin.call(method, getattr(csi_pb2, method + "Request")(**fields),
+                               timeout=timeout)
+
+    @staticmethod
+    def staging():
+        return os.path.join(KUBELET, "staging", "bw")
+
+    @staticmethod
+    def cap():
+        c = csi_pb2.VolumeCapability(access_mode=csi_pb2.VolumeCapability.AccessMode(
+            mode=MODE.MULTI_NODE_READER_ONLY))
+        c.block.SetInParent()
+        return c
+
+    @classmethod
+    def context(cls, pod=None):
+        # msgr2 (the test cluster speaks nothing else), as test_node.py maps
+        ctx = {"tier": "dataset", "clusterID": "test", "monitors": cls.env["MONITORS"],
+               "pool": "rbd", "imageName": "bw", "mapOptions": "ms_mode=crc"}
+        if pod:
+            ctx.update({"csi.storage.k8s.io/pod.name": pod,
+                        "csi.storage.k8s.io/pod.namespace": "ml",
+                        "csi.storage.k8s.io/pod.uid": PODS[pod][0],
+                        "csi.storage.k8s.io/ephemeral": "false"})
+        return ctx
+
+    @classmethod
+    def seed(cls):
+        """The classes, PVs, PVCs and pods the node reads through the API."""
+        gbps = {cls.cap1: "%g" % (cls.cap1 * 8 / 1e9), cls.cap2: "%g" % (cls.cap2 * 8 / 1e9)}
+        objs = [("storageclasses", {"metadata": {"name": "bw-cap"}, "provisioner": "csi.gantry.io",
+                                    "parameters": {"tier": "dataset", "clusterID": "test"}}),
+                ("storageclasses", {"metadata": {"name": "bw-none"},
+                                    "provisioner": "csi.gantry.io",
+                                    "parameters": {"tier": "dataset", "clusterID": "test",
+                                                   "bandwidthPolicy": "none"}})]
+        for name, (pod_uid, _, _, sc) in PODS.items():
+            rate = cls.cap2 if name == "b" else cls.cap1
+            objs += [
+                ("persistentvolumes", {"metadata": {"name": "pv-" + name}, "spec": {
+                    "storageClassName": sc, "csi": {
+                        "driver": "csi.gantry.io", "volumeHandle": VOL,
+                        "volumeAttributes": {"tier": "dataset", "clusterID": "test"}}}}),
+                ("persistentvolumeclaims", {"metadata": {"name": "data-" + name, "namespace": "ml"},
+                                            "spec": {"storageClassName": sc,
+                                                     "volumeName": "pv-" + name}}),
+                ("pods", {"metadata": {"name": name, "namespace": "ml", "uid": pod_uid,
+                                       "annotations": {"gantry.io/dataset-read-gbps": gbps[rate]}},
+                          "spec": {"nodeName": "vm-node", "containers": [{"name": "train"}],
+                                   "volumes": [{"name": "data", "persistentVolumeClaim":
+                                                {"claimName": "data-" + name}}]}}),
+            ]
+        for res, obj in objs:
+            assert cls.api.post("/fake/objects/" + res, obj) == 200
+
+    @staticmethod
+    def read_in(cgroup_dir, path, seconds):
+        return rate_in(cgroup_dir, path, seconds)
+
+    def publish(self, name):
+        self.call("NodePublishVolume", volume_id=VOL, staging_target_path=self.staging(),
+                  target_path=target(name), volume_capability=self.cap(), readonly=True,
+                  volume_context=self.context(name))
+
+    def line(self, name):
+        """The pod's io.max line for the device, or None."""
+        for ln in iomax(name).splitlines():
+            if ln.split()[0] == self.majmin:
+                return ln
+        return None
+
+    def want(self, rbps):
+        return "%s rbps=%d wbps=max riops=max wiops=max" % (self.majmin, rbps)
+
+    def records(self):
+        return sorted(f for f in os.listdir(self.state) if f.endswith(".rec"))
+
+    # ---- the test: one scenario, in order ----
+
+    def test_caps_enforced_reconciled_removed(self):
+        for name in PODS:
+            self.publish(name)
+        self.publish("a")  # idempotent
+        step("published")
+        # one ROX device, each pod's cgroup its own line; none: no line
+        self.assertEqual(self.line("a"), self.want(self.cap1))
+        self.assertEqual(self.line("b"), self.want(self.cap2))
+        self.assertEqual(self.line("d"), self.want(self.cap1))
+        self.assertIsNone(self.line("c"))
+        self.assertEqual(len(self.records()), 4)
+
+        # three pods read the one device flat out at once, through their targets
+        procs = {}
+        for name in ("a", "b", "c"):
+            rel, ctr = PODS[name][1], PODS[name][2]
+            # the uncapped reader keeps one request in flight, the capped ones
+            # four: it must not starve them of the VM's CPUs
+            procs[name] = subprocess.Popen(
+                [sys.executable, os.path.join(HERE, "qos_reader.py"),
+                 os.path.join(CG, rel, ctr), target(name), str(READ_SECONDS), "read",
+                 "1" if name == "c" else "4"],
+                stdout=subprocess.PIPE, text=True)
+        rates = {}
+        for name, p in procs.items():
+            out, _ = p.communicate(timeout=READ_SECONDS + 60)
+            self.assertEqual(p.returncode, 0)
+            m = re.search(r"bytes=(\d+) seconds=([\d.]+)", out)
+            rates[name] = int(m.group(1)) / float(m.group(2))
+        print("measured B/s: a=%.0f (cap %d) b=%.0f (cap %d) c=%.0f (none)"
+              % (rates["a"], self.cap1, rates["b"], self.cap2, rates["c"]))
+        self.assertLess(abs(rates["a"] / self.cap1 - 1), 0.10, rates)
+        self.assertLess(abs(rates["b"] / self.cap2 - 1), 0.10, rates)
+        self.assertGreater(rates["c"], 2 * self.cap2, rates)
+
+        step("read")
+        # the plugin dies; meanwhile a line is lost and pod d is deleted
+        self.plugin.kill()
+        with open(os.path.join(CG, PODS["a"][1], "io.max"), "w") as f:
+            f.write("%s rbps=max wbps=max riops=max wiops=max" % self.majmin)
+        self.assertIsNone(self.line("a"))
+        os.rmdir(os.path.join(CG, PODS["d"][1], PODS["d"][2]))
+        os.rmdir(os.path.join(CG, PODS["d"][1]))
+        type(self).start_plugin()
+        # reconcile at start: a's cap is back, d leaves nothing behind
+        wait_for("a's cap re-applied", lambda: self.line("a") == self.want(self.cap1))
+        self.assertEqual(self.line("b"), self.want(self.cap2))
+        wait_for("d's record dropped", lambda: len(self.records()) == 3)
+        # and periodically: a line lost while the plugin runs comes back
+        with open(os.path.join(CG, PODS["b"][1], "io.max"), "w") as f:
+            f.write("%s rbps=max" % self.majmin)
+        wait_for("b's cap re-applied", lambda: self.line("b") == self.want(self.cap2), 30)
+
+        step("reconciled")
+        # unpublish takes the pod's line back, the others stay
+        self.call("NodeUnpublishVolume", volume_id=VOL, target_path=target("a"))
+        self.assertIsNone(self.line("a"))
+        self.assertEqual(self.line("b"), self.want(self.cap2))
+        self.assertEqual(len(self.records()), 2)
+        self.call("NodeUnpublishVolume", volume_id=VOL, target_path=target("b"))
+        self.assertIsNone(self.line("b"))
+        self.assertEqual(len(self.records()), 1)
+
+
+class CheckpointQosTest(unittest.TestCase):
+    """A checkpoint volume (NVMe/TCP on the guest's loopback, gantry-target on
+    nvmet, gantry-csi --mode all) published to a pod: its write burst is
+    held to the wbps of its gantry.io/checkpoint-write-gbps."""
+
+    POD_UID = "6a3e0c1d-5b2f-4c7a-9d1e-0000000000e1"
+    POD_CG = "kubepods/pod" + POD_UID  # cgroupfs driver, Guaranteed
+    WORK = "/tmp/gantry-qos-ckpt-vm"
+
+    @classmethod
+    def setUpClass(cls):
+        subprocess.run(["modprobe", "-a", "nvmet", "nvmet-tcp", "nvme-tcp", "nvme-fabrics"],
+                       check=True, timeout=60)
+        if not os.path.exists(os.path.join(CG, "cgroup.controllers")):
+            subprocess.run(["mount", "-t", "cgroup2", "none", CG], check=True, timeout=30)
+        shutil.rmtree(cls.WORK, ignore_errors=True)
+        os.makedirs(os.path.join(cls.WORK, "csi"))
+        cls.stage = os.path.join(cls.WORK, "stage")
+        cls.tgt_path = os.path.join(cls.WORK, "pods", cls.POD_UID, "mount")
+        os.makedirs(cls.stage)
+        os.makedirs(os.path.join(CG, cls.POD_CG, "c0ffeee1"))
+        os.makedirs(os.path.join(CG, "uncapped"), exist_ok=True)
+        cls.target = cls.api = cls.plugin = None
+        cls.target = Target(workdir=os.path.join(cls.WORK, "tgt"),
+                            configfs="/sys/kernel/config/nvmet", port=8011).start()
+        tok = os.path.join(cls.WORK, "token")
+        with open(tok, "w") as f:
+            f.write(cls.target.token)
+        cfg = write_config(os.path.join(cls.WORK, "gantry.json"),
+                           [("tgt-vm", cls.target.url, tok, [("127.0.0.1", "4430")], "leaf-vm")])
+        cls.api = sched_harness.FakeAPI("tok-ckpt")
+        assert cls.api.post("/fake/objects/csinodes", csinode("vm-node", "vm-node")) == 200
+        kc = cls.api.write_kubeconfig(os.path.join(cls.WORK, "kubeconfig"))
+        cls.plugin = Plugin(mode="all", node_id="vm-node", config=cfg, ready_timeout=60,
+                            workdir=os.path.join(cls.WORK, "csi"),
+                            extra=["--kubeconfig", kc, "--cgroup-root", CG]).start()
+        cls.vol = cls.plugin.call("CreateVolume", create_req("pvc-qos-ckpt", size=64 << 20),
+                                  timeout=60).volume
+        host = cls.plugin.call("ControllerPublishVolume", publish_req(cls.vol.volume_id, "vm-node"),
+                               timeout=60).publish_context["hostNQN"]
+        req = csi_pb2.NodeStageVolumeRequest(volume_id=cls.vol.volume_id,
+                                             staging_target_path=cls.stage)
+        req.publish_context["hostNQN"] = host
+        req.volume_capability.CopyFrom(publish_req(cls.vol.volume_id, "vm-node").volume_capability)
+        for k, v in cls.vol.volume_context.items():
+            req.volume_context[k] = v
+        cls.plugin.call("NodeStageVolume", req, timeout=120)
+        step("checkpoint staged")
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            if cls.plugin:
+                for method, req in (
+                        ("NodeUnpublishVolume", csi_pb2.NodeUnpublishVolumeRequest(
+                            volume_id=cls.vol.volume_id, target_path=cls.tgt_path)),
+                        ("NodeUnstageVolume", csi_pb2.NodeUnstageVolumeRequest(
+                            volume_id=cls.vol.volume_id, staging_target_path=cls.stage)),
+                        ("ControllerUnpublishVolume", csi_pb2.ControllerUnpublishVolumeRequest(
+                            volume_id=cls.vol.volume_id, node_id="vm-node")),
+                        ("DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=cls.vol.volume_id))):
+                    try:
+                        cls.plugin.call(method, req, timeout=120)
+                    except grpc.RpcError as e:
+                        print("cleanup %s: %s" % (method, e.details()))
+                rc = cls.plugin.stop()
+                if rc != 0:
+                    raise AssertionError("gantry-csi exited %s:\n%s" % (rc, cls.plugin.read_log()[-4000:]))
+        finally:
+            if cls.plugin:
+                cls.plugin.kill()
+            if cls.target:
+                cls.target.stop()
+            if cls.api:
+                cls.api.stop()
+
+    def test_write_burst_held_to_wbps(self):
+        # what this VM writes to the volume uncapped; the cap is picked well below
+        rate = rate_in(os.path.join(CG, "uncapped"), os.path.join(self.stage, "probe"), 3.0, True)
+        cap = max(1, min(4, int(rate / 10e6))) * 1000000
+        os.unlink(os.path.join(self.stage, "probe"))
+        print("checkpoint: uncapped write %.1f MB/s; cap %d B/s" % (rate / 1e6, cap))
+        objs = [
+            ("storageclasses", {"metadata": {"name": "ckpt"}, "provisioner": "csi.gantry.io",
+                                "parameters": {"tier": "checkpoint", "targetID": "tgt-vm"}}),
+            ("persistentvolumes", {"metadata": {"name": "pv-ckpt"}, "spec": {
+                "storageClassName": "ckpt", "csi": {
+                    "driver": "csi.gantry.io", "volumeHandle": self.vol.volume_id,
+                    "volumeAttributes": dict(self.vol.volume_context)}}}),
+            ("persistentvolumeclaims", {"metadata": {"name": "ckpt", "namespace": "ml"},
+                                        "spec": {"storageClassName": "ckpt",
+                                                 "volumeName": "pv-ckpt"}}),
+            ("pods", {"metadata": {"name": "e", "namespace": "ml", "uid": self.POD_UID,
+                                   "annotations": {
+                                       "gantry.io/checkpoint-write-gbps": "%g" % (cap * 8 / 1e9)}},
+                      "spec": {"containers": [{"name": "train"}],
+                               "volumes": [{"name": "ckpt", "persistentVolumeClaim":
+                                            {"claimName": "ckpt"}}]}}),
+        ]
+        for res, obj in objs:
+            self.assertEqual(self.api.post("/fake/objects/" + res, obj), 200)
+        req = csi_pb2.NodePublishVolumeRequest(
+            volume_id=self.vol.volume_id, staging_target_path=self.stage,
+            target_path=self.tgt_path,
+            volume_capability=publish_req(self.vol.volume_id, "vm-node").volume_capability)
+        for k, v in self.vol.volume_context.items():
+            req.volume_context[k] = v
+        req.volume_context.update({"csi.storage.k8s.io/pod.name": "e",
+                                   "csi.storage.k8s.io/pod.namespace": "ml",
+                                   "csi.storage.k8s.io/pod.uid": self.POD_UID})
+        self.plugin.call("NodePublishVolume", req, timeout=60)
+        # the device is the NVMe namespace head mounted at the staging path
+        dev = os.stat(self.stage).st_dev
+        want = "%d:%d rbps=max wbps=%d riops=max wiops=max" % (os.major(dev), os.minor(dev), cap)
+        with open(os.path.join(CG, self.POD_CG, "io.max")) as f:
+            self.assertIn(want, f.read().splitlines())
+        with open("/sys/dev/block/%d:%d/uevent" % (os.major(dev), os.minor(dev))) as f:
+            self.assertRegex(f.read(), r"DEVNAME=nvme\d+n\d+")
+        got = rate_in(os.path.join(CG, self.POD_CG, "c0ffeee1"),
+                      os.path.join(self.tgt_path, "burst"), READ_SECONDS, True)
+        print("checkpoint: measured write %.0f B/s (cap %d)" % (got, cap))
+        self.assertLess(abs(got / cap - 1), 0.10)
+        self.plugin.call("NodeUnpublishVolume", csi_pb2.NodeUnpublishVolumeRequest(
+            volume_id=self.vol.volume_id, target_path=self.tgt_path), timeout=60)
+        with open(os.path.join(CG, self.POD_CG, "io.max")) as f:
+            self.assertNotIn("%d:%d " % (os.major(dev), os.minor(dev)), f.read())
+
+
+if __name__ == "__main__":
+    unittest.main()
