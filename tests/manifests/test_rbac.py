@@ -9,9 +9,10 @@ printed by rbac_api_calls (GANTRY_KUBE_API_CALLS names it; CTest sets it).
 The rules are every ClusterRole and Role bound to the ServiceAccount, in
 manifests/ and in the chart's default render (GANTRY_HELM_STANDIN).
 
-ServiceAccounts whose pods make no API call at all (the node plugin and
-gantry-target: no Kubernetes client is linked into gantry-csi or
-gantry-target) have no role bound and no token mounted.
+gantry-target makes no API call at all (no Kubernetes client is linked into
+it): its ServiceAccount has no role bound and no token mounted. The node
+plugin's only call is creating Events on pods (node/qos/pod_event.c): its
+ServiceAccount is granted exactly that.
 
 Without the client in the tree (the kube branch not merged yet) the test
 prints GANTRY-RBAC-SKIP and CTest reports it Skipped, never passed."""
@@ -92,7 +93,11 @@ def chart_docs():
 
 
 # ServiceAccounts of pods that make no Kubernetes API call.
-NO_API = ("gantry-node", "gantry-target")
+NO_API = ("gantry-target",)
+# The node plugin's API client: the bandwidth events on pods, and its calls.
+NODE_CLIENT = ("node/qos/pod_event.c", "node/qos/pod_event.h", "node/qos/usage_service.c",
+               "node/qos/usage_service.h", "node/qos/measure.cmake")
+NODE_CALLS = {("", "events", "create")}
 # gantry-csi's only API clients are in the controller: the node registry
 # (CSINode objects), the eviction of promoted copies (VolumeAttachments, a
 # PVC's PV for `gantryctl tier demote`) and the copy-state annotation of PVs
@@ -130,13 +135,14 @@ class NoApiTest(unittest.TestCase):
         self.check(chart_docs(), "charts/gantry")
 
     def test_the_binaries_link_no_kubernetes_client(self):
-        """gantry-target and the node plugin have no Kubernetes client in
-        them; in gantry-csi only the controller's CONTROLLER_CLIENT files have one (their
-        calls: CONTROLLER_CALLS, granted below)."""
-        for folder in ("csi", "controller", "node", "target"):
+        """gantry-target has no Kubernetes client in it; in gantry-csi only
+        the controller's CONTROLLER_CLIENT files (their calls: CONTROLLER_CALLS)
+        and the node's NODE_CLIENT files (NODE_CALLS) have one, granted below."""
+        for folder in ("csi", "controller", "node", "node/qos", "target"):
             for path in glob.glob(os.path.join(ROOT, folder, "*.[ch]")) + \
+                    glob.glob(os.path.join(ROOT, folder, "*.cmake")) + \
                     glob.glob(os.path.join(ROOT, folder, "CMakeLists.txt")):
-                if os.path.relpath(path, ROOT) in CONTROLLER_CLIENT:
+                if os.path.relpath(path, ROOT) in CONTROLLER_CLIENT + NODE_CLIENT:
                     continue
                 with open(path, errors="replace") as f:
                     text = f.read()
@@ -162,6 +168,23 @@ class NoApiTest(unittest.TestCase):
             with self.subTest(source=where):
                 rules, _ = granted(docs, "gantry-controller", NS)
                 self.assertLessEqual(CONTROLLER_CALLS, rules, where)
+
+
+class NodeApiTest(unittest.TestCase):
+    """The node plugin may create Events and nothing else."""
+
+    def test_the_node_may_post_events_only(self):
+        with open(os.path.join(ROOT, "node", "qos", "pod_event.c")) as f:
+            text = f.read()
+        self.assertIn('gantry_kube_create(pe->kube, path, "events"', text)
+        self.assertIn('"/api/v1/namespaces/%s/events"', text)
+        sources = [("manifests/", manifest_docs())]
+        if STANDIN:
+            sources.append(("charts/gantry", chart_docs()))
+        for where, docs in sources:
+            with self.subTest(source=where):
+                rules, odd = granted(docs, "gantry-node", NS)
+                self.assertEqual((rules, odd), (NODE_CALLS, []), where)
 
 
 class RbacCompareTest(unittest.TestCase):
