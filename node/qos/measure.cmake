@@ -17,3 +17,12 @@ add_library(gantry_qos_events STATIC ${CMAKE_CURRENT_LIST_DIR}/pod_event.c
   ${CMAKE_CURRENT_LIST_DIR}/usage_service.c)
 target_include_directories(gantry_qos_events PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(gantry_qos_events PUBLIC gantry_qos_measure gantry_kube)
+
+# The sampler walks the enforcement side's caps (qos.h, library
+# gantry_node_qos) when that side is in the tree; else its own table
+# (usage_targets.c), which nothing fills: the metrics then stay empty.
+if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/qos.h AND TARGET gantry_node_qos)
+  target_sources(gantry_qos_events PRIVATE ${CMAKE_CURRENT_LIST_DIR}/usage_qos_source.c)
+  target_compile_definitions(gantry_qos_events PRIVATE GANTRY_USAGE_FROM_QOS=1)
+  target_link_libraries(gantry_qos_events PUBLIC gantry_node_qos)
+endif()

@@ -1,6 +1,8 @@
 /*
  * The measuring loop's lifetime in the node plugin (see usage_service.h):
- * one sampler thread, one optional API client for events.
+ * one sampler thread, one optional API client for events. The caps it
+ * walks are the enforcement side's (qos.h) when it is built in, else the
+ * table of usage_targets.h.
  */
 #include "usage_service.h"
 
@@ -13,6 +15,12 @@
 #include "pod_event.h"
 #include "usage_sampler.h"
 #include "usage_targets.h"
+#ifdef GANTRY_USAGE_FROM_QOS
+#include "usage_qos_source.h"
+#define CAPS_IN_FORCE gantry_usage_qos_iterate
+#else
+#define CAPS_IN_FORCE gantry_usage_targets_iterate
+#endif
 
 static struct gantry_usage_sampler *sampler;
 static struct gantry_kube_client *kube;
@@ -36,7 +44,7 @@ int gantry_usage_service_start(const struct gantry_usage_service_options *o,
         }
         events.kube = kube;
         events.node = o->node;
-        so.iterate = gantry_usage_targets_iterate;
+        so.iterate = CAPS_IN_FORCE;
         so.post_event = kube ? gantry_pod_event_sink : NULL;
         so.event_ctx = &events;
         so.metrics = o->metrics;
