@@ -26,3 +26,6 @@ if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/qos.h AND TARGET gantry_node_qos)
   target_compile_definitions(gantry_qos_events PRIVATE GANTRY_USAGE_FROM_QOS=1)
   target_link_libraries(gantry_qos_events PUBLIC gantry_node_qos)
 endif()
+
+# The node service starts the loop (node.c: gantry_usage_service_start).
+target_link_libraries(gantry_node PUBLIC gantry_qos_events)

@@ -2,7 +2,7 @@
  * Unit tests of node/qos/io_usage.c: the io.stat and io.pressure parsers on
  * contents captured from real kernels (the VM's Debian 6.1 kernel for
  * io.stat, this machine's cgroup v2 root for io.pressure; files in
- * tests/node/fixtures/cgroup_io/), malformed lines, and the reader on a
+ * tests/usage/fixtures/cgroup_io/), malformed lines, and the reader on a
  * directory laid out as a pod cgroup (a plain directory with the two files:
  * the reader only reads them).
  */
@@ -20,7 +20,7 @@
 #include "io_usage.h"
 
 #ifndef FIXTURES
-#error "FIXTURES must name tests/node/fixtures/cgroup_io"
+#error "FIXTURES must name tests/usage/fixtures/cgroup_io"
 #endif
 
 static char *slurp(const char *name, size_t *ret_len)
