@@ -1,6 +1,6 @@
 # node/qos/ measuring half: io.stat/io.pressure reader, the per (pod, volume)
 # usage window, the sampler that turns them into metrics and pod events.
-# Included from node/CMakeLists.txt; a library of its own so that gantryctl's
+# Included from the top-level CMakeLists.txt after node/; a library of its own so that gantryctl's
 # tests, the fuzz target and the node plugin link the same code.
 add_library(gantry_qos_measure STATIC
   ${CMAKE_CURRENT_LIST_DIR}/io_usage.c
