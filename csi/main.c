@@ -62,7 +62,8 @@ static void usage(FILE *f)
                 "  --drain-timeout S       seconds SIGTERM waits for calls in flight (default 30)\n"
                 "  --max-call-seconds S    deadline of a call that brings none (default 600)\n"
                 "  --kubeconfig FILE       controller: read node IDs (CSINode) with this\n"
-                "                          kubeconfig (default: in-cluster when in a pod)\n"
+                "                          kubeconfig; node: post bandwidth events on pods\n"
+                "                          (default: in-cluster when in a pod)\n"
                 "  --version               print the version and exit\n"
                 "  --help                  print this help and exit\n",
                 GANTRY_CSI_DRIVER_NAME);

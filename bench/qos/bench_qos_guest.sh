@@ -40,8 +40,16 @@ fi
 majmin=$(printf '%d:%d' "0x$(stat -c %t "$dev")" "0x$(stat -c %T "$dev")")
 echo "bench_qos: device $dev ($majmin), $what, ${secs} s per run"
 
-# rbytes of $majmin in cgroup $1 (0 when it has no line yet)
-rbytes() { awk -v d="$majmin" '$1==d { for (i=2;i<=NF;i++) if ($i ~ /^rbytes=/) { sub("rbytes=","",$i); print $i; f=1 } } END { if (!f) print 0 }' "$1/io.stat"; }
+# rbytes of $majmin in cgroup $1 (0 when it has no line yet), read by the
+# node plugin's own parser when the build is there
+reader=${GANTRY_BUILD_DIR:-build}/tests/qos_io_read
+rbytes() {
+        if [ -x "$reader" ]; then
+                "$reader" "$1" "$majmin" | cut -d' ' -f1
+        else
+                awk -v d="$majmin" '$1==d { for (i=2;i<=NF;i++) if ($i ~ /^rbytes=/) { sub("rbytes=","",$i); print $i; f=1 } } END { if (!f) print 0 }' "$1/io.stat"
+        fi
+}
 
 # read flat out for $secs seconds in a fresh cgroup with io.max line $1
 # ("" for none); prints bytes/s measured from io.stat
