@@ -8,8 +8,9 @@
 #   bench_qos_guest.sh [SECONDS_PER_RUN]
 #
 # Cap accuracy: a reader in its own cgroup reads the device flat out with
-# O_DIRECT under an rbps cap of 20, 50 and 100 MB/s; measured = the
-# cgroup's io.stat rbytes over the run's time, and the ratio measured / cap.
+# O_DIRECT under an rbps cap of 20, 50 and 100 MB/s; measured = the growth
+# of the cgroup's io.stat rbytes over the run (after a second of warm-up),
+# and the ratio measured / cap.
 # Cost of a cap: the same reader with no io.max line, then with a line far
 # above what the device can give (rbps=wbps=1 TB/s), alternating, 3 rounds
 # each; the ratio capped / uncapped of the medians.
@@ -51,21 +52,27 @@ rbytes() {
         fi
 }
 
-# read flat out for $secs seconds in a fresh cgroup with io.max line $1
-# ("" for none); prints bytes/s measured from io.stat
+# reads flat out in a fresh cgroup with io.max line $1 ("" for none);
+# prints the steady rate in bytes/s: the cgroup's rbytes over $secs seconds
+# taken after a second of warm-up (process start is not the cap's doing)
 run() {
-        local line=$1 d=$cg/gantry-bench-$$-$RANDOM t0 t1 b
+        local line=$1 d=$cg/gantry-bench-$$-$RANDOM pid t0 t1 b0 b1
         mkdir "$d"
         [ -z "$line" ] || echo "$majmin $line" >"$d/io.max"
-        t0=$(date +%s%N)
-        bash -c "echo \$\$ >$d/cgroup.procs; exec timeout $secs dd if=$dev of=/dev/null bs=1M iflag=direct status=none" || true
-        t1=$(date +%s%N)
-        b=$(rbytes "$d")
+        bash -c "echo \$\$ >$d/cgroup.procs; exec dd if=$dev of=/dev/null bs=1M iflag=direct status=none" &
+        pid=$!
+        sleep 1
+        b0=$(rbytes "$d") t0=$(date +%s%N)
+        sleep "$secs"
+        b1=$(rbytes "$d") t1=$(date +%s%N)
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
         if [ -n "${GANTRY_BENCH_QOS_CAPTURE:-}" ] && [ ! -e "$GANTRY_BENCH_QOS_CAPTURE/io.stat" ]; then
                 cp "$d/io.stat" "$d/io.pressure" "$d/io.max" "$GANTRY_BENCH_QOS_CAPTURE/" 2>/dev/null || true
+                echo "$majmin" >"$GANTRY_BENCH_QOS_CAPTURE/device"
         fi
         rmdir "$d"
-        echo $(( b * 1000000000 / (t1 - t0) ))
+        awk -v b="$((b1 - b0))" -v t="$((t1 - t0))" 'BEGIN { printf "%.0f\n", b * 1e9 / t }'
 }
 
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

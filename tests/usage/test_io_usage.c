@@ -1,8 +1,10 @@
 /*
  * Unit tests of node/qos/io_usage.c: the io.stat and io.pressure parsers on
- * contents captured from real kernels (the VM's Debian 6.1 kernel for
- * io.stat, this machine's cgroup v2 root for io.pressure; files in
- * tests/usage/fixtures/cgroup_io/), malformed lines, and the reader on a
+ * contents captured from real kernels (vm_*: a cgroup of the VM's Debian
+ * 6.1 kernel that read a null_blk device under an io.max cap of 20 MB/s,
+ * captured by bench/qos/bench_qos_guest.sh; host_io.pressure: this
+ * machine's cgroup v2 root; in tests/usage/fixtures/cgroup_io/), a
+ * two-device io.stat in the kernel's format, malformed lines, and the reader on a
  * directory laid out as a pod cgroup (a plain directory with the two files:
  * the reader only reads them).
  */
@@ -40,8 +42,8 @@ static char *slurp(const char *name, size_t *ret_len)
         return buf;
 }
 
-/* io.stat of a pod cgroup in the VM after reads of a null_blk device under
- * an io.max cap; the first line is another device the pod touched. */
+/* A pod cgroup's io.stat in the kernel's format with two devices: the one
+ * measured is not the first line. */
 static const char two_devices[] =
         "254:0 rbytes=8192 wbytes=0 rios=2 wios=0 dbytes=0 dios=0\n"
         "251:0 rbytes=104857600 wbytes=4096 rios=100 wios=1 dbytes=0 dios=0\n";
@@ -62,7 +64,7 @@ static void test_stat_picks_the_device(void **state)
         assert_int_equal(st.rios, 2);
 }
 
-static void __attribute__((unused)) test_stat_captured(void **state)
+static void test_stat_captured(void **state)
 {
         struct gantry_io_stat st = { 0 };
         unsigned maj = 0, min = 0;
@@ -79,6 +81,17 @@ static void __attribute__((unused)) test_stat_captured(void **state)
         assert_int_equal(st.wbytes, 0);
         free(text);
         free(dev);
+
+        /* the same cgroup's io.pressure: tasks waited on the throttled reads */
+        {
+                struct gantry_io_pressure pr;
+
+                text = slurp("vm_io.pressure", &len);
+                assert_int_equal(gantry_io_usage_parse_pressure(text, len, &pr), 0);
+                assert_int_equal(pr.some_us, 3795315);
+                assert_true(pr.has_full);
+                free(text);
+        }
 }
 
 static void test_stat_absent_and_malformed(void **state)
@@ -190,6 +203,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_stat_picks_the_device),
+                cmocka_unit_test(test_stat_captured),
                 cmocka_unit_test(test_stat_absent_and_malformed),
                 cmocka_unit_test(test_pressure),
                 cmocka_unit_test(test_read),
