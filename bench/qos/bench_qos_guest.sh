@@ -12,7 +12,7 @@
 # of the cgroup's io.stat rbytes over the run (after a second of warm-up),
 # and the ratio measured / cap.
 # Cost of a cap: the same reader with no io.max line, then with a line far
-# above what the device can give (rbps=wbps=1 TB/s), alternating, 3 rounds
+# above what the device can give (rbps=wbps=1 TB/s), alternating, 5 rounds
 # each; the ratio capped / uncapped of the medians.
 #
 # With GANTRY_BENCH_QOS_CAPTURE=DIR the io.stat and io.pressure of one run
@@ -88,7 +88,7 @@ done
 
 echo "bench_qos: cost of a cap (uncapped throughput with a very high io.max line vs none)"
 none=() high=()
-for round in 1 2 3; do
+for round in 1 2 3 4 5; do
         none+=("$(run "")")
         high+=("$(run "rbps=1000000000000 wbps=1000000000000")")
 done
