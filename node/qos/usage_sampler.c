@@ -40,13 +40,21 @@ struct entry {
         bool event_sent[EV_N];
 };
 
+struct pod_stall {
+        char *uid;
+        uint64_t last_us;
+        uint64_t pass_no; /* the pass that last advanced the counter */
+        bool have;
+};
+
 struct gantry_usage_sampler {
         struct gantry_usage_sampler_options o;
         struct entry *entries;
         size_t n;
-        /* pods whose stall counter this pass already advanced */
-        const char **pass_pods;
-        size_t n_pass_pods;
+        /* io.pressure is per pod, not per volume: its last total per pod */
+        struct pod_stall *pods;
+        size_t n_pods;
+        uint64_t pass_no;
         uint64_t now_ms;
         int sampled;
 
@@ -230,19 +238,38 @@ static void count_delta(struct gantry_metrics *m, const char *name, const char *
         gantry_metrics_counter_add(m, name, help, labels, d);
 }
 
-static bool pod_done_this_pass(struct gantry_usage_sampler *s, const char *uid)
+/* The stall counter of @uid's pod: advanced once per pass, by the first of
+ * its volumes visited, from the pod's own last total (a volume published
+ * later must not count the pod's history again). */
+static void count_stall(struct gantry_usage_sampler *s, const struct entry *e,
+                        const struct gantry_io_usage *u)
 {
-        const char **n;
+        struct pod_stall *p = NULL;
+        double d;
 
-        for (size_t i = 0; i < s->n_pass_pods; i++)
-                if (strcmp(s->pass_pods[i], uid) == 0)
-                        return true;
-        n = realloc(s->pass_pods, (s->n_pass_pods + 1) * sizeof(*n));
-        if (n) {
-                s->pass_pods = n;
-                s->pass_pods[s->n_pass_pods++] = uid;
+        for (size_t i = 0; i < s->n_pods; i++)
+                if (strcmp(s->pods[i].uid, e->pod_uid) == 0)
+                        p = &s->pods[i];
+        if (!p) {
+                struct pod_stall *n = realloc(s->pods, (s->n_pods + 1) * sizeof(*n));
+
+                if (!n)
+                        return;
+                s->pods = n;
+                p = &s->pods[s->n_pods];
+                memset(p, 0, sizeof(*p));
+                if (!(p->uid = strdup(e->pod_uid)))
+                        return;
+                s->n_pods++;
         }
-        return false;
+        if (p->pass_no == s->pass_no)
+                return;
+        d = !p->have || u->pressure.some_us < p->last_us ? (double)u->pressure.some_us
+                                                         : (double)(u->pressure.some_us - p->last_us);
+        gantry_metrics_counter_add(s->o.metrics, STALL_TOTAL, STALL_TOTAL_HELP, e->pod_labels, d / 1e6);
+        p->last_us = u->pressure.some_us;
+        p->have = true;
+        p->pass_no = s->pass_no;
 }
 
 static void send_event(struct gantry_usage_sampler *s, struct entry *e,
@@ -343,17 +370,11 @@ static int visit(void *ctx, const struct gantry_usage_target *t)
                 for (int i = 0; i < 4; i++)
                         count_delta(m, vol_counters[i], vol_counter_help[i], e->labels, cur[i],
                                     last[i], e->have_last);
-                if (u.has_pressure && !pod_done_this_pass(s, e->pod_uid)) {
-                        bool have = e->have_last && e->last.has_pressure;
-                        uint64_t last_us = e->last.pressure.some_us;
-                        double d = !have || u.pressure.some_us < last_us
-                                           ? (double)u.pressure.some_us
-                                           : (double)(u.pressure.some_us - last_us);
-
-                        gantry_metrics_counter_add(m, STALL_TOTAL, STALL_TOTAL_HELP, e->pod_labels,
-                                                   d / 1e6);
-                }
+                if (u.has_pressure)
+                        count_stall(s, e, &u);
         }
+        e->last = u;
+        e->have_last = true;
         smp = (struct gantry_usage_sample){
                 .t_ms = s->now_ms, .rbytes = u.stat.rbytes, .wbytes = u.stat.wbytes,
                 .rios = u.stat.rios, .wios = u.stat.wios,
@@ -362,8 +383,6 @@ static int visit(void *ctx, const struct gantry_usage_target *t)
         };
         if (gantry_usage_window_add(e->window, &smp) < 0)
                 return 0; /* the same instant twice: nothing new */
-        e->last = u;
-        e->have_last = true;
         gantry_usage_window_summary(e->window, t->declared_rbps, t->declared_wbps, &sum);
         if (m) {
                 update_gauges(m, e, t, &sum);
@@ -408,6 +427,19 @@ static void forget_unseen(struct gantry_usage_sampler *s)
                 memmove(e, e + 1, (s->n - i - 1) * sizeof(*e));
                 s->n--;
         }
+        for (size_t k = 0; k < s->n_pods;) {
+                bool used = false;
+
+                for (size_t j = 0; j < s->n && !used; j++)
+                        used = strcmp(s->entries[j].pod_uid, s->pods[k].uid) == 0;
+                if (used) {
+                        k++;
+                        continue;
+                }
+                free(s->pods[k].uid);
+                memmove(&s->pods[k], &s->pods[k + 1], (s->n_pods - k - 1) * sizeof(s->pods[0]));
+                s->n_pods--;
+        }
 }
 
 int gantry_usage_sampler_pass(struct gantry_usage_sampler *s, uint64_t now_ms)
@@ -420,7 +452,7 @@ int gantry_usage_sampler_pass(struct gantry_usage_sampler *s, uint64_t now_ms)
                 s->entries[i].seen = false;
         s->now_ms = now_ms;
         s->sampled = 0;
-        s->n_pass_pods = 0;
+        s->pass_no++;
         r = s->o.iterate(s->o.iterate_ctx, visit, s);
         if (r < 0) {
                 log_warn("qos.sample_walk_failed", "error=%s", strerror(-r));
@@ -492,7 +524,9 @@ void gantry_usage_sampler_free(struct gantry_usage_sampler *s)
         for (size_t i = 0; i < s->n; i++)
                 entry_clear(&s->entries[i]);
         free(s->entries);
-        free(s->pass_pods);
+        for (size_t i = 0; i < s->n_pods; i++)
+                free(s->pods[i].uid);
+        free(s->pods);
         pthread_cond_destroy(&s->cond);
         pthread_mutex_destroy(&s->lock);
         free(s);

@@ -108,11 +108,16 @@ static void write_cgroups(void)
 
 static int setup(void **state)
 {
+        static bool made;
+
         (void)state;
-        assert_non_null(mkdtemp(root));
+        if (!made)
+                assert_non_null(mkdtemp(root));
+        made = true;
         for (unsigned p = 0; p < 2; p++) {
                 snprintf(pods[p].dir, sizeof(pods[p].dir), "%s/pod%s", root, pods[p].uid);
-                assert_int_equal(mkdir(pods[p].dir, 0755), 0);
+                assert_true(mkdir(pods[p].dir, 0755) == 0 || errno == EEXIST);
+                pods[p].stall_us = 0;
         }
         /* train-0: a dataset at its 100 MB/s cap, a checkpoint volume writing 10 of 50 declared;
          * eval-0: a dataset reading 100 of the 800 MB/s it declared (cap 800) */
@@ -233,6 +238,48 @@ static void test_sampler(void **state)
         gantry_metrics_free(m);
 }
 
+/* A pod's io.pressure is per pod: a volume published later (and visited
+ * first) must not count the pod's stall history again; a pass at the same
+ * instant as the last adds nothing twice. */
+static void test_stall_once_per_pod(void **state)
+{
+        struct gantry_metrics *m = gantry_metrics_new();
+        struct gantry_usage_sampler_options o = { .iterate = iterate, .metrics = m };
+        struct gantry_usage_sampler *s = NULL;
+        char *text;
+
+        (void)state;
+        vols[0] = (struct vol){ &pods[0], "0002-ck", 259, 1, 0, 0, 0, 0, 0, 0, false };
+        vols[1] = (struct vol){ &pods[0], "0001-ds", 251, 0, 0, 0, 0, 0, 4096, 0, true };
+        vols[2].present = false;
+        pods[0].stall_us = 5000000; /* 5 s of history before the plugin started */
+        write_cgroups();
+        assert_int_equal(gantry_usage_sampler_new(&o, &s), 0);
+        assert_int_equal(gantry_usage_sampler_pass(s, 0), 1);
+        pods[0].stall_us = 6000000;
+        vols[1].rbytes = 8192;
+        write_cgroups();
+        assert_int_equal(gantry_usage_sampler_pass(s, 10000), 1);
+        /* the checkpoint volume is published: visited before the dataset */
+        vols[0].present = true;
+        pods[0].stall_us = 7000000;
+        vols[1].rbytes = 12288;
+        write_cgroups();
+        assert_int_equal(gantry_usage_sampler_pass(s, 20000), 2);
+        vols[1].rbytes = 16384;
+        write_cgroups();
+        assert_int_equal(gantry_usage_sampler_pass(s, 20000), 2); /* the same instant */
+        text = render(m);
+        assert_non_null(strstr(text, "gantry_node_pod_io_stall_seconds_total{namespace=\"ml\",pod=\"train-0\","
+                                     "job=\"train\"} 7\n"));
+        assert_non_null(strstr(text, "gantry_node_volume_read_bytes_total{namespace=\"ml\",pod=\"train-0\","
+                                     "volume=\"0001-ds\",job=\"train\"} 16384\n"));
+        free(text);
+        gantry_usage_sampler_free(s);
+        gantry_metrics_free(m);
+        setup(NULL); /* the next test starts from the initial layout */
+}
+
 static int walk_fails(void *ctx, gantry_usage_visit_fn visit, void *vctx)
 {
         (void)ctx;
@@ -265,6 +312,7 @@ static void test_thread_and_bad_options(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_stall_once_per_pod),
                 cmocka_unit_test(test_sampler),
                 cmocka_unit_test(test_thread_and_bad_options),
         };
