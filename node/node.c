@@ -260,6 +260,8 @@ int gantry_node_init(const struct gantry_config *config, const char *node_id,
         {
                 struct gantry_usage_service_options uo = {
                         .metrics = node_metrics, .kubeconfig = kubeconfig, .node = node_id,
+                        .interval_ms = (unsigned)config->node.bandwidth_sample_seconds * 1000,
+                        .window_s = (unsigned)config->node.bandwidth_window_seconds,
                 };
 
                 return gantry_usage_service_start(&uo, err);
