@@ -87,7 +87,7 @@ static const char *const vol_gauge_help[] = {
         "The io.max cap in force for the pod on the volume's device, bytes/s (0: none)",
         "The rate the pod declared for the volume (what the scheduler charged), bytes/s",
         "The pod's mean rate on the volume's device over the usage window, bytes/s",
-        "Share of the usage window the pod spent at its cap (rate >= 95 % of the cap), 0-1",
+        "Share of the usage window the pod spent at its cap (>= 95 % of its bytes/s or IOPS cap), 0-1",
 };
 #define STALL_TOTAL "gantry_node_pod_io_stall_seconds_total"
 #define STALL_TOTAL_HELP "Seconds some of the pod's tasks waited on IO (cgroup io.pressure some)"
@@ -380,6 +380,7 @@ static int visit(void *ctx, const struct gantry_usage_target *t)
                 .rios = u.stat.rios, .wios = u.stat.wios,
                 .stall_us = u.has_pressure ? u.pressure.some_us : 0,
                 .rbps_cap = t->rbps_cap, .wbps_cap = t->wbps_cap,
+                .riops_cap = t->riops_cap, .wiops_cap = t->wiops_cap,
         };
         if (gantry_usage_window_add(e->window, &smp) < 0)
                 return 0; /* the same instant twice: nothing new */

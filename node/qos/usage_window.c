@@ -4,7 +4,8 @@
  * last at or before the window's start, so the span covers the whole window
  * once enough samples came. Rates are differences of cumulative counters
  * over the span; "at cap" is judged per sampling interval against the cap
- * in force at its end, so a cap changed mid-window is judged fairly.
+ * in force at its end (bytes/s or IOPS, whichever binds), so a cap
+ * changed mid-window is judged fairly.
  */
 #include "usage_window.h"
 
@@ -108,7 +109,7 @@ void gantry_usage_window_summary(const struct gantry_usage_window *w, uint64_t d
         struct gantry_usage_summary s = { 0 };
         const struct gantry_usage_sample *first, *last;
         const uint64_t declared[2] = { declared_rbps, declared_wbps };
-        uint64_t at_cap_ms[2] = { 0, 0 };
+        uint64_t at_cap_ms[2] = { 0, 0 }, at_iops_ms[2] = { 0, 0 };
 
         s.verdict = GANTRY_USAGE_WARMING;
         if (!w || w->n < 2) {
@@ -130,17 +131,31 @@ void gantry_usage_window_summary(const struct gantry_usage_window *w, uint64_t d
                 const struct gantry_usage_sample *a = &w->samples[i - 1], *b = &w->samples[i];
                 uint64_t dt = b->t_ms - a->t_ms;
                 const uint64_t cap[2] = { b->rbps_cap, b->wbps_cap };
+                const uint64_t iops_cap[2] = { b->riops_cap, b->wiops_cap };
                 const double rate[2] = { per_second(b->rbytes - a->rbytes, dt),
                                          per_second(b->wbytes - a->wbytes, dt) };
+                const double iops[2] = { per_second(b->rios - a->rios, dt),
+                                         per_second(b->wios - a->wios, dt) };
 
-                for (int d = 0; d < 2; d++)
-                        if (cap[d] && rate[d] >= w->cfg.at_cap_rate * (double)cap[d])
+                /* at the cap: the bytes/s cap or the IOPS cap, whichever binds */
+                for (int d = 0; d < 2; d++) {
+                        bool by_bps = cap[d] && rate[d] >= w->cfg.at_cap_rate * (double)cap[d];
+                        bool by_iops = iops_cap[d] &&
+                                       iops[d] >= w->cfg.at_cap_rate * (double)iops_cap[d];
+
+                        if (by_bps || by_iops)
                                 at_cap_ms[d] += dt;
+                        if (by_iops && !by_bps)
+                                at_iops_ms[d] += dt;
+                }
         }
         for (int d = 0; d < 2; d++) {
                 s.at_cap_share[d] = (double)at_cap_ms[d] / (double)s.span_ms;
+                s.at_iops_cap[d] = at_cap_ms[d] && at_iops_ms[d] * 2 > at_cap_ms[d];
                 s.used_share[d] = declared[d] ? s.bps[d] / (double)declared[d] : 0;
         }
+        s.iops_cap[0] = last->riops_cap;
+        s.iops_cap[1] = last->wiops_cap;
 
         if (s.span_ms < w->cfg.window_ms) {
                 s.verdict = GANTRY_USAGE_WARMING;
@@ -194,7 +209,11 @@ char *gantry_usage_window_message(const struct gantry_usage_summary *s, uint64_t
                 return buf;
         buf[0] = '\0';
         fmt_window(window_ms, win, sizeof(win));
-        if (s->verdict == GANTRY_USAGE_AT_CAP)
+        if (s->verdict == GANTRY_USAGE_AT_CAP && s->at_iops_cap[d])
+                snprintf(buf, size,
+                         "%s at its %llu IOPS cap %.0f %% of the last %s: declare more, or expect slower epochs",
+                         verb, (unsigned long long)s->iops_cap[d], s->at_cap_share[d] * 100, win);
+        else if (s->verdict == GANTRY_USAGE_AT_CAP)
                 snprintf(buf, size,
                          "%s at its %s cap %.0f %% of the last %s: declare more, or expect slower epochs",
                          verb, fmt_gbps((double)cap_bps, a, sizeof(a)), s->at_cap_share[d] * 100, win);

@@ -29,6 +29,8 @@ struct gantry_usage_sample {
         uint64_t stall_us; /* io.pressure "some" total, cumulative */
         uint64_t rbps_cap; /* cap in force when sampled, bytes/s; 0: none */
         uint64_t wbps_cap;
+        uint64_t riops_cap; /* IOPS cap in force when sampled; 0: none */
+        uint64_t wiops_cap;
 };
 
 struct gantry_usage_window_config {
@@ -53,6 +55,8 @@ struct gantry_usage_summary {
         double iops[2];
         double stall_share;         /* io.pressure "some" time / span, 0–1 */
         double at_cap_share[2];     /* share of the span at the cap, 0–1 (0 without a cap) */
+        bool at_iops_cap[2];        /* most of that time the IOPS cap was the one reached */
+        uint64_t iops_cap[2];       /* the IOPS cap of the last sample (0: none) */
         double used_share[2];       /* bps / declared, 0 when nothing declared */
         enum gantry_usage_verdict verdict;
         enum gantry_usage_direction verdict_direction; /* which direction the verdict is about */

@@ -112,6 +112,46 @@ static void test_writes_at_cap_and_no_cap(void **state)
         gantry_usage_window_free(x.w);
 }
 
+/* Small random reads held by an IOPS cap: at cap though far below any
+ * bytes/s cap, and the event names the IOPS cap. */
+static void test_iops_cap(void **state)
+{
+        struct gantry_usage_summary s;
+        struct series x;
+        char msg[256];
+
+        (void)state;
+        series_init(&x);
+        for (unsigned i = 0; i < 60; i++) {
+                x.s.t_ms += STEP_MS;
+                x.s.rbytes += 5000ull * 10 * 4096; /* 5,000 IOPS of 4 KiB: 20 MB/s */
+                x.s.rios += 5000ull * 10;
+                x.s.rbps_cap = 1000 * MB;
+                x.s.riops_cap = 5000;
+                assert_int_equal(gantry_usage_window_add(x.w, &x.s), 0);
+        }
+        gantry_usage_window_summary(x.w, 1000 * MB, 0, &s);
+        assert_float_equal(s.iops[0], 5000, 1e-9);
+        assert_float_equal(s.at_cap_share[0], 1, 1e-9);
+        assert_true(s.at_iops_cap[0]);
+        assert_int_equal(s.verdict, GANTRY_USAGE_AT_CAP);
+        gantry_usage_window_message(&s, 600000, 1000 * MB, 1000 * MB, msg, sizeof(msg));
+        assert_string_equal(msg, "reads at its 5000 IOPS cap 100 % of the last 10 min: declare more, "
+                                 "or expect slower epochs");
+        /* at 90 % of the IOPS cap: not at cap, and underused against 1 GB/s declared */
+        for (unsigned i = 0; i < 60; i++) {
+                x.s.t_ms += STEP_MS;
+                x.s.rbytes += 4500ull * 10 * 4096;
+                x.s.rios += 4500ull * 10;
+                assert_int_equal(gantry_usage_window_add(x.w, &x.s), 0);
+        }
+        gantry_usage_window_summary(x.w, 1000 * MB, 0, &s);
+        assert_float_equal(s.at_cap_share[0], 0, 1e-9);
+        assert_false(s.at_iops_cap[0]);
+        assert_int_equal(s.verdict, GANTRY_USAGE_UNDERUSED);
+        gantry_usage_window_free(x.w);
+}
+
 static void test_underused(void **state)
 {
         struct gantry_usage_summary s;
@@ -240,6 +280,7 @@ int main(void)
                 cmocka_unit_test(test_at_cap),
                 cmocka_unit_test(test_threshold_is_95_percent),
                 cmocka_unit_test(test_writes_at_cap_and_no_cap),
+                cmocka_unit_test(test_iops_cap),
                 cmocka_unit_test(test_underused),
                 cmocka_unit_test(test_rates_iops_stall),
                 cmocka_unit_test(test_cap_changed_mid_window),
