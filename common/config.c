@@ -297,8 +297,9 @@ static int parse_node(json_t *o, struct gantry_node_config *n, struct gantry_err
 {
         static const char *const keys[] = { "topology", "maxVolumesPerNode", "maxParallelMaps",
                                             "crushLocation", "readFromReplica", "hostNQN",
-                                            "kernelModules", NULL };
-        double maxvol = 0, maxmaps = 8;
+                                            "kernelModules", "bandwidthWindowSeconds",
+                                            "bandwidthSampleSeconds", NULL };
+        double maxvol = 0, maxmaps = 8, window = 600, sample = 10;
         json_t *topo, *v;
         const char *key;
         int r;
@@ -309,6 +310,8 @@ static int parse_node(json_t *o, struct gantry_node_config *n, struct gantry_err
                 return r;
         if ((r = get_number(o, "maxVolumesPerNode", "node", 0, 1e6, &maxvol, err)) < 0 ||
             (r = get_number(o, "maxParallelMaps", "node", 1, 1024, &maxmaps, err)) < 0 ||
+            (r = get_number(o, "bandwidthWindowSeconds", "node", 10, 86400, &window, err)) < 0 ||
+            (r = get_number(o, "bandwidthSampleSeconds", "node", 1, 600, &sample, err)) < 0 ||
             (r = get_string(o, "crushLocation", "node", 0, &n->crush_location, err)) < 0 ||
             (r = get_string(o, "readFromReplica", "node", 0, &n->read_from_replica, err)) < 0 ||
             (r = get_string(o, "hostNQN", "node", 0, &n->host_nqn, err)) < 0 ||
@@ -324,6 +327,12 @@ static int parse_node(json_t *o, struct gantry_node_config *n, struct gantry_err
                                                 "node.kernelModules[%zu]: not a module name", i);
         n->max_volumes_per_node = (int64_t)maxvol;
         n->max_parallel_maps = (int)maxmaps;
+        if (sample * 2 > window)
+                return gantry_error_set(err, EINVAL,
+                                        "node.bandwidthSampleSeconds: must be at most half of "
+                                        "node.bandwidthWindowSeconds (%g)", window);
+        n->bandwidth_window_seconds = (int)window;
+        n->bandwidth_sample_seconds = (int)sample;
         if (n->read_from_replica && strcmp(n->read_from_replica, "balance") != 0 &&
             strcmp(n->read_from_replica, "localize") != 0)
                 return gantry_error_set(err, EINVAL,
@@ -434,6 +443,8 @@ int gantry_config_new_default(struct gantry_config **ret_config)
         }
         c->log_level = GANTRY_LOG_INFO;
         c->node.max_parallel_maps = 8;
+        c->node.bandwidth_window_seconds = 600;
+        c->node.bandwidth_sample_seconds = 10;
         *ret_config = c;
         return 0;
 }

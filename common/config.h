@@ -112,6 +112,8 @@ struct gantry_node_config {
         bool kernel_modules_set;      /* false: the node's built-in list */
         char **kernel_modules;        /* modules loaded at start ("rbd", "nvme-tcp", ...) */
         size_t n_kernel_modules;
+        int bandwidth_window_seconds; /* the usage window of the bandwidth sampler; default 600 */
+        int bandwidth_sample_seconds; /* between its passes; default 10 */
 };
 
 struct gantry_config {

@@ -169,6 +169,32 @@ int gantry_metrics_histogram_observe(struct gantry_metrics *m, const char *name,
         return update(m, name, help, labels, METRIC_HISTOGRAM, value);
 }
 
+int gantry_metrics_remove(struct gantry_metrics *m, const char *name, const char *label_prefix)
+{
+        size_t plen = label_prefix ? strlen(label_prefix) : 0;
+        int removed = 0;
+
+        if (!m || !name)
+                return 0;
+        pthread_mutex_lock(&m->lock);
+        for (size_t i = 0; i < m->n_series;) {
+                struct series *s = &m->series[i];
+
+                if (strcmp(s->name, name) != 0 || strncmp(s->labels, label_prefix ? label_prefix : "", plen) != 0) {
+                        i++;
+                        continue;
+                }
+                free(s->name);
+                free(s->help);
+                free(s->labels);
+                memmove(s, s + 1, (m->n_series - i - 1) * sizeof(*s));
+                m->n_series--;
+                removed++;
+        }
+        pthread_mutex_unlock(&m->lock);
+        return removed;
+}
+
 static const char *type_name(enum metric_type t)
 {
         return t == METRIC_COUNTER ? "counter" : t == METRIC_GAUGE ? "gauge" : "histogram";

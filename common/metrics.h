@@ -46,6 +46,14 @@ int gantry_metrics_histogram_observe(struct gantry_metrics *m, const char *name,
                                      const char *labels, double value);
 
 /*
+ * Removes every series of @name whose label text starts with @label_prefix
+ * (e.g. `namespace="ml",pod="w-0",` for all the series of one pod; "" or
+ * NULL: all of @name). For series of things that go away (a pod's volumes):
+ * a gone pod must not be reported for ever. Returns the number removed.
+ */
+int gantry_metrics_remove(struct gantry_metrics *m, const char *name, const char *label_prefix);
+
+/*
  * Renders every series in the Prometheus text format. On success returns 0
  * and a malloc'd NUL-terminated string in *ret_text (caller frees).
  */

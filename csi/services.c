@@ -26,7 +26,7 @@ int gantry_services_init(const struct gantry_config *config, const char *node_id
                 idopts->probe_names[idopts->n_probes++] = "ceph";
         }
         if (node) {
-                if ((r = gantry_node_init(config, node_id, err)) < 0)
+                if ((r = gantry_node_init(config, node_id, kubeconfig, err)) < 0)
                         return r;
                 idopts->probes[idopts->n_probes] = gantry_node_probe;
                 idopts->probe_names[idopts->n_probes++] = "krbd";

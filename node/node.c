@@ -18,6 +18,7 @@
 #include "csi_call.h"
 #include "node_internal.h"
 #include "try_lock.h"
+#include "usage_service.h"
 
 int gantry_node_stage(struct gantry_csi_call *call, const ProtobufCMessage *request,
                       ProtobufCMessage *response, struct gantry_error *err);
@@ -34,6 +35,7 @@ int gantry_node_expand(struct gantry_csi_call *call, const ProtobufCMessage *req
 
 static const struct gantry_config *node_cfg;
 static const char *node_name;
+static struct gantry_metrics *node_metrics; /* the bandwidth sampler's too */
 
 const char *gantry_node_id(void)
 {
@@ -230,7 +232,7 @@ int gantry_node_probe(const struct gantry_config *config, int64_t deadline_ms,
 }
 
 int gantry_node_init(const struct gantry_config *config, const char *node_id,
-                     struct gantry_error *err)
+                     const char *kubeconfig, struct gantry_error *err)
 {
         static const struct {
                 const char *name;
@@ -255,15 +257,25 @@ int gantry_node_init(const struct gantry_config *config, const char *node_id,
         for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
                 if (gantry_csi_register(handlers[i].name, handlers[i].handler) < 0)
                         return gantry_error_set(err, ENOENT, "cannot register %s", handlers[i].name);
-        return 0;
+        {
+                struct gantry_usage_service_options uo = {
+                        .metrics = node_metrics, .kubeconfig = kubeconfig, .node = node_id,
+                        .interval_ms = (unsigned)config->node.bandwidth_sample_seconds * 1000,
+                        .window_s = (unsigned)config->node.bandwidth_window_seconds,
+                };
+
+                return gantry_usage_service_start(&uo, err);
+        }
 }
 
 void gantry_node_set_metrics(struct gantry_metrics *m)
 {
+        node_metrics = m;
         gantry_node_paths_set_metrics(m);
 }
 
 void gantry_node_shutdown(void)
 {
+        gantry_usage_service_stop();
         gantry_node_paths_shutdown();
 }

@@ -13,11 +13,14 @@
 #include "error.h"
 
 /*
- * Registers the Node handlers. @config and @node_id are borrowed and must
- * outlive the server. Returns 0 or -errno with @err filled.
+ * Registers the Node handlers and starts the bandwidth measuring loop
+ * (node/qos/usage_service.h: its pod events go through @kubeconfig, else
+ * the in-cluster service account, else the log). @config and @node_id are
+ * borrowed and must outlive the server. Returns 0 or -errno with @err
+ * filled.
  */
 int gantry_node_init(const struct gantry_config *config, const char *node_id,
-                     struct gantry_error *err);
+                     const char *kubeconfig, struct gantry_error *err);
 
 /*
  * Identity.Probe check for node modes: the kernel's rbd interface
@@ -30,7 +33,7 @@ struct gantry_metrics;
 
 /*
  * Where the node service reports its own metrics (degraded NVMe multipath
- * stages, missing paths). @m is borrowed and must outlive the service;
+ * stages, missing paths, the bandwidth sampler's per pod and volume IO). @m is borrowed and must outlive the service;
  * NULL: none. Call before the server starts.
  */
 void gantry_node_set_metrics(struct gantry_metrics *m);

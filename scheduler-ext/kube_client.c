@@ -251,22 +251,24 @@ int gantry_kube_get(struct gantry_kube_client *client, const char *path, const c
         return 0;
 }
 
-int gantry_kube_merge_patch(struct gantry_kube_client *client, const char *path,
-                            const char *resource, const json_t *patch, struct gantry_error *err)
+/* Sends @obj as the JSON body of a @method to @path; 2xx is success. */
+static int send_object(struct gantry_kube_client *client, const char *method, const char *verb,
+                       const char *content_type, const char *path, const char *resource,
+                       const json_t *obj, struct gantry_error *err)
 {
         struct kube_request req = {
-                .method = "PATCH", .path = path, .verb = "patch", .resource = resource,
-                .content_type = "application/merge-patch+json", .max_body = 16 * 1024 * 1024,
+                .method = method, .path = path, .verb = verb, .resource = resource,
+                .content_type = content_type, .max_body = 16 * 1024 * 1024,
         };
         struct kube_response resp = { 0 };
         int r;
 
         if (!client)
-                return gantry_error_set(err, EINVAL, "patch: client is NULL");
-        if (!json_is_object(patch))
-                return gantry_error_set(err, EINVAL, "patch %s: not a JSON object", path);
-        if (!(req.body = json_dumps(patch, JSON_COMPACT)))
-                return gantry_error_set(err, ENOMEM, "patch %s: cannot encode the body", path);
+                return gantry_error_set(err, EINVAL, "%s: client is NULL", verb);
+        if (!json_is_object(obj))
+                return gantry_error_set(err, EINVAL, "%s %s: not a JSON object", verb, path);
+        if (!(req.body = json_dumps(obj, JSON_COMPACT)))
+                return gantry_error_set(err, ENOMEM, "%s %s: cannot encode the body", verb, path);
         r = kube_http_do(&client->http, &req, &resp, err);
         if (r < 0)
                 gantry_error_prefix(err, path);
@@ -275,4 +277,17 @@ int gantry_kube_merge_patch(struct gantry_kube_client *client, const char *path,
         kube_response_clear(&resp);
         free((char *)req.body);
         return r;
+}
+
+int gantry_kube_merge_patch(struct gantry_kube_client *client, const char *path,
+                            const char *resource, const json_t *patch, struct gantry_error *err)
+{
+        return send_object(client, "PATCH", "patch", "application/merge-patch+json", path, resource,
+                           patch, err);
+}
+
+int gantry_kube_create(struct gantry_kube_client *client, const char *path, const char *resource,
+                       const json_t *obj, struct gantry_error *err)
+{
+        return send_object(client, "POST", "create", NULL, path, resource, obj, err);
 }

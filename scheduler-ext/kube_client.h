@@ -160,6 +160,18 @@ int gantry_kube_get(struct gantry_kube_client *client, const char *path, const c
 int gantry_kube_merge_patch(struct gantry_kube_client *client, const char *path,
                             const char *resource, const json_t *patch, struct gantry_error *err);
 
+/* ------------------------------------------------------------------ create */
+
+/*
+ * POSTs @obj (a JSON object) to the collection @path
+ * ("/api/v1/namespaces/ml/events", already escaped); @resource names it in
+ * metrics ("events", verb "create"). Blocks for at most the request
+ * timeout; callable from any thread. Returns 0 when the server made it
+ * (2xx), or -errno with @err as for gantry_kube_bind_pod (-EEXIST: 409).
+ */
+int gantry_kube_create(struct gantry_kube_client *client, const char *path, const char *resource,
+                       const json_t *obj, struct gantry_error *err);
+
 /* --------------------------------------------------------------- informers */
 
 /*

@@ -4,7 +4,7 @@
 #
 #   FUZZ_SECONDS   wall-clock budget per target (default 60)
 #   FUZZ_RUNS      stop a target after this many executions (default: no limit)
-#   FUZZ_TARGETS   which targets (default: all five)
+#   FUZZ_TARGETS   which targets (default: all seven)
 #   FUZZ_BUILD     build directory (default build-fuzz)
 #   FUZZ_LOG       summary file, one line per target (default $FUZZ_BUILD/fuzz-summary.txt)
 #   FUZZ_FORK      run each target as N parallel libFuzzer jobs (-fork=N) in
@@ -22,7 +22,7 @@ SRC=$PWD
 BUILD=${FUZZ_BUILD:-build-fuzz}
 SECONDS_PER=${FUZZ_SECONDS:-60}
 RUNS=${FUZZ_RUNS:--1}
-TARGETS=${FUZZ_TARGETS:-"csi_request gantryctl_input kube_parse extender target_rpc"}
+TARGETS=${FUZZ_TARGETS:-"csi_request gantryctl_input kube_parse extender target_rpc cgroup_io usage_metrics"}
 LOG=${FUZZ_LOG:-$BUILD/fuzz-summary.txt}
 FORK=${FUZZ_FORK:-0}
 MAX_LEN=${FUZZ_MAX_LEN:-8192}

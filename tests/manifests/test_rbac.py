@@ -11,9 +11,10 @@ manifests/ and in the chart's default render (GANTRY_HELM_STANDIN).
 
 ServiceAccounts whose pods make no API call at all (gantry-target: no
 Kubernetes client is linked into it) have no role bound and no token
-mounted. The node plugin's one client (node/qos/qos_api.c: GETs of a
-publishing pod and its volumes, for bandwidth caps) is granted exactly its
-calls (NODE_CALLS).
+mounted. The node plugin's clients (node/qos/qos_api.c: GETs of a
+publishing pod and its volumes, for bandwidth caps; node/qos/pod_event.c:
+Events on pods about their bandwidth) are granted exactly their calls
+(NODE_CALLS).
 
 Without the client in the tree (the kube branch not merged yet) the test
 prints GANTRY-RBAC-SKIP and CTest reports it Skipped, never passed."""
@@ -95,10 +96,14 @@ def chart_docs():
 
 # ServiceAccounts of pods that make no Kubernetes API call.
 NO_API = ("gantry-target",)
-# The node plugin's calls: node/qos/qos_api.c (checked against its source below).
-NODE_CLIENT = "node/qos/qos_api.c"
+# The node plugin's calls: node/qos/qos_api.c and node/qos/pod_event.c
+# (checked against their source below).
+NODE_CLIENT = ("node/qos/qos_api.c", "node/qos/pod_event.c", "node/qos/pod_event.h",
+               "node/qos/usage_service.c", "node/qos/usage_service.h", "node/qos/measure.cmake",
+               "node/qos/CMakeLists.txt")
 NODE_CALLS = {("", "pods", "get"), ("", "persistentvolumeclaims", "get"),
-              ("", "persistentvolumes", "get"), ("storage.k8s.io", "storageclasses", "get")}
+              ("", "persistentvolumes", "get"), ("storage.k8s.io", "storageclasses", "get"),
+              ("", "events", "create")}
 # gantry-csi's only API clients are in the controller: the node registry
 # (CSINode objects), the eviction of promoted copies (VolumeAttachments, a
 # PVC's PV for `gantryctl tier demote`) and the copy-state annotation of PVs
@@ -138,13 +143,14 @@ class NoApiTest(unittest.TestCase):
 
     def test_the_binaries_link_no_kubernetes_client(self):
         """gantry-target has no Kubernetes client in it; in gantry-csi only
-        the controller's CONTROLLER_CLIENT files (their calls: CONTROLLER_CALLS,
-        granted below) and the node's NODE_CLIENT (NODE_CALLS) have one."""
+        the controller's CONTROLLER_CLIENT files (their calls: CONTROLLER_CALLS)
+        and the node's NODE_CLIENT files (NODE_CALLS) have one, granted below."""
         for folder in ("csi", "controller", "node", "gantry-target"):
             for path in glob.glob(os.path.join(ROOT, folder, "**", "*.[ch]"), recursive=True) + \
+                    glob.glob(os.path.join(ROOT, folder, "**", "*.cmake"), recursive=True) + \
                     glob.glob(os.path.join(ROOT, folder, "**", "CMakeLists.txt"), recursive=True):
                 rel = os.path.relpath(path, ROOT)
-                if rel in CONTROLLER_CLIENT or rel in (NODE_CLIENT, "node/qos/CMakeLists.txt"):
+                if rel in CONTROLLER_CLIENT or rel in NODE_CLIENT:
                     continue
                 with open(path, errors="replace") as f:
                     text = f.read()
@@ -176,7 +182,7 @@ class NodeRbacTest(unittest.TestCase):
     def test_the_node_plugin_is_granted_exactly_its_calls(self):
         """Each of NODE_CALLS is made in NODE_CLIENT (its path and its metrics
         name), and the roles bound to gantry-node grant exactly NODE_CALLS."""
-        with open(os.path.join(ROOT, NODE_CLIENT)) as f:
+        with open(os.path.join(ROOT, "node", "qos", "qos_api.c")) as f:
             text = f.read()
         for needle in ('"/api/v1/namespaces/%s/pods/%s"', '"get", "pods"',
                        '"/api/v1/namespaces/%s/persistentvolumeclaims/%s"',
@@ -185,7 +191,14 @@ class NodeRbacTest(unittest.TestCase):
                        '"get", "storageclasses"'):
             self.assertIn(needle, text)
         self.assertEqual(text.count("gantry_kube_get("), 4, "a call NODE_CALLS does not list")
-        for needle in ("gantry_kube_merge_patch", "gantry_kube_bind_pod", "informer_start"):
+        for needle in ("gantry_kube_merge_patch", "gantry_kube_bind_pod", "informer_start",
+                       "gantry_kube_create"):
+            self.assertNotIn(needle, text)
+        with open(os.path.join(ROOT, "node", "qos", "pod_event.c")) as f:
+            text = f.read()
+        self.assertIn('gantry_kube_create(pe->kube, path, "events"', text)
+        self.assertIn('"/api/v1/namespaces/%s/events"', text)
+        for needle in ("gantry_kube_get(", "gantry_kube_merge_patch", "gantry_kube_bind_pod"):
             self.assertNotIn(needle, text)
         sources = [("manifests/", manifest_docs())]
         if STANDIN:

@@ -65,7 +65,25 @@ static void test_full_config(void **state)
         assert_string_equal(c->node.topology[0].value, "leaf-1");
         assert_int_equal(c->node.max_volumes_per_node, 64);
         assert_int_equal(c->node.max_parallel_maps, 8);
+        assert_int_equal(c->node.bandwidth_window_seconds, 600);
+        assert_int_equal(c->node.bandwidth_sample_seconds, 10);
         assert_false(cl->evict.enabled); /* no eviction unless configured */
+        gantry_config_free(c);
+}
+
+/* The bandwidth sampler's window and pace, when given. */
+static void test_bandwidth_window(void **state)
+{
+        struct gantry_config *c = NULL;
+        struct gantry_error err = { 0 };
+
+        (void)state;
+        assert_int_equal(gantry_config_parse("{\"node\": {\"bandwidthWindowSeconds\": 120, "
+                                             "\"bandwidthSampleSeconds\": 5}}",
+                                             "t.json", &c, &err),
+                         0);
+        assert_int_equal(c->node.bandwidth_window_seconds, 120);
+        assert_int_equal(c->node.bandwidth_sample_seconds, 5);
         gantry_config_free(c);
 }
 
@@ -125,6 +143,10 @@ static void test_bad_configs(void **state)
                      "[{\"transport\": \"fc\", \"traddr\": \"a\", \"trsvcid\": \"1\"}]}]}",
                      "targets[0].addresses[0].transport");
         expect_error("{\"node\": {\"readFromReplica\": \"nearest\"}}", "node.readFromReplica");
+        expect_error("{\"node\": {\"bandwidthWindowSeconds\": 5}}", "node.bandwidthWindowSeconds");
+        expect_error("{\"node\": {\"bandwidthSampleSeconds\": 0}}", "node.bandwidthSampleSeconds");
+        expect_error("{\"node\": {\"bandwidthWindowSeconds\": 60, \"bandwidthSampleSeconds\": 31}}",
+                     "node.bandwidthSampleSeconds: must be at most half");
         expect_error("{\"node\": {\"topology\": {\"k\": 1}}}", "node.topology.k");
         expect_error("{\"logLevel\": \"info\", \"logLevel\": \"debug\"}", "duplicate");
 }
@@ -202,6 +224,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_full_config),
+                cmocka_unit_test(test_bandwidth_window),
                 cmocka_unit_test(test_bad_configs),
                 cmocka_unit_test(test_evict_policy),
                 cmocka_unit_test(test_load_file),

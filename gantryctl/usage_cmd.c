@@ -1,0 +1,190 @@
+/*
+ * `gantryctl usage`: what each job declared against what its pods pull,
+ * scraped from the node plugins' /metrics (gantry-csi --metrics-addr):
+ *
+ *   gantryctl usage --metrics URL [--metrics URL ...] [--json] [--timeout S]
+ *
+ * One --metrics per node plugin (e.g. http://gpu-7:9809/metrics, or the API
+ * server's node proxy with `kubectl proxy`). An endpoint that cannot be
+ * read is listed under "errors" and on stderr, the others are still shown,
+ * and the exit status is 1; bad usage is 2.
+ */
+#include "usage_cmd.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "usage_report.h"
+
+#define MAX_URLS 4096
+#define MAX_BODY (64 * 1024 * 1024)
+
+struct body {
+        char *data;
+        size_t len;
+        bool too_big;
+};
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+        struct body *b = ud;
+        size_t n = size * nmemb;
+        char *d;
+
+        if (b->len + n > MAX_BODY) {
+                b->too_big = true;
+                return 0;
+        }
+        d = realloc(b->data, b->len + n + 1);
+        if (!d)
+                return 0;
+        memcpy(d + b->len, ptr, n);
+        b->data = d;
+        b->len += n;
+        b->data[b->len] = '\0';
+        return n;
+}
+
+/* GETs @url into *ret; returns 0 or -errno with @err. */
+static int fetch(const char *url, long timeout_s, struct body *ret, struct gantry_error *err)
+{
+        CURL *c = curl_easy_init();
+        char cerr[CURL_ERROR_SIZE] = "";
+        long status = 0;
+        CURLcode rc;
+
+        if (!c)
+                return gantry_error_set(err, ENOMEM, "%s: cannot make a curl handle", url);
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, ret);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
+        curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+        rc = curl_easy_perform(c);
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_cleanup(c);
+        if (ret->too_big)
+                return gantry_error_set(err, E2BIG, "%s: more than %d bytes", url, MAX_BODY);
+        if (rc != CURLE_OK)
+                return gantry_error_set(err, EIO, "%s: %s", url, *cerr ? cerr : curl_easy_strerror(rc));
+        if (status != 200)
+                return gantry_error_set(err, EIO, "%s: HTTP %ld", url, status);
+        return 0;
+}
+
+static void usage_text(FILE *f)
+{
+        fprintf(f, "usage: gantryctl usage --metrics URL [--metrics URL ...] [--json] [--timeout S]\n"
+                   "  declared vs used bandwidth per job, from the node plugins' /metrics\n");
+}
+
+int gantry_usage_main(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "metrics", required_argument, NULL, 'm' },
+                { "json", no_argument, NULL, 'j' },
+                { "timeout", required_argument, NULL, 't' },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        const char **urls = calloc(MAX_URLS, sizeof(*urls));
+        struct gantry_usage_report *rep = NULL;
+        json_t *errors = json_array();
+        size_t n_urls = 0;
+        long timeout_s = 10;
+        bool as_json = false;
+        int c, rc = 0;
+
+        optind = 0; /* the top-level dispatcher may have run getopt before */
+        if (!urls || !errors) {
+                fprintf(stderr, "gantryctl usage: out of memory\n");
+                free(urls);
+                json_decref(errors);
+                return 1;
+        }
+        while ((c = getopt_long(argc + 1, argv - 1, "", opts, NULL)) != -1) {
+                switch (c) {
+                case 'm':
+                        if (n_urls == MAX_URLS) {
+                                fprintf(stderr, "gantryctl usage: --metrics: more than %d\n", MAX_URLS);
+                                rc = 2;
+                                goto out;
+                        }
+                        if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8)) {
+                                fprintf(stderr, "gantryctl usage: --metrics %s: want an http:// or https:// URL\n",
+                                        optarg);
+                                rc = 2;
+                                goto out;
+                        }
+                        urls[n_urls++] = optarg;
+                        break;
+                case 'j': as_json = true; break;
+                case 't': {
+                        char *end;
+
+                        timeout_s = strtol(optarg, &end, 10);
+                        if (*end || timeout_s < 1 || timeout_s > 600) {
+                                fprintf(stderr, "gantryctl usage: --timeout: want 1 to 600 seconds\n");
+                                rc = 2;
+                                goto out;
+                        }
+                        break;
+                }
+                case 'h': usage_text(stdout); goto out;
+                default: usage_text(stderr); rc = 2; goto out;
+                }
+        }
+        if (optind != argc + 1 || n_urls == 0) {
+                if (n_urls == 0)
+                        fprintf(stderr, "gantryctl usage: --metrics URL: at least one is required\n");
+                usage_text(stderr);
+                rc = 2;
+                goto out;
+        }
+        rep = gantry_usage_report_new();
+        if (!rep) {
+                rc = 1;
+                goto out;
+        }
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        for (size_t i = 0; i < n_urls; i++) {
+                struct gantry_error err = { 0 };
+                struct body b = { 0 };
+                int r = fetch(urls[i], timeout_s, &b, &err);
+
+                if (r == 0)
+                        r = gantry_usage_report_add_text(rep, b.data ? b.data : "", b.len, urls[i], &err);
+                free(b.data);
+                if (r < 0) {
+                        fprintf(stderr, "gantryctl usage: %s\n", err.msg);
+                        json_array_append_new(errors, json_pack("{s:s, s:s}", "source", urls[i], "error",
+                                                                err.msg));
+                        rc = 1;
+                }
+        }
+        curl_global_cleanup();
+        if (as_json) {
+                json_t *o = gantry_usage_report_json(rep);
+
+                if (o) {
+                        json_object_set(o, "errors", errors);
+                        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+                        fputc('\n', stdout);
+                        json_decref(o);
+                }
+        } else {
+                gantry_usage_report_table(rep, stdout);
+        }
+out:
+        gantry_usage_report_free(rep);
+        json_decref(errors);
+        free(urls);
+        return rc;
+}

@@ -1,0 +1,33 @@
+/*
+ * Posts a core/v1 Event on a pod through the Kubernetes API: the node
+ * plugin's way to tell a job's owner that a pod sits at its bandwidth cap or
+ * pulls far less than it declared (`kubectl describe pod` shows it). The
+ * client is optional: a node plugin without API access (no kubeconfig, not
+ * in a cluster) only logs the event.
+ */
+#pragma once
+
+#include "error.h"
+#include "usage_sampler.h"
+
+struct gantry_kube_client;
+
+struct gantry_pod_events {
+        struct gantry_kube_client *kube; /* borrowed; NULL: log only */
+        const char *node;                /* source.host (borrowed) */
+};
+
+/*
+ * Posts the Event (involvedObject: the pod of @t by namespace, name and UID;
+ * source.component "gantry-csi", source.host the node) to
+ * /api/v1/namespaces/<ns>/events. @type "Warning" or "Normal". Returns 0,
+ * -ENOTCONN when there is no client, or -errno with @err from the API.
+ */
+int gantry_pod_event_post(const struct gantry_pod_events *pe, const struct gantry_usage_target *t,
+                          const char *type, const char *reason, const char *message,
+                          struct gantry_error *err);
+
+/* A gantry_usage_event_fn over gantry_pod_event_post; @ctx is a struct
+ * gantry_pod_events; failures are logged. */
+int gantry_pod_event_sink(void *ctx, const struct gantry_usage_target *t, const char *type,
+                          const char *reason, const char *message);
