@@ -1,0 +1,68 @@
+"""check_canary.py can fail: a log with the canary, or with a registered
+secret value (a PEM key's body), fails it and names the file and line;
+clean logs pass."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import canary  # noqa: E402
+
+
+class CanaryCheckTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="gantry-canary-%d-" % os.getpid())
+        self.logs = os.path.join(self.tmp, "logs")
+        self.values = os.path.join(self.tmp, "values")
+        os.makedirs(os.path.join(self.logs, "sub"))
+        os.makedirs(self.values)
+        with open(os.path.join(self.logs, "clean.log"), "w") as f:
+            f.write("ts=1 level=info event=sched.serving tls=on\n")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def check(self):
+        return subprocess.run([sys.executable, os.path.join(HERE, "check_canary.py"),
+                               "--logs", self.logs, "--values", self.values],
+                              capture_output=True, text=True, timeout=60)
+
+    def test_clean_logs_pass(self):
+        p = self.check()
+        self.assertEqual(p.returncode, 0, p.stdout)
+        self.assertIn("no secret in 1 files", p.stdout)
+
+    def test_a_planted_canary_fails_the_check(self):
+        token = canary.secret("api-token")
+        self.assertIn(canary.CANARY, token)
+        path = os.path.join(self.logs, "sub", "leaky.log")
+        with open(path, "w") as f:
+            f.write("line one\nlevel=error msg=\"bad token %s\"\n" % token)
+        p = self.check()
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn(path + ":2: the canary", p.stdout)
+        self.assertNotIn(token, p.stdout)  # the report masks it
+
+    def test_a_registered_key_body_fails_the_check(self):
+        key = os.path.join(self.tmp, "k.pem")
+        subprocess.run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout",
+                        "-out", key], check=True, capture_output=True, timeout=60)
+        with open(key) as f:
+            body = [l for l in f.read().splitlines() if l and not l.startswith("-----")]
+        with open(os.path.join(self.values, "k"), "w") as f:
+            f.write("\n".join(body))
+        p = self.check()
+        self.assertEqual(p.returncode, 0, p.stdout)
+        with open(os.path.join(self.logs, "dump.log"), "w") as f:
+            f.write("tls key was %s\n" % body[0])
+        p = self.check()
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("dump.log:1: a registered secret value", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
