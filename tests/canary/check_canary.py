@@ -4,7 +4,11 @@ canary string (canary.CANARY) or any registered secret value (each line of
 paths. Names each file and line, with the secret itself masked. Exit 0
 with a count of what was searched otherwise.
 
-  check_canary.py --logs DIR_OR_FILE [--logs ...] [--values DIR]
+  check_canary.py --logs DIR_OR_FILE [--logs ...] [--log-dir DIR ...] [--values DIR]
+
+--logs searches every file under it; --log-dir only the files named *.log
+under it (a folder that also holds kubeconfigs and token files, which are
+meant to hold the secrets).
 """
 import argparse
 import os
@@ -28,7 +32,7 @@ def values_from(d):
     return vals
 
 
-def files_under(paths, skip):
+def files_under(paths, skip, suffix=""):
     for p in paths:
         if os.path.isfile(p):
             yield p
@@ -36,18 +40,21 @@ def files_under(paths, skip):
             for root, dirs, files in os.walk(p):
                 dirs[:] = [x for x in dirs if os.path.abspath(os.path.join(root, x)) not in skip]
                 for f in sorted(files):
-                    yield os.path.join(root, f)
+                    if f.endswith(suffix):
+                        yield os.path.join(root, f)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--logs", action="append", default=[])
+    ap.add_argument("--log-dir", action="append", default=[])
     ap.add_argument("--values")
     a = ap.parse_args()
     needles = [CANARY.encode()] + sorted(values_from(a.values))
     skip = {os.path.abspath(a.values)} if a.values else set()
     found, scanned = [], 0
-    for path in files_under(a.logs, skip):
+    paths = list(files_under(a.logs, skip)) + list(files_under(a.log_dir, skip, ".log"))
+    for path in paths:
         try:
             with open(path, "rb") as f:
                 data = f.read()

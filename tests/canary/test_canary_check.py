@@ -20,6 +20,8 @@ class CanaryCheckTest(unittest.TestCase):
         self.values = os.path.join(self.tmp, "values")
         os.makedirs(os.path.join(self.logs, "sub"))
         os.makedirs(self.values)
+        self.runs = os.path.join(self.tmp, "runs")
+        os.makedirs(os.path.join(self.runs, "plane"))
         with open(os.path.join(self.logs, "clean.log"), "w") as f:
             f.write("ts=1 level=info event=sched.serving tls=on\n")
 
@@ -28,7 +30,7 @@ class CanaryCheckTest(unittest.TestCase):
 
     def check(self):
         return subprocess.run([sys.executable, os.path.join(HERE, "check_canary.py"),
-                               "--logs", self.logs, "--values", self.values],
+                               "--logs", self.logs, "--log-dir", self.runs, "--values", self.values],
                               capture_output=True, text=True, timeout=60)
 
     def test_clean_logs_pass(self):
@@ -46,6 +48,18 @@ class CanaryCheckTest(unittest.TestCase):
         self.assertEqual(p.returncode, 1, p.stdout)
         self.assertIn(path + ":2: the canary", p.stdout)
         self.assertNotIn(token, p.stdout)  # the report masks it
+
+    def test_log_dir_searches_only_logs(self):
+        token = canary.secret("sa-token")
+        with open(os.path.join(self.runs, "plane", "kubeconfig-admin"), "w") as f:
+            f.write("token: %s\n" % token)  # meant to hold it
+        p = self.check()
+        self.assertEqual(p.returncode, 0, p.stdout)
+        with open(os.path.join(self.runs, "plane", "kube-apiserver.log"), "w") as f:
+            f.write("authenticating %s\n" % token)
+        p = self.check()
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("kube-apiserver.log:1: the canary", p.stdout)
 
     def test_a_registered_key_body_fails_the_check(self):
         key = os.path.join(self.tmp, "k.pem")
