@@ -1,12 +1,16 @@
 """check_canary.py can fail: a log with the canary, or with a registered
 secret value (a PEM key's body), fails it and names the file and line;
-clean logs pass."""
+clean logs pass. The secrets of fixed formats that canary.py makes carry
+the canary and keep their format."""
+import base64
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 import unittest
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -76,6 +80,38 @@ class CanaryCheckTest(unittest.TestCase):
         p = self.check()
         self.assertEqual(p.returncode, 1, p.stdout)
         self.assertIn("dump.log:1: a registered secret value", p.stdout)
+
+
+class CanaryFormatsTest(unittest.TestCase):
+    def test_ceph_key_is_a_cephx_key_with_the_canary(self):
+        k = canary.ceph_key()
+        self.assertIn(canary.CANARY, k)
+        raw = base64.b64decode(k)
+        self.assertEqual(len(raw), 28)
+        kind, _, _, n = struct.unpack("<HIIH", raw[:12])
+        self.assertEqual((kind, n), (1, 16))  # AES, 16 secret bytes
+        if shutil.which("ceph-authtool"):  # Ceph's own parser takes it as a key
+            with tempfile.TemporaryDirectory(prefix="gantry-canary-") as d:
+                kr = os.path.join(d, "kr")
+                p = subprocess.run(["ceph-authtool", kr, "--create-keyring", "-n", "client.x",
+                                    "--add-key", k], capture_output=True, text=True, timeout=30)
+                self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_dhchap_key_keeps_its_format(self):
+        for hmac, length in ((0, 32), (1, 32), (2, 48), (3, 64)):
+            k = canary.dhchap_key(hmac, length)
+            self.assertIn(canary.CANARY, k)
+            head, h, b64, tail = k.split(":")
+            self.assertEqual((head, h, tail), ("DHHC-1", "%02d" % hmac, ""))
+            raw = base64.b64decode(b64)
+            key, crc = raw[:-4], struct.unpack("<I", raw[-4:])[0]
+            self.assertEqual((len(key), crc), (length, zlib.crc32(key)))
+        if shutil.which("nvme"):  # nvme-cli's own check of the representation
+            p = subprocess.run(["nvme", "check-dhchap-key", "--key=" + canary.dhchap_key()],
+                               capture_output=True, text=True, timeout=30)
+            self.assertIn("Key is valid", p.stdout + p.stderr)
+        with self.assertRaises(ValueError):
+            canary.dhchap_key(length=16)
 
 
 if __name__ == "__main__":
