@@ -205,9 +205,9 @@ def ceph_env():
 
 
 def start_target(plane, tid, leaf, traddr, workdir=None, **kw):
-    """A gantry-target process (tests/target/targetproc.py, stand-in configfs)
+    """A gantry-target process (tests/gantry-target/targetproc.py, stand-in configfs)
     killed with the test process; returns it and its driver-config entry."""
-    sys.path.insert(0, os.path.join(cp.HERE, "..", "target"))
+    sys.path.insert(0, os.path.join(cp.HERE, "..", "gantry-target"))
     from targetproc import Target
     t = Target(workdir=workdir or os.path.join(plane.dir, tid), **kw)
     t.preexec = cp._die_with_parent

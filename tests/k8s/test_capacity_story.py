@@ -14,7 +14,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "target"))
+sys.path.insert(0, os.path.join(HERE, "..", "gantry-target"))
 import control_plane as cp  # noqa: E402
 import csi_stack  # noqa: E402
 from csi_stack import NS  # noqa: E402

@@ -1,6 +1,6 @@
 """User story 2 on a real control plane: a checkpoint PVC of the manifests'
 class used by a pod. Two gantry-target processes (stand-in configfs, no
-kernel target; tests/target/ runs them the same way, the vm label runs the
+kernel target; tests/gantry-target/ runs them the same way, the vm label runs the
 kernel's) on two leaves, each draining into the fixture's "perf" cluster.
 kube-scheduler puts the pod on leaf-1, the provisioner creates the
 namespace on that leaf's target, the attach-detach controller makes the
