@@ -245,6 +245,7 @@ class ControlPlane:
         return self
 
     def stop(self):
+        self._dump_events()
         self._drop_conn()
         for name in reversed(list(self.procs)):
             self.procs[name].stop()
@@ -255,6 +256,23 @@ class ControlPlane:
         shutil.rmtree(getattr(self, "etcd_data", "") or "/nonexistent", ignore_errors=True)
         if self in _live:
             _live.remove(self)
+
+    def _dump_events(self):
+        """Writes every event of the run to <dir>/events.log, where the
+        secret canary check (tests/canary/) reads it with the daemons' logs."""
+        p = self.procs.get("kube-apiserver")
+        if not p or not p.alive():
+            return
+        try:
+            items = self.request("GET", "/api/v1/events")["items"]
+        except (ApiError, OSError, ValueError, http.client.HTTPException):
+            return
+        with open(os.path.join(self.dir, "events.log"), "w") as f:
+            for e in items:
+                o = e.get("involvedObject", {})
+                f.write("%s %s/%s %s %s: %s\n" % (e.get("type"), o.get("kind"), o.get("name"),
+                                                  e.get("reason"), e.get("source", {}).get("component"),
+                                                  e.get("message", "")))
 
     def _kill_stale(self):
         """Kills daemons that a killed earlier run of this test left."""
