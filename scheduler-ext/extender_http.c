@@ -1,6 +1,7 @@
 /*
  * The HTTP face of gantry-scheduler on libmicrohttpd: routing, body
- * accumulation with a size limit, request metrics, TLS. The verbs
+ * accumulation with a size limit, request metrics, TLS and the client
+ * certificate check before any verb (client_auth.c). The verbs
  * themselves are in extender.c. See extender_http.h.
  */
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "attr_file.h"
+#include "client_auth.h"
 #include "extender_http.h"
 #include "http_body.h"
 #include "log.h"
@@ -26,6 +28,7 @@ struct gantry_sched_server {
         struct gantry_metrics *metrics;
         size_t max_body;
         char *tls_cert, *tls_key; /* PEM in memory for MHD; the key is never logged */
+        char *client_ca;          /* PEM; NULL: plain HTTP, no caller checked */
 };
 
 static enum MHD_Result send_text(struct MHD_Connection *conn, unsigned int status,
@@ -90,6 +93,15 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
         int status, r;
 
         (void)version;
+        /* once per request, before its body is read: the first call has no body state */
+        if (s->client_ca && !*con_cls && !gantry_sched_client_path_is_open(url) &&
+            gantry_sched_client_verify(conn, msg, sizeof(msg)) < 0) {
+                log_warn("sched.client_refused", "method=%s path=%s reason=\"%s\"", method, url, msg);
+                count_request(s, "refused", MHD_HTTP_FORBIDDEN, gantry_extender_now());
+                return send_text(conn, MHD_HTTP_FORBIDDEN, "application/json",
+                                 "{\"Error\":\"a client certificate signed by gantry-scheduler's "
+                                 "--client-ca is required\"}", false);
+        }
         if (strcmp(method, "POST") != 0) {
                 if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
                         return serve_get(s, conn, url);
@@ -164,8 +176,12 @@ int gantry_sched_server_start(struct gantry_extender *ext,
         if (!opts->addr || gantry_netaddr_parse(opts->addr, &ss) < 0)
                 return gantry_error_set(err, EINVAL, "--listen %s: must be HOST:PORT",
                                         opts->addr ? opts->addr : "(none)");
-        if (!opts->tls_cert_file != !opts->tls_key_file)
-                return gantry_error_set(err, EINVAL, "--tls-cert and --tls-key: give both or neither");
+        if (opts->insecure_http && (opts->tls_cert_file || opts->tls_key_file || opts->client_ca_file))
+                return gantry_error_set(err, EINVAL, "--insecure-http: not with --tls-cert, --tls-key "
+                                        "or --client-ca");
+        if (!opts->insecure_http && (!opts->tls_cert_file || !opts->tls_key_file || !opts->client_ca_file))
+                return gantry_error_set(err, EINVAL, "--tls-cert, --tls-key and --client-ca are all "
+                                        "required (or --insecure-http to serve plain HTTP to anyone)");
         if (ss.ss_family == AF_INET6)
                 flags |= MHD_USE_IPv6;
         s = calloc(1, sizeof(*s));
@@ -176,7 +192,8 @@ int gantry_sched_server_start(struct gantry_extender *ext,
         s->max_body = opts->max_body_bytes ? opts->max_body_bytes : DEFAULT_MAX_BODY;
         if (opts->tls_cert_file) {
                 if ((r = read_pem("--tls-cert", opts->tls_cert_file, &s->tls_cert, err)) < 0 ||
-                    (r = read_pem("--tls-key", opts->tls_key_file, &s->tls_key, err)) < 0)
+                    (r = read_pem("--tls-key", opts->tls_key_file, &s->tls_key, err)) < 0 ||
+                    (r = read_pem("--client-ca", opts->client_ca_file, &s->client_ca, err)) < 0)
                         goto fail;
                 flags |= MHD_USE_TLS;
                 s->daemon = MHD_start_daemon(
@@ -184,7 +201,7 @@ int gantry_sched_server_start(struct gantry_extender *ext,
                         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
                         (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, gantry_http_body_completed,
                         NULL, MHD_OPTION_HTTPS_MEM_CERT, s->tls_cert, MHD_OPTION_HTTPS_MEM_KEY,
-                        s->tls_key, MHD_OPTION_END);
+                        s->tls_key, MHD_OPTION_HTTPS_MEM_TRUST, s->client_ca, MHD_OPTION_END);
         } else {
                 s->daemon = MHD_start_daemon(
                         flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
@@ -195,7 +212,7 @@ int gantry_sched_server_start(struct gantry_extender *ext,
         if (!s->daemon) {
                 r = gantry_error_set(err, EADDRNOTAVAIL,
                                      "--listen %s: cannot serve there (address in use, or a bad "
-                                     "TLS certificate or key)", opts->addr);
+                                     "TLS certificate, key or client CA)", opts->addr);
                 goto fail;
         }
         if (ret_port) {
@@ -206,6 +223,9 @@ int gantry_sched_server_start(struct gantry_extender *ext,
         return 0;
 fail:
         free(s->tls_cert);
+        free(s->client_ca);
+        if (s->tls_key)
+                explicit_bzero(s->tls_key, strlen(s->tls_key));
         free(s->tls_key);
         free(s);
         return r;
@@ -217,6 +237,7 @@ void gantry_sched_server_stop(struct gantry_sched_server *s)
                 return;
         MHD_stop_daemon(s->daemon);
         free(s->tls_cert);
+        free(s->client_ca);
         if (s->tls_key) {
                 explicit_bzero(s->tls_key, strlen(s->tls_key));
                 free(s->tls_key);

@@ -2,12 +2,15 @@
  * gantry-scheduler's HTTP server (libmicrohttpd, a thread pool): the
  * extender verbs at POST <prefix>/filter, /prioritize, /bind (the last path
  * segment names the verb, so any urlPrefix works), GET /healthz and GET
- * /metrics (Prometheus text). Optional TLS from PEM files. A body over the
+ * /metrics (Prometheus text). HTTPS from PEM files with client certificates
+ * checked against a CA (client_auth.h), or plain HTTP with no caller
+ * authenticated when the caller asks for it by name. A body over the
  * size limit is refused with 413 before it is read when Content-Length says
  * so, or as soon as it passes the limit.
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -19,8 +22,10 @@ struct gantry_sched_server_options {
         const char *addr;            /* "HOST:PORT"; port 0 picks a free one */
         int threads;                 /* thread pool size; default 4 */
         size_t max_body_bytes;       /* default 64 MiB */
-        const char *tls_cert_file;   /* both or neither: HTTPS */
+        const char *tls_cert_file;   /* HTTPS: all three, or none with */
         const char *tls_key_file;
+        const char *client_ca_file;  /* ... the CA(s) client certificates must chain to */
+        bool insecure_http;          /* plain HTTP: anyone who reaches the port may bind */
         struct gantry_metrics *metrics; /* for /metrics and request metrics; may be NULL */
 };
 
@@ -29,7 +34,8 @@ struct gantry_sched_server;
 /*
  * Starts serving @ext (borrowed; must outlive the server). Returns 0, the
  * server and (when @ret_port is not NULL) the bound port; or -errno with
- * @err ("--listen: ...", "--tls-cert FILE: ...").
+ * @err ("--listen: ...", "--tls-cert FILE: ...", "--client-ca: ..."). Without
+ * @opts->insecure_http, all of the TLS files are required.
  */
 int gantry_sched_server_start(struct gantry_extender *ext,
                               const struct gantry_sched_server_options *opts,

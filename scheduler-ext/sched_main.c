@@ -5,7 +5,7 @@
  *                    [--kubeconfig FILE | --in-cluster | --state FILE]
  *                    [--threads N] [--max-body-bytes N] [--sync-timeout S]
  *                    [--reservation-ttl SECONDS] [--gang-ttl SECONDS]
- *                    [--tls-cert F --tls-key F]
+ *                    (--tls-cert F --tls-key F --client-ca F | --insecure-http)
  *                    [--ready-file PATH] [--log-level LEVEL]
  *
  * Checks every flag and file before it binds anything, builds the cluster
@@ -43,7 +43,8 @@ struct args {
         const char *kubeconfig;
         bool in_cluster;
         int sync_timeout;
-        const char *tls_cert, *tls_key;
+        const char *tls_cert, *tls_key, *client_ca;
+        bool insecure_http;
         const char *ready_file;
         const char *log_level;
         int threads;
@@ -78,7 +79,13 @@ static void usage(FILE *f)
                 "  --bind-timeout S          seconds the Binding POST may take; keep it below\n"
                 "                            kube-scheduler's extender httpTimeout (default 4)\n"
                 "  --tls-cert FILE           serve HTTPS with this PEM certificate ...\n"
-                "  --tls-key FILE            ... and this PEM key\n"
+                "  --tls-key FILE            ... and this PEM key ...\n"
+                "  --client-ca FILE          ... to clients with a certificate from this CA\n"
+                "                            (PEM); others get 403, but for /healthz,\n"
+                "                            /readyz and /livez (kubelet's probes)\n"
+                "  --insecure-http           serve plain HTTP instead: no one is authenticated,\n"
+                "                            any pod that reaches the port can bind any pod to\n"
+                "                            any node; a warning is logged at start\n"
                 "  --ready-file PATH         write the bound port there once serving\n"
                 "  --log-level LEVEL         debug, info, warn or error (default info)\n"
                 "  --version                 print the version and exit\n"
@@ -103,7 +110,7 @@ static int parse_number(const char *flag, const char *s, double min, double max,
 /* 0 to run, 1 to exit 0 (help, version), -EINVAL for bad usage. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-        enum { O_LISTEN = 256, O_TOPO, O_STATE, O_KUBECONFIG, O_INCLUSTER, O_SYNC, O_THREADS, O_MAXBODY, O_TTL, O_GANG_TTL, O_BIND_TIMEOUT, O_CERT, O_KEY,
+        enum { O_LISTEN = 256, O_TOPO, O_STATE, O_KUBECONFIG, O_INCLUSTER, O_SYNC, O_THREADS, O_MAXBODY, O_TTL, O_GANG_TTL, O_BIND_TIMEOUT, O_CERT, O_KEY, O_CLIENT_CA, O_INSECURE,
                O_READY, O_LOG, O_VERSION, O_HELP };
         static const struct option opts[] = {
                 { "listen", required_argument, NULL, O_LISTEN },
@@ -119,6 +126,8 @@ static int parse_args(int argc, char **argv, struct args *a)
                 { "bind-timeout", required_argument, NULL, O_BIND_TIMEOUT },
                 { "tls-cert", required_argument, NULL, O_CERT },
                 { "tls-key", required_argument, NULL, O_KEY },
+                { "client-ca", required_argument, NULL, O_CLIENT_CA },
+                { "insecure-http", no_argument, NULL, O_INSECURE },
                 { "ready-file", required_argument, NULL, O_READY },
                 { "log-level", required_argument, NULL, O_LOG },
                 { "version", no_argument, NULL, O_VERSION },
@@ -144,6 +153,8 @@ static int parse_args(int argc, char **argv, struct args *a)
                         break;
                 case O_CERT: a->tls_cert = optarg; break;
                 case O_KEY: a->tls_key = optarg; break;
+                case O_CLIENT_CA: a->client_ca = optarg; break;
+                case O_INSECURE: a->insecure_http = true; break;
                 case O_READY: a->ready_file = optarg; break;
                 case O_LOG: a->log_level = optarg; break;
                 case O_THREADS:
@@ -184,8 +195,14 @@ static int parse_args(int argc, char **argv, struct args *a)
                 fprintf(stderr, "gantry-scheduler: --kubeconfig and --in-cluster: give one\n");
                 return -EINVAL;
         }
-        if (!a->tls_cert != !a->tls_key) {
-                fprintf(stderr, "gantry-scheduler: --tls-cert and --tls-key: give both or neither\n");
+        if (a->insecure_http && (a->tls_cert || a->tls_key || a->client_ca)) {
+                fprintf(stderr, "gantry-scheduler: --insecure-http: not with --tls-cert, --tls-key or "
+                        "--client-ca\n");
+                return -EINVAL;
+        }
+        if (!a->insecure_http && (!a->tls_cert || !a->tls_key || !a->client_ca)) {
+                fprintf(stderr, "gantry-scheduler: --tls-cert, --tls-key and --client-ca are all required "
+                        "(or --insecure-http to serve plain HTTP to anyone)\n");
                 return -EINVAL;
         }
         if (a->log_level) {
@@ -271,7 +288,8 @@ int main(int argc, char **argv)
                 goto out;
         r = gantry_sched_server_start(ext, &(struct gantry_sched_server_options){
                 .addr = a.listen, .threads = a.threads, .max_body_bytes = (size_t)a.max_body,
-                .tls_cert_file = a.tls_cert, .tls_key_file = a.tls_key, .metrics = metrics },
+                .tls_cert_file = a.tls_cert, .tls_key_file = a.tls_key, .client_ca_file = a.client_ca,
+                .insecure_http = a.insecure_http, .metrics = metrics },
                 &server, &port, &err);
         if (r < 0) {
                 fprintf(stderr, "gantry-scheduler: %s\n", err.msg);
@@ -281,9 +299,13 @@ int main(int argc, char **argv)
                 struct gantry_cluster_stats s;
 
                 gantry_cluster_stats(cluster, &s);
-                        log_info("sched.serving", "listen=%s port=%d tls=%s api=%s nodes=%zu leaves=%zu "
+                if (a.insecure_http)
+                        log_warn("sched.insecure_http",
+                                 "serving plain HTTP: no client is authenticated, anyone who reaches "
+                                 "%s can filter, prioritize and bind any pod to any node", a.listen);
+                log_info("sched.serving", "listen=%s port=%d tls=%s api=%s nodes=%zu leaves=%zu "
                          "backends=%zu pods=%zu version=%s", a.listen, port,
-                         a.tls_cert ? "on" : "off", kube ? gantry_kube_client_server(kube) : "none",
+                         a.tls_cert ? "on, client certificates required" : "off", kube ? gantry_kube_client_server(kube) : "none",
                          s.nodes, s.leaves, s.backends, s.entries, GANTRY_VERSION);
         }
         if (a.ready_file && (r = write_ready_file(a.ready_file, port)) < 0) {

@@ -165,9 +165,22 @@ CONF
 }
 
 user() { # a least-privilege client for Gantry: what the docs recommend
-        local name=${1:?NAME}
-        ceph_cli auth get-or-create-key "client.$name" mon 'profile rbd' \
-                osd 'profile rbd pool=rbd, profile rbd pool=ecdata' mgr 'profile rbd pool=rbd'
+        # Its key carries the secret canary (tests/canary/canary.py), so that
+        # the canary check finds it in any log it leaks to; a second call
+        # prints the key the user has.
+        local name=${1:?NAME} key kr
+        if key=$(ceph_cli auth get-key "client.$name" 2>/dev/null); then
+                echo "$key"
+                return
+        fi
+        key=$(python3 "$(dirname "$0")/../canary/canary.py" ceph-key)
+        kr=$(mktemp "$dir/user.XXXXXX")
+        ceph-authtool "$kr" -n "client.$name" --add-key "$key" --cap mon 'profile rbd' \
+                --cap osd 'profile rbd pool=rbd, profile rbd pool=ecdata' \
+                --cap mgr 'profile rbd pool=rbd' >/dev/null
+        ceph_cli auth import -i "$kr" >/dev/null 2>&1
+        rm -f "$kr"
+        ceph_cli auth get-key "client.$name"
 }
 
 restart() { # the daemons of a stopped cluster, from what DIR keeps

@@ -18,12 +18,14 @@ import ceph_env as env
 from ceph_env import Plugin, csi_pb2
 
 sys.path.insert(0, os.path.join(env.HERE, "..", "fakeapi"))
+sys.path.insert(0, os.path.join(env.HERE, "..", "canary"))
+import canary  # noqa: E402
 from fake_api_proc import start_fake, csinode  # noqa: E402
 
 Code = grpc.StatusCode
-BAD_KEY = "AQBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB=="  # not a cephx key
-OTHER_KEY = subprocess.run(["ceph-authtool", "--gen-print-key"], capture_output=True, text=True,
-                           timeout=30, check=True).stdout.strip()  # a cephx key, not the user's
+# Both carry the secret canary (tests/canary/canary.py): no error may echo them.
+BAD_KEY = "AQBBBBBBBBBBBBBB" + canary.CANARY + "BBBBBBBBBB=="  # not a cephx key
+OTHER_KEY = canary.ceph_key()  # a cephx key, not the user's
 
 
 class DatasetTest(unittest.TestCase):

@@ -18,6 +18,9 @@ import time
 
 import grpc
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "canary"))
+import canary  # noqa: E402
+
 BUILD_DIR = os.environ.get("GANTRY_BUILD_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", "..", "build"))
 sys.path.insert(0, os.path.join(BUILD_DIR, "python"))
@@ -138,7 +141,9 @@ class Plugin:
         return self.start()
 
     def cleanup(self):
-        """Removes the work directory if this Plugin made it."""
+        """Keeps the log for the secret canary check (tests/canary/), and
+        removes the work directory if this Plugin made it."""
+        canary.keep_log(self.log_path, "gantry-csi")
         if self.own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -10,7 +10,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import sched_harness  # noqa: E402
 
 
-def start_fake(workdir, seed, token="tok-registry"):
+def start_fake(workdir, seed, token=sched_harness.canary.secret("api-token")):
     """A running sched_harness.FakeAPI serving the objects of @seed; the
     caller stops it."""
     path = os.path.join(workdir, "seed.json")

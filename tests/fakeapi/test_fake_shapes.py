@@ -17,9 +17,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "manifests"))
 sys.path.insert(0, os.path.join(HERE, "..", "scheduler"))
 import kubernetes.client as k8s  # noqa: E402
 from test_manifests import check  # noqa: E402  (the one model checker)
+import sched_harness  # noqa: E402
 from sched_harness import FakeAPI  # noqa: E402  (the one starter of the fake)
 
-TOKEN = "shapes-test-token"
+TOKEN = sched_harness.canary.secret("api-token")
 LISTS = {
     "/api/v1/nodes": "V1NodeList",
     "/api/v1/pods": "V1PodList",

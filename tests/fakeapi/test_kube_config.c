@@ -22,7 +22,7 @@
 #include "fake_harness.h"
 #include "kube_internal.h"
 
-#define SECRET_TOKEN "s3cr3t-t0ken-never-logged"
+#define SECRET_TOKEN "GANTRYCANARY-kubeconfig-token" /* the secret canary: tests/canary/ */
 /* base64 of "-----BEGIN CERTIFICATE-----\nfake\n-----END CERTIFICATE-----\n" */
 #define PEM_B64 "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCmZha2UKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
 #define PEM_TEXT "-----BEGIN CERTIFICATE-----\nfake\n-----END CERTIFICATE-----\n"

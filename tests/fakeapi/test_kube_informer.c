@@ -24,7 +24,7 @@
 #include "kube_client.h"
 #include "recorder.h"
 
-#define TOKEN "informer-test-token-4f9a"
+#define TOKEN "GANTRYCANARY-informer-token" /* the secret canary: tests/canary/ */
 
 struct fixture {
         struct fake_api fake;

@@ -26,7 +26,7 @@
 #include "metrics.h"
 #include "recorder.h"
 
-#define TOKEN "tls-test-token-71c2"
+#define TOKEN "GANTRYCANARY-tls-bind-token" /* the secret canary: tests/canary/ */
 
 static struct {
         char dir[256];

@@ -6,10 +6,14 @@ import re
 import shutil
 import ssl
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "canary"))
+import canary  # noqa: E402
 
 BUILD = os.environ.get("GANTRY_BUILD_DIR", os.path.join(os.path.dirname(__file__), "../../build"))
 BIN = os.path.join(BUILD, "bin", "gantry-target")
@@ -26,7 +30,7 @@ class Target:
     """gantry-target on 127.0.0.1:<port> (default: a free one) with a stand-in
     configfs root, or the real one when @configfs is given (in the VM)."""
 
-    def __init__(self, token="tok-" + str(os.getpid()), tls=False, workdir=None, configfs=None, port=0,
+    def __init__(self, token=canary.secret("target-token"), tls=False, workdir=None, configfs=None, port=0,
                  durable=None):
         self.dir = workdir or tempfile.mkdtemp(prefix=f"gantry-checkpoint-{os.getpid()}-")
         self.cfs = configfs or os.path.join(self.dir, "cfs")
@@ -119,6 +123,7 @@ class Target:
         try:
             self.stop()
         finally:
+            canary.keep_log(self.log, "gantry-target")
             shutil.rmtree(self.dir, ignore_errors=True)
 
     @property

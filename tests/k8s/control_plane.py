@@ -56,7 +56,10 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.normpath(os.path.join(HERE, "..", ".."))
 SKIP_CODE = 77
-ADMIN_TOKEN = "gantry-test-admin"
+sys.path.insert(0, os.path.join(HERE, "..", "canary"))
+import canary  # noqa: E402  (the secret canary: every token below carries it)
+
+ADMIN_TOKEN = canary.secret("k8s-admin")
 
 
 class ApiError(Exception):
@@ -242,6 +245,7 @@ class ControlPlane:
         return self
 
     def stop(self):
+        self._dump_events()
         self._drop_conn()
         for name in reversed(list(self.procs)):
             self.procs[name].stop()
@@ -252,6 +256,23 @@ class ControlPlane:
         shutil.rmtree(getattr(self, "etcd_data", "") or "/nonexistent", ignore_errors=True)
         if self in _live:
             _live.remove(self)
+
+    def _dump_events(self):
+        """Writes every event of the run to <dir>/events.log, where the
+        secret canary check (tests/canary/) reads it with the daemons' logs."""
+        p = self.procs.get("kube-apiserver")
+        if not p or not p.alive():
+            return
+        try:
+            items = self.request("GET", "/api/v1/events")["items"]
+        except (ApiError, OSError, ValueError, http.client.HTTPException):
+            return
+        with open(os.path.join(self.dir, "events.log"), "w") as f:
+            for e in items:
+                o = e.get("involvedObject", {})
+                f.write("%s %s/%s %s %s: %s\n" % (e.get("type"), o.get("kind"), o.get("name"),
+                                                  e.get("reason"), e.get("source", {}).get("component"),
+                                                  e.get("message", "")))
 
     def _kill_stale(self):
         """Kills daemons that a killed earlier run of this test left."""
@@ -334,12 +355,13 @@ class ControlPlane:
         self._openssl("rsa", "-in", self.sa_key, "-pubout", "-out", os.path.join(d, "sa.pub"))
         # static users: the admin, and the components' own identities
         self.tokens = {"admin": ADMIN_TOKEN,
-                       "system:kube-controller-manager": "gantry-test-kcm",
-                       "system:kube-scheduler": "gantry-test-scheduler"}
+                       "system:kube-controller-manager": canary.secret("k8s-kcm"),
+                       "system:kube-scheduler": canary.secret("k8s-scheduler")}
         with open(os.path.join(d, "tokens.csv"), "w") as f:
             f.write('%s,admin,admin,"system:masters"\n' % ADMIN_TOKEN)
-            f.write("gantry-test-kcm,system:kube-controller-manager,kcm\n")
-            f.write("gantry-test-scheduler,system:kube-scheduler,scheduler\n")
+            f.write("%s,system:kube-controller-manager,kcm\n"
+                    % self.tokens["system:kube-controller-manager"])
+            f.write("%s,system:kube-scheduler,scheduler\n" % self.tokens["system:kube-scheduler"])
 
     def _etcd(self):
         base = "/dev/shm" if os.path.isdir("/dev/shm") else self.dir
@@ -569,6 +591,7 @@ class ControlPlane:
                                "kind": "TokenRequest",
                                "spec": {"expirationSeconds": seconds}})
             self._sa_tokens[key] = tr["status"]["token"]
+            canary.register_value("k8s-sa-token", tr["status"]["token"])  # a JWT: no canary
         return self._sa_tokens[key]
 
     def sa_kubeconfig(self, ns, sa):

@@ -106,6 +106,7 @@ class CsiStack:
         tr = self.plane.api("POST", "/api/v1/namespaces/%s/serviceaccounts/%s/token" % (ns, sa),
                             {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                              "spec": {"expirationSeconds": 7200}})
+        cp.canary.register_value("k8s-sa-token", tr["status"]["token"])  # a JWT: no canary
         return self.plane.write_kubeconfig(name, tr["status"]["token"])
 
     def controller_pod(self):

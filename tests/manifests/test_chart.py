@@ -6,6 +6,7 @@ manifests/, object for object; values change what they should; and the
 stand-in itself behaves as Helm's engine on a small fixture chart.
 
 GANTRY_HELM_STANDIN names the stand-in binary (CTest sets it)."""
+import base64
 import glob
 import json
 import os
@@ -56,11 +57,27 @@ def by_key(docs):
     return out
 
 
+GENERATED_ANNOTATIONS = {"gantry.io/extender-ca-sha256"}
+
+
 def normalized(doc):
-    """@doc with ConfigMap data parsed, so formatting differences don't count."""
+    """@doc with ConfigMap data parsed, so formatting differences don't
+    count; a Secret's values and a pod template's annotations of generated
+    values (the chart makes the extender's certificates, manifests/secrets/
+    has placeholders) reduced to their keys."""
+    doc = json.loads(json.dumps(doc))
+    if doc["kind"] == "Secret":
+        keys = set(doc.pop("data", {}) or {}) | set(doc.pop("stringData", {}) or {})
+        doc["keys"] = sorted(keys)
+        return doc
+    tmpl = doc.get("spec", {}).get("template", {}).get("metadata", {})
+    ann = tmpl.get("annotations", {})
+    for a in GENERATED_ANNOTATIONS & set(ann):
+        del ann[a]
+    if "annotations" in tmpl and not ann:
+        del tmpl["annotations"]
     if doc["kind"] != "ConfigMap":
         return doc
-    doc = json.loads(json.dumps(doc))
     for k, v in doc.get("data", {}).items():
         if k.endswith(".json"):
             doc["data"][k] = json.loads(v)
@@ -363,7 +380,68 @@ class ChartTest(unittest.TestCase):
         self.assertEqual(sc["parameters"]["csi.storage.k8s.io/node-stage-secret-namespace"], "storage")
         (_, c), = scheduler_configs(docs)
         self.assertEqual(c["leaderElection"]["resourceNamespace"], "storage")
-        self.assertEqual(c["extenders"][0]["urlPrefix"], "http://fabric-scheduler.storage.svc:8888/")
+        self.assertEqual(c["extenders"][0]["urlPrefix"], "https://fabric-scheduler.storage.svc:8888/")
+
+    def test_extender_tls_both_sides(self):
+        """By default the extender serves HTTPS to client certificates of a CA
+        made for the release, kube-scheduler presents one, and the serving
+        certificate names the Service; insecureHTTP=true turns all of it off
+        by name."""
+        docs = docs_of(render())
+        objs = by_key(docs)
+        (_, c), = scheduler_configs(docs)
+        e = c["extenders"][0]
+        self.assertTrue(e["enableHTTPS"])
+        self.assertTrue(e["urlPrefix"].startswith("https://gantry-scheduler.gantry-system.svc:"))
+        ext = objs[("Deployment", NS, "gantry-scheduler")]["spec"]["template"]
+        kube = objs[("Deployment", NS, "gantry-kube-scheduler")]["spec"]["template"]
+        self.assertEqual(ext["metadata"]["annotations"], kube["metadata"]["annotations"])
+
+        def files(tmpl):
+            """mount path -> Secret name of the pod's first container."""
+            vols = {v["name"]: v["secret"]["secretName"] for v in tmpl["spec"]["volumes"]
+                    if "secret" in v}
+            return {m["mountPath"]: vols[m["name"]] for m in tmpl["spec"]["containers"][0]["volumeMounts"]
+                    if m["name"] in vols}
+
+        def secret_file(tmpl, path):
+            d, name = os.path.split(path)
+            sec = objs[("Secret", NS, files(tmpl)[d])]
+            return base64.b64decode(sec["data"][name])
+
+        args = ext["spec"]["containers"][0]["args"]
+        flag = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in args if "=" in a}
+        for probe in ("readinessProbe", "livenessProbe"):
+            self.assertEqual(ext["spec"]["containers"][0][probe]["httpGet"]["scheme"], "HTTPS")
+        tc = e["tlsConfig"]
+        # each side trusts the CA that signed the other's certificate
+        with tempfile.TemporaryDirectory(prefix="gantry-chart-tls-") as d:
+            def put(name, data):
+                with open(os.path.join(d, name), "wb") as f:
+                    f.write(data)
+                return os.path.join(d, name)
+            serving = put("serving.crt", secret_file(ext, flag["--tls-cert"]))
+            client = put("client.crt", secret_file(kube, tc["certFile"]))
+            for cert, ca in ((client, put("client-ca.crt", secret_file(ext, flag["--client-ca"]))),
+                             (serving, put("server-ca.crt", secret_file(kube, tc["caFile"])))):
+                p = subprocess.run(["openssl", "verify", "-CAfile", ca, cert],
+                                   capture_output=True, text=True, timeout=30)
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            p = subprocess.run(["openssl", "x509", "-noout", "-ext", "subjectAltName", "-in", serving],
+                               capture_output=True, text=True, timeout=30)
+            self.assertIn("DNS:gantry-scheduler.gantry-system.svc", p.stdout)
+        self.assertIn(b"PRIVATE KEY", secret_file(kube, tc["keyFile"]))
+        self.assertIn(b"PRIVATE KEY", secret_file(ext, flag["--tls-key"]))
+
+        docs = docs_of(render("--set", "scheduler.insecureHTTP=true"))
+        objs = by_key(docs)
+        (_, c), = scheduler_configs(docs)
+        self.assertFalse(c["extenders"][0]["enableHTTPS"])
+        self.assertNotIn("tlsConfig", c["extenders"][0])
+        self.assertIn("--insecure-http",
+                      objs[("Deployment", NS, "gantry-scheduler")]["spec"]["template"]["spec"]
+                      ["containers"][0]["args"])
+        self.assertNotIn(("Secret", NS, "gantry-scheduler-tls"), objs)
 
     def test_scheduler_values(self):
         docs = docs_of(render("--set", "scheduler.schedulerName=fabric-aware",

@@ -144,7 +144,7 @@ class TopologyTest(unittest.TestCase):
             with open(path, "w") as f:
                 f.write(topology)
             p = subprocess.Popen([binary, "--listen", "127.0.0.1:0", "--topology", path,
-                                  "--ready-file", ready],
+                                  "--ready-file", ready, "--insecure-http"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             try:
                 deadline = time.monotonic() + 30

@@ -144,7 +144,7 @@ class World:
     def __init__(self, fabric, gang_ttl=30, extra_args=()):
         self.fabric = fabric
         self.tmp = tempfile.mkdtemp(prefix="gantry-gang-%d-" % os.getpid())
-        self.token = "gang-test-%d" % os.getpid()
+        self.token = sched_harness.canary.secret("api-token")
         seed = os.path.join(self.tmp, "seed.json")
         with open(seed, "w") as f:
             json.dump(fabric.seed(), f)

@@ -1,8 +1,10 @@
 """Starts and stops a real gantry-scheduler, and the FAKE Kubernetes API
 server it follows, for the scheduler tests and the demo (scripts/demo.sh).
 
-The server listens on 127.0.0.1 with port 0 and writes the port it got to a
-ready file; start() waits (bounded) for that file, stop() sends SIGTERM and
+The server listens on 127.0.0.1 with port 0, over plain HTTP
+(--insecure-http) unless given tls=(cert, key, client CA); then requests
+present client=(cert, key) when given, and none otherwise. It writes the
+port it got to a ready file; start() waits (bounded) for that file, stop() sends SIGTERM and
 waits for a clean exit. Temp dirs are named after the branch and the PID so
 concurrent runs never collide, and are always removed. FakeAPI is the one
 starter of tests/fakeapi/fake_kube_apiserver.py.
@@ -19,6 +21,9 @@ import time
 import http.client
 import ssl
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "canary"))
+import canary  # noqa: E402
 
 BINARY = os.environ.get("GANTRY_SCHEDULER", "gantry-scheduler")
 # The bound on waiting for a server to be ready: generous, since CI runs on a
@@ -42,7 +47,8 @@ def fixture_json(name):
 
 
 class Scheduler:
-    def __init__(self, *extra_args, topology="topology.json", state="state.json", tls=None):
+    def __init__(self, *extra_args, topology="topology.json", state="state.json", tls=None,
+                 client=None, server_ca=None):
         self.tmp = tempfile.mkdtemp(prefix="gantry-sched-test-%d-" % os.getpid())
         self.ready = os.path.join(self.tmp, "port")
         self.log_path = os.path.join(self.tmp, "log")
@@ -52,9 +58,13 @@ class Scheduler:
             args += ["--topology", os.path.join(FIXTURES, topology)]
         if state:
             args += ["--state", state if os.path.isabs(state) else os.path.join(FIXTURES, state)]
-        self.tls = tls
+        self.tls, self.client = tls, client
+        # the CA that signed the serving certificate; a self-signed one is its own
+        self.server_ca = server_ca or (tls[0] if tls else None)
         if tls:
-            args += ["--tls-cert", tls[0], "--tls-key", tls[1]]
+            args += ["--tls-cert", tls[0], "--tls-key", tls[1], "--client-ca", tls[2]]
+        else:
+            args += ["--insecure-http"]
         if "--reservation-ttl" not in extra_args:
             # a bind's reservation must not expire in the middle of a test
             # that counts on it, however slow the machine: the default 60 s
@@ -88,13 +98,16 @@ class Scheduler:
         _stop(self.proc)
         rc = self.proc.returncode
         self.log.close()
+        canary.keep_log(self.log_path, "gantry-scheduler")
         shutil.rmtree(self.tmp, ignore_errors=True)
         return rc
 
     def conn(self):
         if self.tls:
-            ctx = ssl.create_default_context(cafile=self.tls[0])
+            ctx = ssl.create_default_context(cafile=self.server_ca)
             ctx.check_hostname = False
+            if self.client:
+                ctx.load_cert_chain(self.client[0], self.client[1])
             return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=30, context=ctx)
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
 

@@ -17,7 +17,7 @@ import time
 import unittest
 import uuid
 
-from sched_harness import Scheduler, fixture, fixture_json
+from sched_harness import Scheduler, canary, fixture, fixture_json
 
 NC_TRUE_FILTER = "nodecache-true-001-filter.json"
 NC_TRUE_PRIO = "nodecache-true-002-prioritize.json"
@@ -481,7 +481,7 @@ class LimitsTest(unittest.TestCase):
             topo = os.path.join(tmp, "t.json")
             with open(topo, "w") as f:
                 f.write('{"leaves": [{"name": "l1", "uplinkGpbs": 10}]}')
-            p = subprocess.run([os.environ["GANTRY_SCHEDULER"], "--topology", topo],
+            p = subprocess.run([os.environ["GANTRY_SCHEDULER"], "--insecure-http", "--topology", topo],
                                capture_output=True, timeout=30)
             self.assertEqual(p.returncode, 1)
             self.assertIn(b"leaves[0].uplinkGpbs: unknown key", p.stderr)
@@ -493,25 +493,106 @@ class LimitsTest(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+PKI_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fakeapi",
+                          "make_test_pki.sh")
+
+
 class TLSTest(unittest.TestCase):
-    def test_https(self):
-        tmp = tempfile.mkdtemp(prefix="gantry-sched-tls-%d-" % os.getpid())
+    """HTTPS with client certificates: the test PKI (tests/fakeapi/make_test_pki.sh)
+    gives the serving certificate, the client CA, a client certificate it
+    signed, and one of the same subject from another CA."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pki = tempfile.mkdtemp(prefix="gantry-sched-tls-%d-" % os.getpid())
         try:
-            cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
-            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
-                            "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
-                            "-addext", "subjectAltName=IP:127.0.0.1"],
-                           check=True, capture_output=True, timeout=60)
-            s = Scheduler(tls=(cert, key)).start()
-            try:
+            subprocess.run(["bash", PKI_SCRIPT, cls.pki], check=True, capture_output=True,
+                           timeout=60)
+            for key in ("server.key", "client.key", "other-client.key"):
+                canary.register_pem_key("sched-tls-" + key, os.path.join(cls.pki, key))
+        except BaseException:
+            shutil.rmtree(cls.pki, ignore_errors=True)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.pki, ignore_errors=True)
+
+    def f(self, name):
+        return os.path.join(self.pki, name)
+
+    def serve(self, client=None):
+        return Scheduler(tls=(self.f("server.crt"), self.f("server.key"), self.f("ca.crt")),
+                         server_ca=self.f("ca.crt"), client=client).start()
+
+    def as_client(self, s, client):
+        s.client = client
+        return s
+
+    def test_verbs_need_a_client_certificate_from_the_ca(self):
+        s = self.serve()
+        try:
+            bind = {"PodName": "p", "PodNamespace": "default", "PodUID": "u", "Node": "gpu-node-1"}
+            wrong = {
+                "no client certificate": None,
+                "client certificate signed by an unknown authority":
+                    (self.f("other-client.crt"), self.f("other-client.key")),
+                # the server's own certificate: the right CA, not for client authentication
+                "client certificate not for TLS client authentication":
+                    (self.f("server.crt"), self.f("server.key")),
+            }
+            for reason, client in wrong.items():
+                self.as_client(s, client)
+                for verb, body in (("filter", fixture(NC_TRUE_FILTER)),
+                                   ("prioritize", fixture(NC_TRUE_PRIO)), ("bind", bind)):
+                    status, r = s.post(verb, body)
+                    self.assertEqual(status, 403, (reason, verb, r))
+                    self.assertIn("client certificate signed by gantry-scheduler's --client-ca", r["Error"])
+                self.assertEqual(s.request("GET", "/metrics")[0], 403, reason)
+                self.assertIn('reason="%s"' % reason, s.logs())
+                # kubelet's probe needs no certificate
                 self.assertEqual(s.request("GET", "/healthz"), (200, b"ok\n"))
-                status, r = s.post("filter", fixture(NC_TRUE_FILTER))
-                self.assertEqual(status, 200)
-                self.assertEqual(r["Error"], "")
-            finally:
-                self.assertEqual(s.stop(), 0)
+            # nothing was bound by the refused binds: the pod is still unknown
+            self.as_client(s, (self.f("client.crt"), self.f("client.key")))
+            status, r = s.post("filter", fixture(NC_TRUE_FILTER))
+            self.assertEqual((status, r["Error"]), (200, ""))
+            status, r = s.post("bind", bind)
+            self.assertEqual((status, r), (200, {"Error": "pod default/p: not seen in filter; retry"}))
+            status, text = s.request("GET", "/metrics")
+            self.assertEqual(status, 200)
+            # 3 wrong clients x (3 verbs + /metrics)
+            self.assertIn('gantry_scheduler_requests_total{verb="refused",code="403"} 12',
+                          text.decode())
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            self.assertEqual(s.stop(), 0)
+
+    def test_start_needs_tls_or_insecure_http_by_name(self):
+        binary = os.environ["GANTRY_SCHEDULER"]
+        cases = [
+            ([], b"--tls-cert, --tls-key and --client-ca are all required (or --insecure-http"),
+            (["--tls-cert", self.f("server.crt"), "--tls-key", self.f("server.key")],
+             b"--tls-cert, --tls-key and --client-ca are all required"),
+            (["--insecure-http", "--client-ca", self.f("ca.crt")],
+             b"--insecure-http: not with --tls-cert, --tls-key or --client-ca"),
+        ]
+        for args, msg in cases:
+            p = subprocess.run([binary, "--listen", "127.0.0.1:0"] + args, capture_output=True,
+                               timeout=30)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(msg, p.stderr)
+        p = subprocess.run([binary, "--listen", "127.0.0.1:0", "--tls-cert", self.f("server.crt"),
+                            "--tls-key", self.f("server.key"), "--client-ca",
+                            self.f("no-such-ca.crt")], capture_output=True, timeout=30)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(b"--client-ca " + self.f("no-such-ca.crt").encode(), p.stderr)
+
+    def test_insecure_http_warns_at_start(self):
+        s = Scheduler().start()  # the harness's plain HTTP is --insecure-http
+        try:
+            self.assertIn("sched.insecure_http", s.logs())
+            self.assertIn("anyone who reaches", s.logs())
+        finally:
+            self.assertEqual(s.stop(), 0)
 
 
 if __name__ == "__main__":

@@ -13,10 +13,10 @@ import tempfile
 import shutil
 import unittest
 
-from sched_harness import FakeAPI, Scheduler, fixture_json, wait_for, FIXTURES
+from sched_harness import FakeAPI, Scheduler, canary, fixture_json, wait_for, FIXTURES
 
 FAKE = os.environ.get("GANTRY_FAKEAPI")
-TOKEN = "sched-test-token-%d" % os.getpid()
+TOKEN = canary.secret("api-token")
 NC_TRUE_FILTER = "nodecache-true-001-filter.json"
 
 

@@ -24,10 +24,10 @@ import shutil
 import tempfile
 import unittest
 
-from sched_harness import FakeAPI, Scheduler, fixture_json, wait_for, FIXTURES
+from sched_harness import FakeAPI, Scheduler, canary, fixture_json, wait_for, FIXTURES
 
 FAKE = os.environ.get("GANTRY_FAKEAPI")
-TOKEN = "sched-tier-token-%d" % os.getpid()
+TOKEN = canary.secret("api-token")
 PRIO = "nodecache-true-002-prioritize.json"
 
 TOPOLOGY = {
