@@ -28,6 +28,10 @@ struct gantry_extender {
         struct gantry_extender_options opts;
         pthread_mutex_t expire_lock;
         double last_expire;
+        /* not ready: every verb answers 503 (an extender error), never a refusal */
+        pthread_mutex_t ready_lock;
+        bool ready;
+        char not_ready_why[128];
 };
 
 static const char *const verb_names[GANTRY_VERB_COUNT] = { "filter", "prioritize", "bind" };
@@ -70,6 +74,8 @@ int gantry_extender_new(struct gantry_sched_state *state, const struct gantry_ex
         if (ext->opts.max_nodes == 0)
                 ext->opts.max_nodes = 100000;
         pthread_mutex_init(&ext->expire_lock, NULL);
+        pthread_mutex_init(&ext->ready_lock, NULL);
+        ext->ready = true;
         *ret_extender = ext;
         return 0;
 }
@@ -79,6 +85,7 @@ void gantry_extender_free(struct gantry_extender *ext)
         if (!ext)
                 return;
         pthread_mutex_destroy(&ext->expire_lock);
+        pthread_mutex_destroy(&ext->ready_lock);
         free(ext);
 }
 
@@ -548,10 +555,41 @@ static int handle_bind(struct gantry_extender *ext, const char *body, size_t len
         return status;
 }
 
+void gantry_extender_set_ready(struct gantry_extender *ext, bool ready, const char *why)
+{
+        pthread_mutex_lock(&ext->ready_lock);
+        if (ext->ready != ready)
+                log_info("sched.readiness", "ready=%s why=\"%s\"", ready ? "yes" : "no",
+                         why ? why : "");
+        ext->ready = ready;
+        snprintf(ext->not_ready_why, sizeof(ext->not_ready_why), "%s", why ? why : "");
+        pthread_mutex_unlock(&ext->ready_lock);
+}
+
+bool gantry_extender_ready(struct gantry_extender *ext, char *why, size_t size)
+{
+        bool ready;
+
+        pthread_mutex_lock(&ext->ready_lock);
+        ready = ext->ready;
+        if (why && size)
+                snprintf(why, size, "%s", ext->not_ready_why);
+        pthread_mutex_unlock(&ext->ready_lock);
+        return ready;
+}
+
 int gantry_extender_handle(struct gantry_extender *ext, enum gantry_extender_verb verb,
                            const char *body, size_t len, char **ret_reply)
 {
+        char why[128], msg[200];
+
         *ret_reply = NULL;
+        if (verb < GANTRY_VERB_COUNT && !gantry_extender_ready(ext, why, sizeof(why))) {
+                /* an error, not a refusal: kube-scheduler sends the pod to
+                 * backoff (seconds), not to the unschedulable pool (minutes) */
+                snprintf(msg, sizeof(msg), "gantry-scheduler is not ready (%s); retry", why);
+                return error_reply(503, msg, ret_reply);
+        }
         if (verb == GANTRY_VERB_BIND)
                 return handle_bind(ext, body, len, ret_reply);
         if (verb == GANTRY_VERB_FILTER || verb == GANTRY_VERB_PRIORITIZE) {

@@ -131,6 +131,21 @@ void gantry_gangs_pod_bound(struct gantry_gangs *g, const struct gantry_gang_spe
  */
 void gantry_gangs_pod_gone(struct gantry_gangs *g, const char *uid, double now);
 
+/*
+ * Recovery after a start (or on taking over from another replica), once the
+ * ledger holds every bound pod: plans at once every gang met with members
+ * bound but not whole (partial), around its bound members (their leaves
+ * first), so that its pending members find their places on their next
+ * filter, ahead of any gang not yet started. A gang that cannot be planned
+ * now stays partial (planned first at the next filter). Returns how many
+ * gangs it planned.
+ */
+size_t gantry_gangs_recover(struct gantry_gangs *g, double now);
+/* Gangs partial and not planned (what gantry_gangs_recover() could not place). */
+size_t gantry_gangs_partial(struct gantry_gangs *g);
+/* Whether gang @key is known with at least one member in the ledger. */
+bool gantry_gangs_has_bound_member(struct gantry_gangs *g, const char *key);
+
 /* Drops the reservations that expired at @now. Returns how many gangs. */
 size_t gantry_gangs_expire(struct gantry_gangs *g, double now);
 

@@ -47,6 +47,10 @@ static const struct gantry_kube_api_call api_calls[] = {
         { "list", "scheduling.x-k8s.io", "podgroups" },
         { "watch", "scheduling.x-k8s.io", "podgroups" },
         { "create", "", "pods/binding" },
+        { "patch", "", "pods" },
+        { "get", "coordination.k8s.io", "leases" },
+        { "create", "coordination.k8s.io", "leases" },
+        { "update", "coordination.k8s.io", "leases" },
 };
 
 const struct kube_kind_info *kube_kind_info(enum gantry_kube_kind kind)
@@ -220,6 +224,22 @@ int gantry_kube_bind_pod(struct gantry_kube_client *client, const char *namespac
         return r;
 }
 
+/* The answer's body as a JSON object into *ret_obj; clears @resp. */
+static int take_object(struct kube_response *resp, const char *path, json_t **ret_obj,
+                       struct gantry_error *err)
+{
+        json_error_t jerr;
+        json_t *obj = json_loadb(resp->body ? resp->body : "", resp->len, 0, &jerr);
+
+        kube_response_clear(resp);
+        if (!json_is_object(obj)) {
+                json_decref(obj);
+                return gantry_error_set(err, EBADMSG, "%s: not a JSON object", path);
+        }
+        *ret_obj = obj;
+        return 0;
+}
+
 int gantry_kube_get(struct gantry_kube_client *client, const char *path, const char *verb,
                     const char *resource, json_t **ret_obj, struct gantry_error *err)
 {
@@ -228,8 +248,6 @@ int gantry_kube_get(struct gantry_kube_client *client, const char *path, const c
                 .max_body = 16 * 1024 * 1024,
         };
         struct kube_response resp = { 0 };
-        json_error_t jerr;
-        json_t *obj;
         int r;
 
         if (!client)
@@ -241,14 +259,7 @@ int gantry_kube_get(struct gantry_kube_client *client, const char *path, const c
                 kube_response_clear(&resp);
                 return r;
         }
-        obj = json_loadb(resp.body ? resp.body : "", resp.len, 0, &jerr);
-        kube_response_clear(&resp);
-        if (!json_is_object(obj)) {
-                json_decref(obj);
-                return gantry_error_set(err, EBADMSG, "%s: not a JSON object", path);
-        }
-        *ret_obj = obj;
-        return 0;
+        return take_object(&resp, path, ret_obj, err);
 }
 
 int gantry_kube_merge_patch(struct gantry_kube_client *client, const char *path,
@@ -275,4 +286,37 @@ int gantry_kube_merge_patch(struct gantry_kube_client *client, const char *path,
         kube_response_clear(&resp);
         free((char *)req.body);
         return r;
+}
+
+int gantry_kube_write(struct gantry_kube_client *client, const char *method, const char *path,
+                      const char *resource, const json_t *body, json_t **ret_obj,
+                      struct gantry_error *err)
+{
+        bool create = method && !strcmp(method, "POST");
+        struct kube_request req = {
+                .method = method, .path = path, .verb = create ? "create" : "update",
+                .resource = resource, .max_body = 16 * 1024 * 1024,
+        };
+        struct kube_response resp = { 0 };
+        int r;
+
+        if (!client)
+                return gantry_error_set(err, EINVAL, "write: client is NULL");
+        if (!create && !(method && !strcmp(method, "PUT")))
+                return gantry_error_set(err, EINVAL, "write %s: method: POST or PUT", path);
+        if (!json_is_object(body))
+                return gantry_error_set(err, EINVAL, "write %s: not a JSON object", path);
+        if (!(req.body = json_dumps(body, JSON_COMPACT)))
+                return gantry_error_set(err, ENOMEM, "write %s: cannot encode the body", path);
+        r = kube_http_do(&client->http, &req, &resp, err);
+        if (r < 0)
+                gantry_error_prefix(err, path);
+        else if (resp.status / 100 != 2)
+                r = kube_http_status_error(&resp, path, err);
+        free((char *)req.body);
+        if (r < 0 || !ret_obj) {
+                kube_response_clear(&resp);
+                return r;
+        }
+        return take_object(&resp, path, ret_obj, err);
 }

@@ -7,17 +7,27 @@
  *                    [--reservation-ttl SECONDS] [--gang-ttl SECONDS]
  *                    [--tls-cert F --tls-key F]
  *                    [--ready-file PATH] [--log-level LEVEL]
+ *                    [--leader-elect [--lease-name N] [--lease-namespace NS]
+ *                     [--identity ID] [--lease-duration S]
+ *                     [--lease-renew-deadline S] [--lease-retry-period S]]
  *
  * Checks every flag and file before it binds anything, builds the cluster
  * model (topology file, then the API server's informers or a --state file of
  * Kubernetes objects), serves
  * the extender until SIGTERM or SIGINT, then stops cleanly.
+ *
+ * With an API server it serves at once but answers every verb with an error
+ * (and /readyz 503) until the model is synced and recovered (partly bound
+ * gangs planned: sched_recover.c); with --leader-elect only the replica that
+ * holds the Lease (sched_lease.c) becomes ready, and one that loses it exits
+ * (its reservations may no longer be true), to be restarted as a standby.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +39,8 @@
 #include "metrics.h"
 #include "placement.h"
 #include "sched_feed.h"
+#include "sched_lease.h"
+#include "sched_recover.h"
 #include "sched_state.h"
 #include "sched_topology.h"
 
@@ -51,6 +63,9 @@ struct args {
         double ttl;
         double gang_ttl;
         int bind_timeout;
+        bool leader_elect;
+        const char *lease_name, *lease_namespace, *identity;
+        double lease_duration, lease_renew_deadline, lease_retry_period;
 };
 
 static void usage(FILE *f)
@@ -79,7 +94,17 @@ static void usage(FILE *f)
                 "                            kube-scheduler's extender httpTimeout (default 4)\n"
                 "  --tls-cert FILE           serve HTTPS with this PEM certificate ...\n"
                 "  --tls-key FILE            ... and this PEM key\n"
-                "  --ready-file PATH         write the bound port there once serving\n"
+                "  --ready-file PATH         write the bound port there once synced\n"
+                "  --leader-elect            run as one of several replicas: only the holder of\n"
+                "                            a coordination.k8s.io Lease answers (the others are\n"
+                "                            not ready); needs --kubeconfig or --in-cluster\n"
+                "  --lease-name NAME         the Lease (default gantry-scheduler)\n"
+                "  --lease-namespace NS      its namespace (default: the client's namespace)\n"
+                "  --identity ID             this replica in the Lease (default: $POD_NAME, else\n"
+                "                            HOSTNAME_PID)\n"
+                "  --lease-duration S        a Lease not renewed this long is taken over (15)\n"
+                "  --lease-renew-deadline S  the holder gives up after failing to renew this long (10)\n"
+                "  --lease-retry-period S    seconds between tries (2)\n"
                 "  --log-level LEVEL         debug, info, warn or error (default info)\n"
                 "  --version                 print the version and exit\n"
                 "  --help                    print this help and exit\n");
@@ -104,7 +129,8 @@ static int parse_number(const char *flag, const char *s, double min, double max,
 static int parse_args(int argc, char **argv, struct args *a)
 {
         enum { O_LISTEN = 256, O_TOPO, O_STATE, O_KUBECONFIG, O_INCLUSTER, O_SYNC, O_THREADS, O_MAXBODY, O_TTL, O_GANG_TTL, O_BIND_TIMEOUT, O_CERT, O_KEY,
-               O_READY, O_LOG, O_VERSION, O_HELP };
+               O_READY, O_LOG, O_VERSION, O_HELP, O_LEADER, O_LEASE_NAME, O_LEASE_NS, O_IDENTITY,
+               O_LEASE_DUR, O_LEASE_RENEW, O_LEASE_RETRY };
         static const struct option opts[] = {
                 { "listen", required_argument, NULL, O_LISTEN },
                 { "topology", required_argument, NULL, O_TOPO },
@@ -121,6 +147,13 @@ static int parse_args(int argc, char **argv, struct args *a)
                 { "tls-key", required_argument, NULL, O_KEY },
                 { "ready-file", required_argument, NULL, O_READY },
                 { "log-level", required_argument, NULL, O_LOG },
+                { "leader-elect", no_argument, NULL, O_LEADER },
+                { "lease-name", required_argument, NULL, O_LEASE_NAME },
+                { "lease-namespace", required_argument, NULL, O_LEASE_NS },
+                { "identity", required_argument, NULL, O_IDENTITY },
+                { "lease-duration", required_argument, NULL, O_LEASE_DUR },
+                { "lease-renew-deadline", required_argument, NULL, O_LEASE_RENEW },
+                { "lease-retry-period", required_argument, NULL, O_LEASE_RETRY },
                 { "version", no_argument, NULL, O_VERSION },
                 { "help", no_argument, NULL, O_HELP },
                 { 0 },
@@ -129,7 +162,9 @@ static int parse_args(int argc, char **argv, struct args *a)
         int c;
 
         *a = (struct args){ .listen = "0.0.0.0:8888", .threads = 4, .max_body = 64LL << 20,
-                            .ttl = 60, .gang_ttl = 360, .sync_timeout = 120, .bind_timeout = 4 };
+                            .ttl = 60, .gang_ttl = 360, .sync_timeout = 120, .bind_timeout = 4,
+                            .lease_name = "gantry-scheduler", .lease_duration = 15,
+                            .lease_renew_deadline = 10, .lease_retry_period = 2 };
         while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
                 switch (c) {
                 case O_LISTEN: a->listen = optarg; break;
@@ -171,6 +206,24 @@ static int parse_args(int argc, char **argv, struct args *a)
                                 return -EINVAL;
                         a->bind_timeout = (int)v;
                         break;
+                case O_LEADER: a->leader_elect = true; break;
+                case O_LEASE_NAME: a->lease_name = optarg; break;
+                case O_LEASE_NS: a->lease_namespace = optarg; break;
+                case O_IDENTITY: a->identity = optarg; break;
+                case O_LEASE_DUR:
+                        if (parse_number("--lease-duration", optarg, 2, 3600, &a->lease_duration) < 0)
+                                return -EINVAL;
+                        break;
+                case O_LEASE_RENEW:
+                        if (parse_number("--lease-renew-deadline", optarg, 1, 3600,
+                                         &a->lease_renew_deadline) < 0)
+                                return -EINVAL;
+                        break;
+                case O_LEASE_RETRY:
+                        if (parse_number("--lease-retry-period", optarg, 0.1, 600,
+                                         &a->lease_retry_period) < 0)
+                                return -EINVAL;
+                        break;
                 case O_VERSION: printf("gantry-scheduler %s\n", GANTRY_VERSION); return 1;
                 case O_HELP: usage(stdout); return 1;
                 default: usage(stderr); return -EINVAL;
@@ -182,6 +235,16 @@ static int parse_args(int argc, char **argv, struct args *a)
         }
         if (a->kubeconfig && a->in_cluster) {
                 fprintf(stderr, "gantry-scheduler: --kubeconfig and --in-cluster: give one\n");
+                return -EINVAL;
+        }
+        if (a->leader_elect && !a->kubeconfig && !a->in_cluster) {
+                fprintf(stderr, "gantry-scheduler: --leader-elect: needs --kubeconfig or --in-cluster\n");
+                return -EINVAL;
+        }
+        if (!(a->lease_duration > a->lease_renew_deadline &&
+              a->lease_renew_deadline > a->lease_retry_period)) {
+                fprintf(stderr, "gantry-scheduler: --lease-duration > --lease-renew-deadline > "
+                                "--lease-retry-period: not so ordered\n");
                 return -EINVAL;
         }
         if (!a->tls_cert != !a->tls_key) {
@@ -215,6 +278,31 @@ static int write_ready_file(const char *path, int port)
         return 0;
 }
 
+struct lease_ctx {
+        struct gantry_kube_client *kube;
+        struct gantry_sched_state *state;
+        struct gantry_gangs *gangs;
+        struct gantry_extender *ext;
+};
+
+static struct lease_ctx lease_ctx;
+static volatile sig_atomic_t lease_lost;
+
+/* Leading: recover and serve. Lost: stop answering, and exit (a restart
+ * comes back as a standby with a model rebuilt from the API server). */
+static void on_lease(void *ctx, bool leading)
+{
+        struct lease_ctx *lc = ctx;
+
+        if (leading) {
+                gantry_sched_recover(lc->kube, lc->state, lc->gangs, lc->ext, NULL);
+                return;
+        }
+        gantry_extender_set_ready(lc->ext, false, "lost the lease");
+        lease_lost = 1;
+        kill(getpid(), SIGTERM);
+}
+
 int main(int argc, char **argv)
 {
         struct gantry_cluster *cluster = NULL;
@@ -225,6 +313,7 @@ int main(int argc, char **argv)
         struct gantry_metrics *metrics = NULL;
         struct gantry_kube_client *kube = NULL;
         struct gantry_sched_feed *feed = NULL;
+        struct gantry_sched_lease *lease = NULL;
         struct gantry_error err = { 0 };
         struct args a;
         sigset_t sigs;
@@ -258,8 +347,7 @@ int main(int argc, char **argv)
                 struct gantry_kube_client_options ko = { .kubeconfig = a.kubeconfig, .metrics = metrics,
                                                          .bind_timeout_seconds = a.bind_timeout };
 
-                if (gantry_kube_client_new(&ko, &kube, &err) < 0 ||
-                    gantry_sched_feed_start(kube, state, a.sync_timeout * 1000, &feed, &err) < 0) {
+                if (gantry_kube_client_new(&ko, &kube, &err) < 0) {
                         fprintf(stderr, "gantry-scheduler: %s\n", err.msg);
                         goto out;
                 }
@@ -269,6 +357,10 @@ int main(int argc, char **argv)
                 .bind = kube ? gantry_sched_feed_bind : NULL, .bind_ctx = kube, .gangs = gangs }, &ext);
         if (r < 0)
                 goto out;
+        /* serve at once (health, readiness), but answer no verb until the
+         * model is complete: an error sends kube-scheduler's pod to backoff */
+        if (kube)
+                gantry_extender_set_ready(ext, false, "syncing with the API server");
         r = gantry_sched_server_start(ext, &(struct gantry_sched_server_options){
                 .addr = a.listen, .threads = a.threads, .max_body_bytes = (size_t)a.max_body,
                 .tls_cert_file = a.tls_cert, .tls_key_file = a.tls_key, .metrics = metrics },
@@ -277,14 +369,48 @@ int main(int argc, char **argv)
                 fprintf(stderr, "gantry-scheduler: %s\n", err.msg);
                 goto out;
         }
+        if (kube && gantry_sched_feed_start(kube, state, a.sync_timeout * 1000, &feed, &err) < 0) {
+                fprintf(stderr, "gantry-scheduler: %s\n", err.msg);
+                goto out;
+        }
+        if (a.leader_elect) {
+                char id[300];
+                const char *pod = getenv("POD_NAME");
+
+                if (a.identity)
+                        snprintf(id, sizeof(id), "%s", a.identity);
+                else if (pod && *pod)
+                        snprintf(id, sizeof(id), "%s", pod);
+                else {
+                        char host[256] = "gantry-scheduler";
+
+                        gethostname(host, sizeof(host) - 1);
+                        snprintf(id, sizeof(id), "%s_%d", host, (int)getpid());
+                }
+                gantry_extender_set_ready(ext, false, "standby: another replica holds the lease");
+                lease_ctx = (struct lease_ctx){ .kube = kube, .state = state, .gangs = gangs, .ext = ext };
+                r = gantry_sched_lease_start(kube, &(struct gantry_sched_lease_options){
+                        .namespace = a.lease_namespace ? a.lease_namespace
+                                                       : gantry_kube_client_namespace(kube),
+                        .name = a.lease_name, .identity = id, .duration = a.lease_duration,
+                        .renew_deadline = a.lease_renew_deadline, .retry_period = a.lease_retry_period,
+                        .on_change = on_lease, .ctx = &lease_ctx }, &lease, &err);
+                if (r < 0) {
+                        fprintf(stderr, "gantry-scheduler: %s\n", err.msg);
+                        goto out;
+                }
+        } else if (kube) {
+                gantry_sched_recover(kube, state, gangs, ext, NULL);
+        }
         {
                 struct gantry_cluster_stats s;
 
                 gantry_cluster_stats(cluster, &s);
-                        log_info("sched.serving", "listen=%s port=%d tls=%s api=%s nodes=%zu leaves=%zu "
-                         "backends=%zu pods=%zu version=%s", a.listen, port,
+                log_info("sched.serving", "listen=%s port=%d tls=%s api=%s nodes=%zu leaves=%zu "
+                         "backends=%zu pods=%zu leader_elect=%s version=%s", a.listen, port,
                          a.tls_cert ? "on" : "off", kube ? gantry_kube_client_server(kube) : "none",
-                         s.nodes, s.leaves, s.backends, s.entries, GANTRY_VERSION);
+                         s.nodes, s.leaves, s.backends, s.entries, a.leader_elect ? "on" : "off",
+                         GANTRY_VERSION);
         }
         if (a.ready_file && (r = write_ready_file(a.ready_file, port)) < 0) {
                 fprintf(stderr, "gantry-scheduler: --ready-file %s: %s\n", a.ready_file, strerror(-r));
@@ -292,8 +418,9 @@ int main(int argc, char **argv)
         }
         if (sigwait(&sigs, &sig) == 0)
                 log_info("sched.stopping", "signal=%s", sig == SIGTERM ? "TERM" : "INT");
-        ret = 0;
+        ret = lease_lost ? 1 : 0;
 out:
+        gantry_sched_lease_stop(lease);
         gantry_sched_server_stop(server);
         gantry_sched_feed_stop(feed);
         gantry_kube_client_free(kube);
