@@ -23,6 +23,8 @@ PACKAGES=(
   # real parts for tests and demo: Ceph cluster, VM with Debian's kernel
   ceph-mon ceph-mgr ceph-osd ceph-common rbd-mirror uuid-runtime python3-rados python3-rbd
   qemu-system-x86 busybox-static kmod iproute2 e2fsprogs xfsprogs nvme-cli
+  # the `k8s` test tier: etcd under the real kube-apiserver (../shared/k8s)
+  etcd-server
 )
 
 missing=()
