@@ -351,6 +351,11 @@ static int do_filter(struct gantry_extender *ext, const struct args *a,
 
         if (!v)
                 return gantry_error_set(err, ENOMEM, "out of memory");
+        if (gang_of(ext, d) && gantry_sched_state_pod_deleted(ext->state, d->d.uid)) {
+                /* its gang would be planned for a member that never comes */
+                free(v);
+                return gantry_error_set(err, ENOENT, "pod %s: deleted; not placed", d->name);
+        }
         if (gang_of(ext, d))
                 r = gantry_gangs_filter(ext->opts.gangs, &(struct gantry_gang_spec)GANG_SPEC(d),
                                         &d->d, a->names, a->n, gantry_extender_now(), v, err);

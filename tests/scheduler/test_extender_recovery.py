@@ -174,6 +174,68 @@ class RecoveryTest(unittest.TestCase):
         wait_for(lambda: ready(third), what="the third replica to take over")
         self.assertEqual(holder(), "third")
 
+    def test_a_member_filtered_after_its_deletion_reserves_nothing(self):
+        # kube-scheduler may pop a pod before its informer sees it deleted:
+        # the filter comes after the watch's DELETED
+        fab = gd.Fabric(leaves=1, nodes_per_leaf=2)
+        a = [gd.gang_pod("a", "a-%d" % i, 2, 10, gpus=4) for i in range(2)]
+        w = self.world(fab, a)
+        for p in a:
+            w.fake.call("DELETE", "/fake/objects/pods/default/" + p["metadata"]["name"])
+        status, r = None, None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the watch's DELETED reaches the extender
+            w.conn.request("POST", "/filter", body=json.dumps(self.filter_args(w, a[0])).encode(),
+                           headers={"Content-Type": "application/json"})
+            resp = w.conn.getresponse()
+            status, r = resp.status, json.loads(resp.read())
+            if status != 200:
+                break
+            time.sleep(0.05)
+        self.assertEqual(status, 404, r)
+        self.assertIn("deleted", r["Error"])
+        self.assertEqual(w.metric("gantry_scheduler_gangs_planned"), 0)
+        self.assertEqual(w.metric("gantry_scheduler_gang_slots_held"), 0)
+
+    def test_watches_that_break_mid_run(self):
+        # kube-scheduler's interleaving (gang_driver) while the fake cuts
+        # every watch twice, once after forgetting its history (410: a re-list)
+        import random
+        rng = random.Random(27)
+        fab = gd.Fabric(leaves=8, nodes_per_leaf=4, spines=2)
+        w = self.world(fab, [])
+        ks = gd.KubeScheduler(w, rng, max_lag=3, pct=50)
+        sizes, pods = {}, []
+        for j in range(12):
+            sizes["job-%d" % j] = 8
+            pods += [gd.gang_pod("job-%d" % j, "job-%d-%d" % (j, i), 8, 100) for i in range(8)]
+        rng.shuffle(pods)
+        for p in pods:
+            ks.add(p)
+        watches = w.fake.get("/fake/state")["watches"]
+
+        def chaos():
+            if ks.cycles in (20, 45):
+                w.fake.call("POST", "/fake/drop", {})
+            if ks.cycles == 70:
+                w.fake.call("POST", "/fake/compact", {})
+                w.fake.call("POST", "/fake/drop", {})
+
+        def check():
+            self.assertEqual(gd.over_capacity(ks), [], "over capacity after cycle %d" % ks.cycles)
+        ks.run(check=check, on_cycle=chaos)
+        self.assertGreaterEqual(ks.cycles, 70)
+        bound, _ = gd.gangs_summary(ks, sizes)
+        self.assertEqual({g: b for g, b in bound.items() if 0 < b < 8}, {})
+        self.assertGreater(sum(1 for b in bound.values() if b == 8), 0)
+        status, objs = w.fake.call("GET", "/fake/objects/pods")
+        self.assertEqual({o["metadata"]["name"]: o["spec"].get("nodeName") for o in objs
+                          if o["spec"].get("nodeName")}, ks.bound)
+        # the watches were cut and opened again, and the extender answers
+        wait_for(lambda: w.fake.get("/fake/state")["watches"] > watches + 7,
+                 what="the watches to be opened again")
+        self.assertEqual(w.ext.request("GET", "/readyz")[0], 200)
+
     def patched(self, w):
         return [r["path"].rsplit("/", 1)[1] for r in w.fake.get("/fake/requests")
                 if r["verb"] == "patch" and r["resource"] == "pods"]
