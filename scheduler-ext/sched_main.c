@@ -288,14 +288,16 @@ struct lease_ctx {
 static struct lease_ctx lease_ctx;
 static volatile sig_atomic_t lease_lost;
 
-/* Leading: recover and serve. Lost: stop answering, and exit (a restart
- * comes back as a standby with a model rebuilt from the API server). */
+/* Leading: main recovers and serves (SIGUSR1: the recovery's requeue takes
+ * seconds at scale, and must not delay the Lease's renewals on this
+ * thread). Lost: stop answering, and exit (a restart comes back as a
+ * standby with a model rebuilt from the API server). */
 static void on_lease(void *ctx, bool leading)
 {
         struct lease_ctx *lc = ctx;
 
         if (leading) {
-                gantry_sched_recover(lc->kube, lc->state, lc->gangs, lc->ext, NULL);
+                kill(getpid(), SIGUSR1);
                 return;
         }
         gantry_extender_set_ready(lc->ext, false, "lost the lease");
@@ -325,6 +327,7 @@ int main(int argc, char **argv)
         sigemptyset(&sigs);
         sigaddset(&sigs, SIGTERM);
         sigaddset(&sigs, SIGINT);
+        sigaddset(&sigs, SIGUSR1); /* the Lease is ours: recover (on_lease) */
         pthread_sigmask(SIG_BLOCK, &sigs, NULL);
         signal(SIGPIPE, SIG_IGN);
 
@@ -416,8 +419,10 @@ int main(int argc, char **argv)
                 fprintf(stderr, "gantry-scheduler: --ready-file %s: %s\n", a.ready_file, strerror(-r));
                 goto out;
         }
-        if (sigwait(&sigs, &sig) == 0)
-                log_info("sched.stopping", "signal=%s", sig == SIGTERM ? "TERM" : "INT");
+        while (sigwait(&sigs, &sig) == 0 && sig == SIGUSR1)
+                if (lease && !lease_lost && gantry_sched_lease_leading(lease))
+                        gantry_sched_recover(kube, state, gangs, ext, NULL);
+        log_info("sched.stopping", "signal=%s", sig == SIGTERM ? "TERM" : "INT");
         ret = lease_lost ? 1 : 0;
 out:
         gantry_sched_lease_stop(lease);

@@ -24,7 +24,9 @@ that flush.
 There is no kube-proxy here: ServiceProxy stands in for the Service
 gantry-scheduler and its readiness-gated endpoints (a mock of exactly that,
 named so). GANTRY_SCHED_RECOVERY_SCALE=NODES:JOBS (e.g. 500:125, the
-issue's scale) runs the same faults bigger, by hand, and prints the table.
+issue's scale) runs the same faults bigger, by hand, and prints the table
+(GANTRY_SCHED_RECOVERY_SETTLE: the bound of each wait, default 90 s;
+GANTRY_SCHEDULER_BIN: another gantry-scheduler binary).
 """
 import json
 import os
@@ -41,7 +43,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import control_plane as cp  # noqa: E402
 
 BUILD = os.environ.get("GANTRY_BUILD_DIR", os.path.join(cp.SOURCE, "build"))
-SCHEDULER_BIN = os.path.join(BUILD, "bin", "gantry-scheduler")
+# another build of gantry-scheduler (an older one, to see what it did)
+SCHEDULER_BIN = os.environ.get("GANTRY_SCHEDULER_BIN", os.path.join(BUILD, "bin", "gantry-scheduler"))
 SCALE = os.environ.get("GANTRY_SCHED_RECOVERY_SCALE", "64:16")
 NODES, JOBS = (int(x) for x in SCALE.split(":"))
 NODES_PER_LEAF = 8
@@ -49,7 +52,7 @@ GPUS, NIC, UPLINK, GBPS, SIZE = 8, 800, 800, 100, 8
 BACKEND, BACKEND_GBPS = "ceph-a", 100000
 SA_NS, SA = "gantry-system", "gantry-scheduler"
 # bounded waits, all far below kube-scheduler's 5-minute flush
-SETTLE = 150 if NODES > 100 else 90
+SETTLE = float(os.environ.get("GANTRY_SCHED_RECOVERY_SETTLE", 90))
 RESULTS = []  # (fault, workload, bound at the fault, end state, seconds)
 
 
@@ -79,16 +82,25 @@ class ServiceProxy:
         while not self.stopping:
             ready = []
             for port in list(self.backends):
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-                        s.sendall(b"GET /readyz HTTP/1.0\r\n\r\n")
-                        status = s.recv(64).split(b"\r\n", 1)[0].split()
-                        if len(status) > 1 and status[1] == b"200":
-                            ready.append(port)
-                except OSError:
-                    pass
+                # /readyz; a build older than it has only /healthz (404)
+                for path in (b"/readyz", b"/healthz"):
+                    status = self._get(port, path)
+                    if status != b"404":
+                        break
+                if status == b"200":
+                    ready.append(port)
             self.ready = ready
             time.sleep(0.5)
+
+    @staticmethod
+    def _get(port, path):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"GET " + path + b" HTTP/1.0\r\n\r\n")
+                status = s.recv(64).split(b"\r\n", 1)[0].split()
+                return status[1] if len(status) > 1 else None
+        except OSError:
+            return None
 
     def _accept(self):
         while not self.stopping:
