@@ -339,6 +339,13 @@ static void log_gang_filter(const struct gantry_sched_demand *d, const struct ar
                          d->d.job);
 }
 
+static bool gang_retry(const char *reason)
+{
+        size_t n = strlen(reason), k = strlen(GANTRY_GANG_RETRY_SUFFIX);
+
+        return n >= k && !strcmp(reason + n - k, GANTRY_GANG_RETRY_SUFFIX);
+}
+
 static int do_filter(struct gantry_extender *ext, const struct args *a,
                      const struct gantry_sched_demand *d, char **ret_reply, struct gantry_error *err)
 {
@@ -364,6 +371,16 @@ static int do_filter(struct gantry_extender *ext, const struct args *a,
                                           a->n, v, err);
         if (r < 0)
                 goto out;
+        if (gang_of(ext, d) && a->n > 0 && !v[0].fits && gang_retry(v[0].reason)) {
+                /* the member's place was not in kube-scheduler's sample: an
+                 * error sends it to backoff (seconds, another sample), where a
+                 * refusal would park it with kube-scheduler's unschedulable
+                 * pods until a cluster event or the 5-minute flush whenever
+                 * an in-tree filter also refused a node (a full one) */
+                log_info("sched.gang_retry", "pod=%s gang=%s nodes=%zu", d->name, d->d.job, a->n);
+                r = gantry_error_set(err, EAGAIN, "%s", v[0].reason);
+                goto out;
+        }
         if (gang_of(ext, d))
                 log_gang_filter(d, a, v);
         report_refusals(ext, a, d, v, gang_of(ext, d) ? d->d.job : NULL);

@@ -494,7 +494,7 @@ int gantry_gangs_filter(struct gantry_gangs *g, const struct gantry_gang_spec *s
                 /* kube-scheduler sent a sample without the gang's nodes: retry */
                 snprintf(reason, sizeof(reason),
                          "gang %s: no node offered is in the gang's reservation or near it "
-                         "with room; retry", gang->key);
+                         "with room" GANTRY_GANG_RETRY_SUFFIX, gang->key);
                 refuse_all(ret_verdicts, n, reason);
                 r = 0;
                 goto out;

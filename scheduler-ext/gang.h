@@ -55,6 +55,10 @@
 #include "placement.h"
 
 #define GANTRY_GANG_SIZE_MAX 4096 /* members of one gang */
+/* How a filter's reason ends when the member's reserved place was not among
+ * the nodes offered (kube-scheduler's sample): worth another try at once,
+ * with another sample, rather than a refusal (see extender.c). */
+#define GANTRY_GANG_RETRY_SUFFIX "; retry"
 
 /* Which gang a member belongs to. */
 struct gantry_gang_spec {
