@@ -13,9 +13,11 @@
  *
  * The controller reads them through the Kubernetes API (in-cluster, or
  * --kubeconfig); the attacher sidecar beside it already needs the same
- * "get/list csinodes" grants. Without API access (a controller run outside a
- * cluster, the conformance tests) node IDs are not checked and every node
- * ID is taken as existing; the start log says so.
+ * "get/list csinodes" grants. Without API access a controller that serves
+ * the node service in the same process (--mode all) still knows one node
+ * for certain, its own: that ID is the only one that exists, any other is
+ * NOT_FOUND. A bare controller without API access (run outside a cluster)
+ * cannot tell: every node ID is taken as existing; the start log says so.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,10 +37,22 @@
 #define MAX_PAGES 200
 
 static struct gantry_kube_client *client; /* borrowed from controller.c */
+static char own_node[OBJECT_NAME_MAX + 1];   /* --mode all: this process's node ID */
+
+void gantry_node_registry_own(const char *node_id)
+{
+        snprintf(own_node, sizeof(own_node), "%s", node_id ? node_id : "");
+}
 
 void gantry_node_registry_init(struct gantry_kube_client *kube)
 {
         client = kube;
+        if (!client && own_node[0]) {
+                log_info("controller.node_registry",
+                         "source=own_node node_id=%s reason=\"no API access: the node plugin "
+                         "of this process is the only node known\"", own_node);
+                return;
+        }
         if (!client) {
                 log_info("controller.node_ids_unchecked",
                          "reason=\"no API access (neither --kubeconfig nor in-cluster)\"");
@@ -51,6 +65,7 @@ void gantry_node_registry_init(struct gantry_kube_client *kube)
 void gantry_node_registry_shutdown(void)
 {
         client = NULL;
+        own_node[0] = '\0';
 }
 
 /* Whether CSINode @node lists driver csi.gantry.io with @node_id. */
@@ -120,6 +135,14 @@ int gantry_node_registry_check(const char *node_id, struct gantry_error *err)
         bool found = false;
         int r = 0;
 
+        if (!client && own_node[0]) {
+                if (strcmp(node_id, own_node) == 0)
+                        return 0;
+                return gantry_error_set(err, ENOENT,
+                                        "node_id: %s: not a node of this plugin (without API "
+                                        "access it knows only its own node, %s)",
+                                        node_id, own_node);
+        }
         if (!client)
                 return 0;
         r = named_after(node_id, err);

@@ -8,6 +8,7 @@
 
 #include "controller.h"
 #include "node.h"
+#include "node_registry.h"
 
 int gantry_services_init(const struct gantry_config *config, const char *node_id,
                          const char *kubeconfig, bool controller, bool node,
@@ -16,6 +17,8 @@ int gantry_services_init(const struct gantry_config *config, const char *node_id
         int r;
 
         if (controller) {
+                /* --mode all: the controller knows its own node even without the API */
+                gantry_node_registry_own(controller && node ? node_id : NULL);
                 r = gantry_controller_init(config, kubeconfig, err);
                 if (r < 0)
                         return r;

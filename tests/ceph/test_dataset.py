@@ -354,6 +354,32 @@ class DatasetTest(unittest.TestCase):
         self.assertCode(Code.NOT_FOUND, lambda: p.call("ControllerPublishVolume", req, timeout=60),
                         "node_id", "gpu-404")
 
+    def test_mode_all_without_api_knows_only_its_own_node(self):
+        """--mode all without API access: the controller knows one node, the
+        node plugin of its own process; any other node ID is NOT_FOUND (the
+        csi-sanity spec "should fail when the node does not exist"). A bare
+        controller without API access cannot tell, and takes every ID."""
+        vol = self.create(self.name("ownnode"))
+        p = Plugin(mode="all", node_id="gpu-own", config=env.CONFIG,
+                   extra=["--metrics-addr", "127.0.0.1:0"])
+        self.addCleanup(p.cleanup)
+        self.addCleanup(p.stop)
+        p.start()
+        self.assertEqual(p.call("NodeGetInfo").node_id, "gpu-own")
+        req = csi_pb2.ControllerPublishVolumeRequest(
+            volume_id=vol.volume_id, node_id="gpu-own", volume_capability=env.cap(),
+            secrets=env.secrets())
+        p.call("ControllerPublishVolume", req, timeout=60)
+        p.call("ControllerUnpublishVolume", csi_pb2.ControllerUnpublishVolumeRequest(
+            volume_id=vol.volume_id, node_id="gpu-own"), timeout=60)
+        for other in ("some-fake-node-id", "gpu-own2", "gpu-ow"):
+            req.node_id = other
+            self.assertCode(Code.NOT_FOUND, lambda: p.call("ControllerPublishVolume", req,
+                                                           timeout=60), "node_id", other)
+        self.assertIn("source=own_node node_id=gpu-own", p.read_log())
+        req.node_id = "some-fake-node-id"
+        self.call("ControllerPublishVolume", req)  # the bare controller: unchecked
+
     def test_delete_refused_while_watched(self):
         vol = self.create(self.name("v"))
         img = dict(vol.volume_context)["imageName"]

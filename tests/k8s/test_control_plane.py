@@ -76,5 +76,27 @@ class ControlPlaneTest(unittest.TestCase):
         self.assertEqual(len(p.api("GET", "/api/v1/nodes")["items"]), NODES)
 
 
+class ForbiddenPatternTest(unittest.TestCase):
+    """csi_stack.forbidden()'s pattern: the authorizer's refusals as Go
+    clients and gantry-csi log them, not a 422's "Forbidden:" nor a
+    resourceVersion 403."""
+
+    def test_pattern(self):
+        import csi_stack
+        refused = [
+            'leases.coordination.k8s.io "snapshot-controller-leader" is forbidden: User '
+            '"system:serviceaccount:kube-system:snapshot-controller" cannot get resource "leases"',
+            "event=tier.copy_state_dropped pv=pvc-1 reason=forbidden",
+            "GET /apis/storage.k8s.io/v1/csinodes/x: HTTP 403"]
+        fine = [
+            'PersistentVolume "pvc-1" is invalid: metadata.finalizers: Forbidden: no new '
+            'finalizers can be added if the object is being deleted',
+            'storeObjectUpdate updating snapshot "story1/snap" with version 403']
+        for line in refused:
+            self.assertTrue(csi_stack.FORBIDDEN.search(line), line)
+        for line in fine:
+            self.assertFalse(csi_stack.FORBIDDEN.search(line), line)
+
+
 if __name__ == "__main__":
     cp.main()

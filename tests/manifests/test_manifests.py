@@ -124,6 +124,17 @@ class ManifestTest(unittest.TestCase):
                 check(doc, cls.__name__, doc["kind"], errors)
                 self.assertEqual(errors, [])
 
+    def test_storage_classes_name_the_file_system_once(self):
+        """csi-provisioner refuses to provision from a class that has both
+        fsType and csi.storage.k8s.io/fstype (seen on the real one, k8s label)."""
+        for where, doc in objects():
+            if doc["kind"] != "StorageClass":
+                continue
+            with self.subTest(where=where):
+                keys = [k for k in doc.get("parameters", {})
+                        if k.lower() == "fstype" or k == "csi.storage.k8s.io/fstype"]
+                self.assertEqual(keys, ["csi.storage.k8s.io/fstype"])
+
     def test_the_checker_catches_mistakes(self):
         errors = []
         check({"apiVersion": "apps/v1", "kind": "Deployment",
