@@ -28,6 +28,10 @@ struct gantry_extender {
         struct gantry_extender_options opts;
         pthread_mutex_t expire_lock;
         double last_expire;
+        /* not ready: every verb answers 503 (an extender error), never a refusal */
+        pthread_mutex_t ready_lock;
+        bool ready;
+        char not_ready_why[128];
 };
 
 static const char *const verb_names[GANTRY_VERB_COUNT] = { "filter", "prioritize", "bind" };
@@ -70,6 +74,8 @@ int gantry_extender_new(struct gantry_sched_state *state, const struct gantry_ex
         if (ext->opts.max_nodes == 0)
                 ext->opts.max_nodes = 100000;
         pthread_mutex_init(&ext->expire_lock, NULL);
+        pthread_mutex_init(&ext->ready_lock, NULL);
+        ext->ready = true;
         *ret_extender = ext;
         return 0;
 }
@@ -79,6 +85,7 @@ void gantry_extender_free(struct gantry_extender *ext)
         if (!ext)
                 return;
         pthread_mutex_destroy(&ext->expire_lock);
+        pthread_mutex_destroy(&ext->ready_lock);
         free(ext);
 }
 
@@ -332,6 +339,13 @@ static void log_gang_filter(const struct gantry_sched_demand *d, const struct ar
                          d->d.job);
 }
 
+static bool gang_retry(const char *reason)
+{
+        size_t n = strlen(reason), k = strlen(GANTRY_GANG_RETRY_SUFFIX);
+
+        return n >= k && !strcmp(reason + n - k, GANTRY_GANG_RETRY_SUFFIX);
+}
+
 static int do_filter(struct gantry_extender *ext, const struct args *a,
                      const struct gantry_sched_demand *d, char **ret_reply, struct gantry_error *err)
 {
@@ -344,6 +358,11 @@ static int do_filter(struct gantry_extender *ext, const struct args *a,
 
         if (!v)
                 return gantry_error_set(err, ENOMEM, "out of memory");
+        if (gang_of(ext, d) && gantry_sched_state_pod_deleted(ext->state, d->d.uid)) {
+                /* its gang would be planned for a member that never comes */
+                free(v);
+                return gantry_error_set(err, ENOENT, "pod %s: deleted; not placed", d->name);
+        }
         if (gang_of(ext, d))
                 r = gantry_gangs_filter(ext->opts.gangs, &(struct gantry_gang_spec)GANG_SPEC(d),
                                         &d->d, a->names, a->n, gantry_extender_now(), v, err);
@@ -352,6 +371,16 @@ static int do_filter(struct gantry_extender *ext, const struct args *a,
                                           a->n, v, err);
         if (r < 0)
                 goto out;
+        if (gang_of(ext, d) && a->n > 0 && !v[0].fits && gang_retry(v[0].reason)) {
+                /* the member's place was not in kube-scheduler's sample: an
+                 * error sends it to backoff (seconds, another sample), where a
+                 * refusal would park it with kube-scheduler's unschedulable
+                 * pods until a cluster event or the 5-minute flush whenever
+                 * an in-tree filter also refused a node (a full one) */
+                log_info("sched.gang_retry", "pod=%s gang=%s nodes=%zu", d->name, d->d.job, a->n);
+                r = gantry_error_set(err, EAGAIN, "%s", v[0].reason);
+                goto out;
+        }
         if (gang_of(ext, d))
                 log_gang_filter(d, a, v);
         report_refusals(ext, a, d, v, gang_of(ext, d) ? d->d.job : NULL);
@@ -548,10 +577,41 @@ static int handle_bind(struct gantry_extender *ext, const char *body, size_t len
         return status;
 }
 
+void gantry_extender_set_ready(struct gantry_extender *ext, bool ready, const char *why)
+{
+        pthread_mutex_lock(&ext->ready_lock);
+        if (ext->ready != ready)
+                log_info("sched.readiness", "ready=%s why=\"%s\"", ready ? "yes" : "no",
+                         why ? why : "");
+        ext->ready = ready;
+        snprintf(ext->not_ready_why, sizeof(ext->not_ready_why), "%s", why ? why : "");
+        pthread_mutex_unlock(&ext->ready_lock);
+}
+
+bool gantry_extender_ready(struct gantry_extender *ext, char *why, size_t size)
+{
+        bool ready;
+
+        pthread_mutex_lock(&ext->ready_lock);
+        ready = ext->ready;
+        if (why && size)
+                snprintf(why, size, "%s", ext->not_ready_why);
+        pthread_mutex_unlock(&ext->ready_lock);
+        return ready;
+}
+
 int gantry_extender_handle(struct gantry_extender *ext, enum gantry_extender_verb verb,
                            const char *body, size_t len, char **ret_reply)
 {
+        char why[128], msg[200];
+
         *ret_reply = NULL;
+        if (verb < GANTRY_VERB_COUNT && !gantry_extender_ready(ext, why, sizeof(why))) {
+                /* an error, not a refusal: kube-scheduler sends the pod to
+                 * backoff (seconds), not to the unschedulable pool (minutes) */
+                snprintf(msg, sizeof(msg), "gantry-scheduler is not ready (%s); retry", why);
+                return error_reply(503, msg, ret_reply);
+        }
         if (verb == GANTRY_VERB_BIND)
                 return handle_bind(ext, body, len, ret_reply);
         if (verb == GANTRY_VERB_FILTER || verb == GANTRY_VERB_PRIORITIZE) {

@@ -18,6 +18,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -70,6 +71,18 @@ const char *gantry_extender_verb_name(enum gantry_extender_verb verb);
  */
 int gantry_extender_handle(struct gantry_extender *ext, enum gantry_extender_verb verb,
                            const char *body, size_t len, char **ret_reply);
+
+/*
+ * Readiness. An extender starts ready. Not ready (the model still syncing,
+ * a standby replica, a recovery under way), every verb answers 503 with
+ * {"Error": "gantry-scheduler is not ready (@why); retry"}: kube-scheduler
+ * takes any answer but 200 as an extender error, and a pod whose scheduling
+ * failed with an error goes to its backoff queue (seconds) instead of the
+ * unschedulable pool (until a cluster event or the 5-minute flush) that a
+ * refusal leads to. gantry_extender_ready() copies @why when not NULL.
+ */
+void gantry_extender_set_ready(struct gantry_extender *ext, bool ready, const char *why);
+bool gantry_extender_ready(struct gantry_extender *ext, char *why, size_t size);
 
 /* Refreshes the model gauges in the metrics registry (before a /metrics render). */
 void gantry_extender_update_gauges(struct gantry_extender *ext);

@@ -61,6 +61,16 @@ static enum MHD_Result serve_get(struct gantry_sched_server *s, struct MHD_Conne
 
         if (!strcmp(url, "/healthz"))
                 return send_text(conn, MHD_HTTP_OK, "text/plain", "ok\n", false);
+        if (!strcmp(url, "/readyz")) {
+                char why[128];
+
+                if (gantry_extender_ready(s->ext, why, sizeof(why)))
+                        return send_text(conn, MHD_HTTP_OK, "text/plain", "ok\n", false);
+                if (asprintf(&text, "not ready: %s\n", why) < 0)
+                        return send_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain",
+                                         "not ready\n", false);
+                return send_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", text, true);
+        }
         if (!strcmp(url, "/metrics") && s->metrics) {
                 gantry_extender_update_gauges(s->ext);
                 if (gantry_metrics_render(s->metrics, &text) < 0)

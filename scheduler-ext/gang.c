@@ -494,7 +494,7 @@ int gantry_gangs_filter(struct gantry_gangs *g, const struct gantry_gang_spec *s
                 /* kube-scheduler sent a sample without the gang's nodes: retry */
                 snprintf(reason, sizeof(reason),
                          "gang %s: no node offered is in the gang's reservation or near it "
-                         "with room; retry", gang->key);
+                         "with room" GANTRY_GANG_RETRY_SUFFIX, gang->key);
                 refuse_all(ret_verdicts, n, reason);
                 r = 0;
                 goto out;
@@ -777,6 +777,51 @@ void gantry_gangs_pod_gone(struct gantry_gangs *g, const char *uid, double now)
                 gang_drop(g, gang); /* every pod of the gang is gone */
 out:
         pthread_rwlock_unlock(&g->c->lock);
+}
+
+size_t gantry_gangs_recover(struct gantry_gangs *g, double now)
+{
+        char reason[GANTRY_PLACEMENT_REASON_MAX];
+        size_t planned = 0;
+
+        pthread_rwlock_wrlock(&g->c->lock);
+        for (size_t i = 0; i < g->n_gangs; i++) {
+                struct gp_gang *x = g->gangs[i];
+
+                if (!x->partial || x->planned)
+                        continue;
+                x->last_seen = now;
+                if (plan(g, x, now, reason, sizeof(reason), true, false) == 0) {
+                        x->partial = false;
+                        planned++;
+                }
+        }
+        pthread_rwlock_unlock(&g->c->lock);
+        return planned;
+}
+
+size_t gantry_gangs_partial(struct gantry_gangs *g)
+{
+        size_t n = 0;
+
+        pthread_rwlock_rdlock(&g->c->lock);
+        for (size_t i = 0; i < g->n_gangs; i++)
+                n += g->gangs[i]->partial && !g->gangs[i]->planned;
+        pthread_rwlock_unlock(&g->c->lock);
+        return n;
+}
+
+bool gantry_gangs_has_bound_member(struct gantry_gangs *g, const char *key)
+{
+        struct gp_gang *gang;
+        bool r = false;
+
+        pthread_rwlock_rdlock(&g->c->lock);
+        gang = key ? strmap_get(g->by_key, key) : NULL;
+        if (gang)
+                r = bound_members(g, gang) > 0;
+        pthread_rwlock_unlock(&g->c->lock);
+        return r;
 }
 
 size_t gantry_gangs_expire(struct gantry_gangs *g, double now)

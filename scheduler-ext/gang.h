@@ -55,6 +55,10 @@
 #include "placement.h"
 
 #define GANTRY_GANG_SIZE_MAX 4096 /* members of one gang */
+/* How a filter's reason ends when the member's reserved place was not among
+ * the nodes offered (kube-scheduler's sample): worth another try at once,
+ * with another sample, rather than a refusal (see extender.c). */
+#define GANTRY_GANG_RETRY_SUFFIX "; retry"
 
 /* Which gang a member belongs to. */
 struct gantry_gang_spec {
@@ -130,6 +134,21 @@ void gantry_gangs_pod_bound(struct gantry_gangs *g, const struct gantry_gang_spe
  * is dropped.
  */
 void gantry_gangs_pod_gone(struct gantry_gangs *g, const char *uid, double now);
+
+/*
+ * Recovery after a start (or on taking over from another replica), once the
+ * ledger holds every bound pod: plans at once every gang met with members
+ * bound but not whole (partial), around its bound members (their leaves
+ * first), so that its pending members find their places on their next
+ * filter, ahead of any gang not yet started. A gang that cannot be planned
+ * now stays partial (planned first at the next filter). Returns how many
+ * gangs it planned.
+ */
+size_t gantry_gangs_recover(struct gantry_gangs *g, double now);
+/* Gangs partial and not planned (what gantry_gangs_recover() could not place). */
+size_t gantry_gangs_partial(struct gantry_gangs *g);
+/* Whether gang @key is known with at least one member in the ledger. */
+bool gantry_gangs_has_bound_member(struct gantry_gangs *g, const char *key);
 
 /* Drops the reservations that expired at @now. Returns how many gangs. */
 size_t gantry_gangs_expire(struct gantry_gangs *g, double now);

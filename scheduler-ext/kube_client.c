@@ -47,6 +47,10 @@ static const struct gantry_kube_api_call api_calls[] = {
         { "list", "scheduling.x-k8s.io", "podgroups" },
         { "watch", "scheduling.x-k8s.io", "podgroups" },
         { "create", "", "pods/binding" },
+        { "patch", "", "pods" },
+        { "get", "coordination.k8s.io", "leases" },
+        { "create", "coordination.k8s.io", "leases" },
+        { "update", "coordination.k8s.io", "leases" },
 };
 
 const struct kube_kind_info *kube_kind_info(enum gantry_kube_kind kind)
@@ -220,6 +224,22 @@ int gantry_kube_bind_pod(struct gantry_kube_client *client, const char *namespac
         return r;
 }
 
+/* The answer's body as a JSON object into *ret_obj; clears @resp. */
+static int take_object(struct kube_response *resp, const char *path, json_t **ret_obj,
+                       struct gantry_error *err)
+{
+        json_error_t jerr;
+        json_t *obj = json_loadb(resp->body ? resp->body : "", resp->len, 0, &jerr);
+
+        kube_response_clear(resp);
+        if (!json_is_object(obj)) {
+                json_decref(obj);
+                return gantry_error_set(err, EBADMSG, "%s: not a JSON object", path);
+        }
+        *ret_obj = obj;
+        return 0;
+}
+
 int gantry_kube_get(struct gantry_kube_client *client, const char *path, const char *verb,
                     const char *resource, json_t **ret_obj, struct gantry_error *err)
 {
@@ -228,8 +248,6 @@ int gantry_kube_get(struct gantry_kube_client *client, const char *path, const c
                 .max_body = 16 * 1024 * 1024,
         };
         struct kube_response resp = { 0 };
-        json_error_t jerr;
-        json_t *obj;
         int r;
 
         if (!client)
@@ -241,20 +259,16 @@ int gantry_kube_get(struct gantry_kube_client *client, const char *path, const c
                 kube_response_clear(&resp);
                 return r;
         }
-        obj = json_loadb(resp.body ? resp.body : "", resp.len, 0, &jerr);
-        kube_response_clear(&resp);
-        if (!json_is_object(obj)) {
-                json_decref(obj);
-                return gantry_error_set(err, EBADMSG, "%s: not a JSON object", path);
-        }
-        *ret_obj = obj;
-        return 0;
+        return take_object(&resp, path, ret_obj, err);
 }
 
-/* Sends @obj as the JSON body of a @method to @path; 2xx is success. */
+/*
+ * Sends @obj as the JSON body of a @method to @path; 2xx is success. With
+ * @ret_obj, the object the server answered (caller decrefs).
+ */
 static int send_object(struct gantry_kube_client *client, const char *method, const char *verb,
                        const char *content_type, const char *path, const char *resource,
-                       const json_t *obj, struct gantry_error *err)
+                       const json_t *obj, json_t **ret_obj, struct gantry_error *err)
 {
         struct kube_request req = {
                 .method = method, .path = path, .verb = verb, .resource = resource,
@@ -274,20 +288,35 @@ static int send_object(struct gantry_kube_client *client, const char *method, co
                 gantry_error_prefix(err, path);
         else if (resp.status / 100 != 2)
                 r = kube_http_status_error(&resp, path, err);
-        kube_response_clear(&resp);
         free((char *)req.body);
-        return r;
+        if (r < 0 || !ret_obj) {
+                kube_response_clear(&resp);
+                return r;
+        }
+        return take_object(&resp, path, ret_obj, err);
 }
 
 int gantry_kube_merge_patch(struct gantry_kube_client *client, const char *path,
                             const char *resource, const json_t *patch, struct gantry_error *err)
 {
         return send_object(client, "PATCH", "patch", "application/merge-patch+json", path, resource,
-                           patch, err);
+                           patch, NULL, err);
 }
 
 int gantry_kube_create(struct gantry_kube_client *client, const char *path, const char *resource,
                        const json_t *obj, struct gantry_error *err)
 {
-        return send_object(client, "POST", "create", NULL, path, resource, obj, err);
+        return send_object(client, "POST", "create", NULL, path, resource, obj, NULL, err);
+}
+
+int gantry_kube_write(struct gantry_kube_client *client, const char *method, const char *path,
+                      const char *resource, const json_t *body, json_t **ret_obj,
+                      struct gantry_error *err)
+{
+        bool create = method && !strcmp(method, "POST");
+
+        if (!create && !(method && !strcmp(method, "PUT")))
+                return gantry_error_set(err, EINVAL, "write %s: method: POST or PUT", path);
+        return send_object(client, method, create ? "create" : "update", NULL, path, resource, body,
+                           ret_obj, err);
 }

@@ -172,6 +172,21 @@ int gantry_kube_merge_patch(struct gantry_kube_client *client, const char *path,
 int gantry_kube_create(struct gantry_kube_client *client, const char *path, const char *resource,
                        const json_t *obj, struct gantry_error *err);
 
+/* ------------------------------------------------------------------- write */
+
+/*
+ * Creates (@method "POST", verb "create") or replaces (@method "PUT", verb
+ * "update") the object at @path with @body; a PUT carrying
+ * metadata.resourceVersion is refused with -EEXIST (409) when the object
+ * changed since (optimistic concurrency: what a Lease's holder relies on).
+ * @resource names it in metrics ("leases"). On success returns 0 and, when
+ * @ret_obj is not NULL, the object as stored (caller decrefs); otherwise
+ * -errno with @err as for gantry_kube_bind_pod.
+ */
+int gantry_kube_write(struct gantry_kube_client *client, const char *method, const char *path,
+                      const char *resource, const json_t *body, json_t **ret_obj,
+                      struct gantry_error *err);
+
 /* --------------------------------------------------------------- informers */
 
 /*
@@ -268,7 +283,7 @@ void gantry_kube_informer_state(struct gantry_kube_informer *informer,
  * compares them). @resource may carry a subresource ("pods/binding").
  */
 struct gantry_kube_api_call {
-        const char *verb;      /* "list", "watch", "create" */
+        const char *verb;      /* "list", "watch", "create", "patch", "get", "update" */
         const char *api_group; /* "" for the core group, "storage.k8s.io" */
         const char *resource;  /* "nodes", "pods/binding", ... */
 };

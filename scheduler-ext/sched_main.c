@@ -7,17 +7,27 @@
  *                    [--reservation-ttl SECONDS] [--gang-ttl SECONDS]
  *                    (--tls-cert F --tls-key F --client-ca F | --insecure-http)
  *                    [--ready-file PATH] [--log-level LEVEL]
+ *                    [--leader-elect [--lease-name N] [--lease-namespace NS]
+ *                     [--identity ID] [--lease-duration S]
+ *                     [--lease-renew-deadline S] [--lease-retry-period S]]
  *
  * Checks every flag and file before it binds anything, builds the cluster
  * model (topology file, then the API server's informers or a --state file of
  * Kubernetes objects), serves
  * the extender until SIGTERM or SIGINT, then stops cleanly.
+ *
+ * With an API server it serves at once but answers every verb with an error
+ * (and /readyz 503) until the model is synced and recovered (partly bound
+ * gangs planned: sched_recover.c); with --leader-elect only the replica that
+ * holds the Lease (sched_lease.c) becomes ready, and one that loses it exits
+ * (its reservations may no longer be true), to be restarted as a standby.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +39,8 @@
 #include "metrics.h"
 #include "placement.h"
 #include "sched_feed.h"
+#include "sched_lease.h"
+#include "sched_recover.h"
 #include "sched_state.h"
 #include "sched_topology.h"
 
@@ -52,6 +64,9 @@ struct args {
         double ttl;
         double gang_ttl;
         int bind_timeout;
+        bool leader_elect;
+        const char *lease_name, *lease_namespace, *identity;
+        double lease_duration, lease_renew_deadline, lease_retry_period;
 };
 
 static void usage(FILE *f)
@@ -86,7 +101,17 @@ static void usage(FILE *f)
                 "  --insecure-http           serve plain HTTP instead: no one is authenticated,\n"
                 "                            any pod that reaches the port can bind any pod to\n"
                 "                            any node; a warning is logged at start\n"
-                "  --ready-file PATH         write the bound port there once serving\n"
+                "  --ready-file PATH         write the bound port there once synced\n"
+                "  --leader-elect            run as one of several replicas: only the holder of\n"
+                "                            a coordination.k8s.io Lease answers (the others are\n"
+                "                            not ready); needs --kubeconfig or --in-cluster\n"
+                "  --lease-name NAME         the Lease (default gantry-scheduler)\n"
+                "  --lease-namespace NS      its namespace (default: the client's namespace)\n"
+                "  --identity ID             this replica in the Lease (default: $POD_NAME, else\n"
+                "                            HOSTNAME_PID)\n"
+                "  --lease-duration S        a Lease not renewed this long is taken over (15)\n"
+                "  --lease-renew-deadline S  the holder gives up after failing to renew this long (10)\n"
+                "  --lease-retry-period S    seconds between tries (2)\n"
                 "  --log-level LEVEL         debug, info, warn or error (default info)\n"
                 "  --version                 print the version and exit\n"
                 "  --help                    print this help and exit\n");
@@ -111,7 +136,8 @@ static int parse_number(const char *flag, const char *s, double min, double max,
 static int parse_args(int argc, char **argv, struct args *a)
 {
         enum { O_LISTEN = 256, O_TOPO, O_STATE, O_KUBECONFIG, O_INCLUSTER, O_SYNC, O_THREADS, O_MAXBODY, O_TTL, O_GANG_TTL, O_BIND_TIMEOUT, O_CERT, O_KEY, O_CLIENT_CA, O_INSECURE,
-               O_READY, O_LOG, O_VERSION, O_HELP };
+               O_READY, O_LOG, O_VERSION, O_HELP, O_LEADER, O_LEASE_NAME, O_LEASE_NS, O_IDENTITY,
+               O_LEASE_DUR, O_LEASE_RENEW, O_LEASE_RETRY };
         static const struct option opts[] = {
                 { "listen", required_argument, NULL, O_LISTEN },
                 { "topology", required_argument, NULL, O_TOPO },
@@ -130,6 +156,13 @@ static int parse_args(int argc, char **argv, struct args *a)
                 { "insecure-http", no_argument, NULL, O_INSECURE },
                 { "ready-file", required_argument, NULL, O_READY },
                 { "log-level", required_argument, NULL, O_LOG },
+                { "leader-elect", no_argument, NULL, O_LEADER },
+                { "lease-name", required_argument, NULL, O_LEASE_NAME },
+                { "lease-namespace", required_argument, NULL, O_LEASE_NS },
+                { "identity", required_argument, NULL, O_IDENTITY },
+                { "lease-duration", required_argument, NULL, O_LEASE_DUR },
+                { "lease-renew-deadline", required_argument, NULL, O_LEASE_RENEW },
+                { "lease-retry-period", required_argument, NULL, O_LEASE_RETRY },
                 { "version", no_argument, NULL, O_VERSION },
                 { "help", no_argument, NULL, O_HELP },
                 { 0 },
@@ -138,7 +171,9 @@ static int parse_args(int argc, char **argv, struct args *a)
         int c;
 
         *a = (struct args){ .listen = "0.0.0.0:8888", .threads = 4, .max_body = 64LL << 20,
-                            .ttl = 60, .gang_ttl = 360, .sync_timeout = 120, .bind_timeout = 4 };
+                            .ttl = 60, .gang_ttl = 360, .sync_timeout = 120, .bind_timeout = 4,
+                            .lease_name = "gantry-scheduler", .lease_duration = 15,
+                            .lease_renew_deadline = 10, .lease_retry_period = 2 };
         while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
                 switch (c) {
                 case O_LISTEN: a->listen = optarg; break;
@@ -182,6 +217,24 @@ static int parse_args(int argc, char **argv, struct args *a)
                                 return -EINVAL;
                         a->bind_timeout = (int)v;
                         break;
+                case O_LEADER: a->leader_elect = true; break;
+                case O_LEASE_NAME: a->lease_name = optarg; break;
+                case O_LEASE_NS: a->lease_namespace = optarg; break;
+                case O_IDENTITY: a->identity = optarg; break;
+                case O_LEASE_DUR:
+                        if (parse_number("--lease-duration", optarg, 2, 3600, &a->lease_duration) < 0)
+                                return -EINVAL;
+                        break;
+                case O_LEASE_RENEW:
+                        if (parse_number("--lease-renew-deadline", optarg, 1, 3600,
+                                         &a->lease_renew_deadline) < 0)
+                                return -EINVAL;
+                        break;
+                case O_LEASE_RETRY:
+                        if (parse_number("--lease-retry-period", optarg, 0.1, 600,
+                                         &a->lease_retry_period) < 0)
+                                return -EINVAL;
+                        break;
                 case O_VERSION: printf("gantry-scheduler %s\n", GANTRY_VERSION); return 1;
                 case O_HELP: usage(stdout); return 1;
                 default: usage(stderr); return -EINVAL;
@@ -193,6 +246,16 @@ static int parse_args(int argc, char **argv, struct args *a)
         }
         if (a->kubeconfig && a->in_cluster) {
                 fprintf(stderr, "gantry-scheduler: --kubeconfig and --in-cluster: give one\n");
+                return -EINVAL;
+        }
+        if (a->leader_elect && !a->kubeconfig && !a->in_cluster) {
+                fprintf(stderr, "gantry-scheduler: --leader-elect: needs --kubeconfig or --in-cluster\n");
+                return -EINVAL;
+        }
+        if (!(a->lease_duration > a->lease_renew_deadline &&
+              a->lease_renew_deadline > a->lease_retry_period)) {
+                fprintf(stderr, "gantry-scheduler: --lease-duration > --lease-renew-deadline > "
+                                "--lease-retry-period: not so ordered\n");
                 return -EINVAL;
         }
         if (a->insecure_http && (a->tls_cert || a->tls_key || a->client_ca)) {
@@ -232,6 +295,33 @@ static int write_ready_file(const char *path, int port)
         return 0;
 }
 
+struct lease_ctx {
+        struct gantry_kube_client *kube;
+        struct gantry_sched_state *state;
+        struct gantry_gangs *gangs;
+        struct gantry_extender *ext;
+};
+
+static struct lease_ctx lease_ctx;
+static volatile sig_atomic_t lease_lost;
+
+/* Leading: main recovers and serves (SIGUSR1: the recovery's requeue takes
+ * seconds at scale, and must not delay the Lease's renewals on this
+ * thread). Lost: stop answering, and exit (a restart comes back as a
+ * standby with a model rebuilt from the API server). */
+static void on_lease(void *ctx, bool leading)
+{
+        struct lease_ctx *lc = ctx;
+
+        if (leading) {
+                kill(getpid(), SIGUSR1);
+                return;
+        }
+        gantry_extender_set_ready(lc->ext, false, "lost the lease");
+        lease_lost = 1;
+        kill(getpid(), SIGTERM);
+}
+
 int main(int argc, char **argv)
 {
         struct gantry_cluster *cluster = NULL;
@@ -242,6 +332,7 @@ int main(int argc, char **argv)
         struct gantry_metrics *metrics = NULL;
         struct gantry_kube_client *kube = NULL;
         struct gantry_sched_feed *feed = NULL;
+        struct gantry_sched_lease *lease = NULL;
         struct gantry_error err = { 0 };
         struct args a;
         sigset_t sigs;
@@ -253,6 +344,7 @@ int main(int argc, char **argv)
         sigemptyset(&sigs);
         sigaddset(&sigs, SIGTERM);
         sigaddset(&sigs, SIGINT);
+        sigaddset(&sigs, SIGUSR1); /* the Lease is ours: recover (on_lease) */
         pthread_sigmask(SIG_BLOCK, &sigs, NULL);
         signal(SIGPIPE, SIG_IGN);
 
@@ -275,8 +367,7 @@ int main(int argc, char **argv)
                 struct gantry_kube_client_options ko = { .kubeconfig = a.kubeconfig, .metrics = metrics,
                                                          .bind_timeout_seconds = a.bind_timeout };
 
-                if (gantry_kube_client_new(&ko, &kube, &err) < 0 ||
-                    gantry_sched_feed_start(kube, state, a.sync_timeout * 1000, &feed, &err) < 0) {
+                if (gantry_kube_client_new(&ko, &kube, &err) < 0) {
                         fprintf(stderr, "gantry-scheduler: %s\n", err.msg);
                         goto out;
                 }
@@ -286,6 +377,10 @@ int main(int argc, char **argv)
                 .bind = kube ? gantry_sched_feed_bind : NULL, .bind_ctx = kube, .gangs = gangs }, &ext);
         if (r < 0)
                 goto out;
+        /* serve at once (health, readiness), but answer no verb until the
+         * model is complete: an error sends kube-scheduler's pod to backoff */
+        if (kube)
+                gantry_extender_set_ready(ext, false, "syncing with the API server");
         r = gantry_sched_server_start(ext, &(struct gantry_sched_server_options){
                 .addr = a.listen, .threads = a.threads, .max_body_bytes = (size_t)a.max_body,
                 .tls_cert_file = a.tls_cert, .tls_key_file = a.tls_key, .client_ca_file = a.client_ca,
@@ -294,6 +389,39 @@ int main(int argc, char **argv)
         if (r < 0) {
                 fprintf(stderr, "gantry-scheduler: %s\n", err.msg);
                 goto out;
+        }
+        if (kube && gantry_sched_feed_start(kube, state, a.sync_timeout * 1000, &feed, &err) < 0) {
+                fprintf(stderr, "gantry-scheduler: %s\n", err.msg);
+                goto out;
+        }
+        if (a.leader_elect) {
+                char id[300];
+                const char *pod = getenv("POD_NAME");
+
+                if (a.identity)
+                        snprintf(id, sizeof(id), "%s", a.identity);
+                else if (pod && *pod)
+                        snprintf(id, sizeof(id), "%s", pod);
+                else {
+                        char host[256] = "gantry-scheduler";
+
+                        gethostname(host, sizeof(host) - 1);
+                        snprintf(id, sizeof(id), "%s_%d", host, (int)getpid());
+                }
+                gantry_extender_set_ready(ext, false, "standby: another replica holds the lease");
+                lease_ctx = (struct lease_ctx){ .kube = kube, .state = state, .gangs = gangs, .ext = ext };
+                r = gantry_sched_lease_start(kube, &(struct gantry_sched_lease_options){
+                        .namespace = a.lease_namespace ? a.lease_namespace
+                                                       : gantry_kube_client_namespace(kube),
+                        .name = a.lease_name, .identity = id, .duration = a.lease_duration,
+                        .renew_deadline = a.lease_renew_deadline, .retry_period = a.lease_retry_period,
+                        .on_change = on_lease, .ctx = &lease_ctx }, &lease, &err);
+                if (r < 0) {
+                        fprintf(stderr, "gantry-scheduler: %s\n", err.msg);
+                        goto out;
+                }
+        } else if (kube) {
+                gantry_sched_recover(kube, state, gangs, ext, NULL);
         }
         {
                 struct gantry_cluster_stats s;
@@ -304,18 +432,22 @@ int main(int argc, char **argv)
                                  "serving plain HTTP: no client is authenticated, anyone who reaches "
                                  "%s can filter, prioritize and bind any pod to any node", a.listen);
                 log_info("sched.serving", "listen=%s port=%d tls=%s api=%s nodes=%zu leaves=%zu "
-                         "backends=%zu pods=%zu version=%s", a.listen, port,
-                         a.tls_cert ? "on, client certificates required" : "off", kube ? gantry_kube_client_server(kube) : "none",
-                         s.nodes, s.leaves, s.backends, s.entries, GANTRY_VERSION);
+                         "backends=%zu pods=%zu leader_elect=%s version=%s", a.listen, port,
+                         a.tls_cert ? "on, client certificates required" : "off",
+                         kube ? gantry_kube_client_server(kube) : "none", s.nodes, s.leaves,
+                         s.backends, s.entries, a.leader_elect ? "on" : "off", GANTRY_VERSION);
         }
         if (a.ready_file && (r = write_ready_file(a.ready_file, port)) < 0) {
                 fprintf(stderr, "gantry-scheduler: --ready-file %s: %s\n", a.ready_file, strerror(-r));
                 goto out;
         }
-        if (sigwait(&sigs, &sig) == 0)
-                log_info("sched.stopping", "signal=%s", sig == SIGTERM ? "TERM" : "INT");
-        ret = 0;
+        while (sigwait(&sigs, &sig) == 0 && sig == SIGUSR1)
+                if (lease && !lease_lost && gantry_sched_lease_leading(lease))
+                        gantry_sched_recover(kube, state, gangs, ext, NULL);
+        log_info("sched.stopping", "signal=%s", sig == SIGTERM ? "TERM" : "INT");
+        ret = lease_lost ? 1 : 0;
 out:
+        gantry_sched_lease_stop(lease);
         gantry_sched_server_stop(server);
         gantry_sched_feed_stop(feed);
         gantry_kube_client_free(kube);

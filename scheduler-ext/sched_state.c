@@ -16,6 +16,7 @@
 #include "strmap.h"
 
 #define REMEMBERED_PODS_MAX 4096
+#define DELETED_PODS_MAX 4096
 
 struct gantry_sched_state {
         struct gantry_cluster *cluster;
@@ -27,6 +28,12 @@ struct gantry_sched_state {
         char *remembered[REMEMBERED_PODS_MAX];
         size_t next_remembered;
         struct strmap *remembered_pods; /* uid -> json_t * */
+        /* pods the watch showed deleted lately: a ring of UIDs, so that a
+         * filter arriving after the DELETED (kube-scheduler popped the pod
+         * before its own informer saw it go) reserves nothing for it */
+        char *deleted[DELETED_PODS_MAX];
+        size_t next_deleted;
+        struct strmap *deleted_pods; /* uid -> (void *)1 */
         /* pods bound to a node the model does not have yet, recorded when
          * the node appears: node name -> json object { uid: pod } */
         struct strmap *waiting_pods;
@@ -79,6 +86,7 @@ int gantry_sched_state_new(struct gantry_cluster *cluster, struct gantry_sched_s
         pthread_mutex_init(&st->waiting_lock, NULL);
         r |= strmap_new(&st->declared_leaves);
         r |= strmap_new(&st->remembered_pods);
+        r |= strmap_new(&st->deleted_pods);
         r |= strmap_new(&st->waiting_pods);
         for (int k = 0; k < GANTRY_OBJ_KIND_COUNT; k++)
                 r |= strmap_new(&st->objs[k]);
@@ -102,6 +110,9 @@ void gantry_sched_state_free(struct gantry_sched_state *st)
         for (int k = 0; k < GANTRY_OBJ_KIND_COUNT; k++)
                 strmap_free_with(st->objs[k], value_decref);
         strmap_free_with(st->remembered_pods, value_decref);
+        strmap_free(st->deleted_pods);
+        for (size_t i = 0; i < DELETED_PODS_MAX; i++)
+                free(st->deleted[i]);
         strmap_free_with(st->waiting_pods, value_decref);
         for (size_t i = 0; i < REMEMBERED_PODS_MAX; i++)
                 free(st->remembered[i]);
@@ -292,6 +303,40 @@ static double monotonic_now(void)
         return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Notes @uid deleted, forgetting the oldest such note when the ring is full. */
+static void note_deleted(struct gantry_sched_state *st, const char *uid)
+{
+        char *copy = strdup(uid), **slot;
+
+        if (!copy)
+                return;
+        pthread_mutex_lock(&st->lock);
+        if (strmap_get(st->deleted_pods, uid) || strmap_put(st->deleted_pods, uid, (void *)1) < 0) {
+                pthread_mutex_unlock(&st->lock);
+                free(copy);
+                return;
+        }
+        slot = &st->deleted[st->next_deleted];
+        if (*slot)
+                strmap_remove(st->deleted_pods, *slot);
+        free(*slot);
+        *slot = copy;
+        st->next_deleted = (st->next_deleted + 1) % DELETED_PODS_MAX;
+        pthread_mutex_unlock(&st->lock);
+}
+
+bool gantry_sched_state_pod_deleted(struct gantry_sched_state *st, const char *uid)
+{
+        bool r;
+
+        if (!uid)
+                return false;
+        pthread_mutex_lock(&st->lock);
+        r = strmap_get(st->deleted_pods, uid) != NULL;
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
 static bool pod_finished(const json_t *pod)
 {
         const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
@@ -315,6 +360,8 @@ static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *
                         set_waiting_pod(st, node, uid, NULL);
                 gantry_cluster_release(st->cluster, uid);
                 pthread_mutex_unlock(&st->waiting_lock);
+                if (deleted)
+                        note_deleted(st, uid);
                 if (st->gangs)
                         gantry_gangs_pod_gone(st->gangs, uid, monotonic_now());
                 return 0;

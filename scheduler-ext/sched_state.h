@@ -107,6 +107,12 @@ json_t *gantry_sched_state_get(struct gantry_sched_state *st, enum gantry_obj_ki
  * (which carries only names and the UID) can find their demand.
  */
 json_t *gantry_sched_state_get_pod(struct gantry_sched_state *st, const char *uid);
+/*
+ * Whether the watch showed pod @uid deleted lately (the last 4096 deletions):
+ * a filter for it (kube-scheduler had popped it before it saw it go) must not
+ * plan a gang's reservation that no member would ever use or give back.
+ */
+bool gantry_sched_state_pod_deleted(struct gantry_sched_state *st, const char *uid);
 /* Remembers @pod (a filter request's Pod) by its UID; bounded, oldest
  * dropped. The watch only refreshes pods remembered this way. */
 void gantry_sched_state_remember_pod(struct gantry_sched_state *st, const json_t *pod);

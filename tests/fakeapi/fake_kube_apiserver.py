@@ -20,9 +20,14 @@ part gantry-scheduler talks to, with the same wire shapes:
        -> the object, or 404 with a NotFound Status
   POST /api/v1/namespaces/NS/pods/NAME/binding
        -> sets spec.nodeName (404 no pod, 409 already bound or UID mismatch)
-  PATCH /api/v1/persistentvolumes/NAME with
+  POST /apis/coordination.k8s.io/v1/namespaces/NS/leases  -> create (409 exists)
+  PUT  .../leases/NAME   -> replace; a metadata.resourceVersion other than the
+                            stored one is refused with 409 Conflict, as the
+                            real server does (optimistic concurrency)
+  PATCH /api/v1/persistentvolumes/NAME, /api/v1/namespaces/NS/pods/NAME with
        Content-Type: application/merge-patch+json
-       -> a JSON merge patch (RFC 7386) of the PV (404 none, 415 another type)
+       -> a JSON merge patch (RFC 7386) of the PV or pod (404 none, 415
+          another type); the watch shows it MODIFIED
 
 Every API request must carry "Authorization: Bearer TOKEN" (--token) or, with
 --client-ca, a client certificate signed by that CA; otherwise 401. TLS with
@@ -92,9 +97,12 @@ RESOURCES = {
     "csinodes": ("CSINode", "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1"),
     # what the external attacher makes per attached PV (read by gantry-csi's eviction policy)
     "volumeattachments": ("VolumeAttachment", "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1"),
+    # gantry-scheduler's leader election (--leader-elect)
+    "leases": ("Lease", "coordination.k8s.io/v1", True, "/apis/coordination.k8s.io/v1"),
 }
 GROUPS = {"/api/v1": "", "/apis/storage.k8s.io/v1": "storage.k8s.io", "/apis/batch/v1": "batch",
-          "/apis/scheduling.x-k8s.io/v1alpha1": "scheduling.x-k8s.io"}
+          "/apis/scheduling.x-k8s.io/v1alpha1": "scheduling.x-k8s.io",
+          "/apis/coordination.k8s.io/v1": "coordination.k8s.io"}
 
 
 def merge_patch(target, patch):
@@ -318,6 +326,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_PATCH(self):
         self.route("PATCH")
 
+    def do_PUT(self):
+        self.route("PUT")
+
     def route(self, method):
         url = urllib.parse.urlsplit(self.path)
         q = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
@@ -353,6 +364,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.bind(ns, name)
         if verb == "patch" and resource == "persistentvolumes" and sub is None and name and ns is None:
             return self.merge_patch(resource, name)
+        if verb == "patch" and resource == "pods" and sub is None and name and ns:
+            return self.merge_patch(resource, name, ns)
+        if verb in ("create", "update") and resource == "leases":
+            return self.write(verb, resource, ns, name)
         if verb == "list":
             return self.list(resource, ns, q)
         if verb == "get" and name and not sub:
@@ -366,7 +381,34 @@ class Handler(BaseHTTPRequestHandler):
             return self.watch(resource, ns, q, fail)
         return self.send_status(405, "MethodNotAllowed", f"{method} is not supported on {path}")
 
-    def merge_patch(self, resource, name):
+    def write(self, verb, resource, ns, name):
+        """POST (create) or PUT (update, resourceVersion checked) of @resource."""
+        st = self.server.state
+        try:
+            obj = json.loads(self.read_body() or b"null")
+        except ValueError as e:
+            return self.send_status(400, "BadRequest", f"invalid JSON: {e}")
+        md = obj.get("metadata") if isinstance(obj, dict) else None
+        if not isinstance(md, dict) or not md.get("name") or (name and md["name"] != name):
+            return self.send_status(400, "BadRequest", "metadata.name: missing or not the path's")
+        md["namespace"] = ns
+        key = f"{ns}/{md['name']}"
+        with st.cond:
+            old = st.objects[resource].get(key)
+            if verb == "create" and old is not None:
+                return self.send_status(409, "AlreadyExists", f'{resource} "{md["name"]}" already exists')
+            if verb == "update":
+                if old is None:
+                    return self.send_status(404, "NotFound", f'{resource} "{name}" not found')
+                if md.get("resourceVersion") and md["resourceVersion"] != old["metadata"]["resourceVersion"]:
+                    return self.send_status(409, "Conflict", f'Operation cannot be fulfilled on {resource} '
+                                            f'"{name}": the object has been modified; please apply your '
+                                            "changes to the latest version and try again")
+            md.pop("resourceVersion", None)
+            obj = st.upsert(resource, obj)
+        return self.send_json(201 if verb == "create" else 200, obj)
+
+    def merge_patch(self, resource, name, ns=None):
         st = self.server.state
         ctype = self.headers.get("Content-Type", "").split(";")[0].strip()
         if ctype != "application/merge-patch+json":
@@ -379,11 +421,13 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(patch, dict):
             return self.send_status(400, "BadRequest", "a merge patch must be a JSON object")
         with st.cond:
-            obj = copy.deepcopy(st.objects[resource].get(name))
+            obj = copy.deepcopy(st.objects[resource].get(f"{ns}/{name}" if ns else name))
             if obj is None:
                 return self.send_status(404, "NotFound", f'{resource} "{name}" not found')
             obj = merge_patch(obj, patch)
             obj["metadata"]["name"] = name
+            if ns:
+                obj["metadata"]["namespace"] = ns
             obj["metadata"].pop("resourceVersion", None)
             obj = st.upsert(resource, obj)
         return self.send_json(200, obj)
@@ -409,6 +453,10 @@ class Handler(BaseHTTPRequestHandler):
         sub = rest[2] if len(rest) > 2 else None
         if method == "POST" and resource == "pods" and sub == "binding" and ns:
             return "create", resource, ns, name, sub
+        if method == "POST" and resource == "leases" and ns and name is None:
+            return "create", resource, ns, None, None
+        if method == "PUT" and resource == "leases" and ns and name and sub is None:
+            return "update", resource, ns, name, None
         if method == "GET" and name is None:
             watch = q.get("watch", "") in ("1", "true")
             return ("watch" if watch else "list"), resource, ns, None, None

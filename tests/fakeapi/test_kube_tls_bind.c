@@ -381,6 +381,37 @@ static void test_api_call_table_matches_requests(void **state)
         }
         assert_true(test_wait_for(all_watching, &g.fake, TEST_WAIT_MS));
         assert_int_equal(gantry_kube_bind_pod(c, "training", "llm-worker-2", NULL, "gpu-0000", &err), 0);
+        {
+                /* the recovery's requeue annotation, and the leader election's Lease */
+                const char *lease = "/apis/coordination.k8s.io/v1/namespaces/training/leases/sched";
+                json_t *patch = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
+                                          "gantry.io/requeued-at", "now");
+                json_t *body = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion",
+                                         "coordination.k8s.io/v1", "kind", "Lease", "metadata", "name",
+                                         "sched", "spec", "holderIdentity", "a");
+                json_t *got = NULL, *stale = NULL;
+
+                assert_int_equal(gantry_kube_merge_patch(c, "/api/v1/namespaces/training/pods/llm-worker-2",
+                                                         "pods", patch, &err), 0);
+                assert_int_equal(gantry_kube_get(c, lease, "get", "leases", &got, &err), -ENOENT);
+                assert_int_equal(gantry_kube_write(c, "POST", "/apis/coordination.k8s.io/v1/namespaces/"
+                                                   "training/leases", "leases", body, &got, &err), 0);
+                assert_int_equal(gantry_kube_write(c, "POST", "/apis/coordination.k8s.io/v1/namespaces/"
+                                                   "training/leases", "leases", body, NULL, &err), -EEXIST);
+                stale = json_deep_copy(got);
+                json_object_set_new(json_object_get(got, "spec"), "holderIdentity", json_string("b"));
+                assert_int_equal(gantry_kube_write(c, "PUT", lease, "leases", got, NULL, &err), 0);
+                /* a write from what was read before the last one: 409 */
+                assert_int_equal(gantry_kube_write(c, "PUT", lease, "leases", stale, NULL, &err), -EEXIST);
+                json_decref(got);
+                assert_int_equal(gantry_kube_get(c, lease, "get", "leases", &got, &err), 0);
+                assert_string_equal(json_string_value(json_object_get(json_object_get(got, "spec"),
+                                                                      "holderIdentity")), "b");
+                json_decref(got);
+                json_decref(stale);
+                json_decref(body);
+                json_decref(patch);
+        }
         for (int k = 0; k < GANTRY_KUBE_KIND_COUNT; k++)
                 gantry_kube_informer_stop(inf[k]);
         recorder_destroy(&rec);

@@ -44,6 +44,30 @@ def code_calls():
     return calls
 
 
+def named_lease_rule(rule):
+    """A leader-election rule: get/update of Leases by name (create cannot be
+    limited by name, so it comes in a rule of its own)."""
+    return (rule.get("apiGroups") == ["coordination.k8s.io"] and rule.get("resources") == ["leases"]
+            and set(rule.get("verbs", [])) <= {"get", "update"})
+
+
+def lease_names(docs, sa, ns):
+    """The Lease names the roles bound to @sa grant get/update on."""
+    roles = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]): d
+             for d in docs if d["kind"] in ("ClusterRole", "Role")}
+    names = set()
+    for b in docs:
+        if b["kind"] != "RoleBinding" or not any(
+                s["kind"] == "ServiceAccount" and s["name"] == sa and s["namespace"] == ns
+                for s in b["subjects"]):
+            continue
+        role = roles.get((b["roleRef"]["kind"], b["metadata"]["namespace"], b["roleRef"]["name"]), {})
+        for r in role.get("rules", []):
+            if r.get("resourceNames") and named_lease_rule(r):
+                names |= set(r["resourceNames"])
+    return names
+
+
 def granted(docs, sa, ns):
     """{(group, resource, verb)} that all roles bound to @sa grant, and the
     names of rules that are not plain (wildcards, resourceNames, URLs)."""
@@ -64,7 +88,7 @@ def granted(docs, sa, ns):
                        (b["metadata"]["name"], ref["kind"], ref["name"]))
             continue
         for r in role.get("rules", []):
-            if r.get("resourceNames") or r.get("nonResourceURLs"):
+            if r.get("nonResourceURLs") or (r.get("resourceNames") and not named_lease_rule(r)):
                 odd.append("%s: a rule with resourceNames or nonResourceURLs" % ref["name"])
             for g in r.get("apiGroups", []):
                 for res in r.get("resources", []):
@@ -253,12 +277,29 @@ class SchedulerRbacTest(unittest.TestCase):
         self.assertEqual(missing, [], "%s: calls the ServiceAccount %s may not make" % (where, SA))
         self.assertEqual(extra, [], "%s: grants %s no call needs" % (where, SA))
 
+    def check_lease(self, docs, where):
+        """The Lease the replicas elect on (--lease-name) is the one the Role
+        names, and the Deployment runs more than one replica with
+        --leader-elect, ready only through /readyz."""
+        deps = [d for d in docs if d["kind"] == "Deployment" and
+                d["spec"]["template"]["spec"].get("serviceAccountName") == SA]
+        self.assertEqual(len(deps), 1, where)
+        spec = deps[0]["spec"]
+        self.assertGreaterEqual(spec["replicas"], 2, where)
+        c = spec["template"]["spec"]["containers"][0]
+        self.assertIn("--leader-elect", c["args"], where)
+        name = [a.split("=", 1)[1] for a in c["args"] if a.startswith("--lease-name=")]
+        self.assertEqual(lease_names(docs, SA, NS), set(name), where)
+        self.assertEqual(c["readinessProbe"]["httpGet"]["path"], "/readyz", where)
+
     def test_manifests_grant_exactly_the_calls(self):
         self.check(manifest_docs(), "manifests/")
+        self.check_lease(manifest_docs(), "manifests/")
 
     @unittest.skipUnless(STANDIN, "GANTRY_HELM_STANDIN is not set")
     def test_chart_grants_exactly_the_calls(self):
         self.check(chart_docs(), "charts/gantry")
+        self.check_lease(chart_docs(), "charts/gantry")
 
 
 if __name__ == "__main__":

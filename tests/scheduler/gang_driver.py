@@ -179,7 +179,9 @@ class World:
             raise AssertionError("gantry-scheduler exited %r at restart" % rc)
         self.start_extender()
 
-    def post(self, verb, obj):
+    def post(self, verb, obj, errors_ok=False):
+        """The extender's answer to @verb; any status but 200 raises, unless
+        @errors_ok: then (status, answer)."""
         t0 = time.monotonic()
         self.conn.request("POST", "/" + verb, body=json.dumps(obj).encode(),
                           headers={"Content-Type": "application/json"})
@@ -187,6 +189,8 @@ class World:
         data = r.read()
         n, total = self.timing.get(verb, (0, 0.0))
         self.timing[verb] = (n + 1, total + time.monotonic() - t0)
+        if errors_ok:
+            return r.status, json.loads(data)
         if r.status != 200:
             raise AssertionError("%s: HTTP %d %s" % (verb, r.status, data[:300]))
         return json.loads(data)
@@ -234,6 +238,7 @@ class KubeScheduler:
         self.activity = {}      # gang -> monotonic time of its last member call
         self.cycles = 0
         self.filter_calls = 0
+        self.retries = 0        # filters answered with an error: backoff, again
 
     # -- pods
     def add(self, pod):
@@ -289,8 +294,15 @@ class KubeScheduler:
             return True
         args = {"Pod": pod, "Nodes": None, "NodeNames": nodes}
         self.filter_calls += 1
-        r = self.w.post("filter", args)
-        assert r.get("Error", "") == "", r
+        status, r = self.w.post("filter", args, errors_ok=True)
+        if status == 503:
+            # an extender error (a gang member's place not in the sample):
+            # the pod backs off and comes again, with another sample
+            self.retries += 1
+            self.active.append(name)
+            self.land_binds()
+            return True
+        assert status == 200 and r.get("Error", "") == "", (status, r)
         passed = r["NodeNames"] or []
         if not passed:
             self.unschedulable.add(name)
