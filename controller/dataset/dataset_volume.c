@@ -326,18 +326,25 @@ static int reserve(rados_ioctx_t io, const char *name, const char *fp,
         int r, fresh = 0;
 
         for (int attempt = 0; attempt < 3; attempt++) {
-                r = gantry_journal_lookup_name(io, GANTRY_JOURNAL_VOLUME, name, uuid);
-                if (r == -ENOENT) {
-                        gantry_uuid_generate(uuid);
-                        r = gantry_journal_reserve(io, GANTRY_JOURNAL_VOLUME, name, uuid);
-                        if (r == -EEXIST)
-                                continue; /* another plugin won the name: use its uuid */
-                        if (r == 0)
-                                fresh = 1;
+                /*
+                 * The reservation first: its compare makes it fail (-EEXIST)
+                 * when the name is taken, so a new name costs one round trip
+                 * instead of a lookup and then the reservation. Only a name
+                 * already reserved is looked up.
+                 */
+                gantry_uuid_generate(uuid);
+                r = gantry_journal_reserve(io, GANTRY_JOURNAL_VOLUME, name, uuid);
+                if (r == 0)
+                        fresh = 1;
+                else if (r == -EEXIST) {
+                        r = gantry_journal_lookup_name(io, GANTRY_JOURNAL_VOLUME, name, uuid);
+                        if (r == -ENOENT)
+                                continue; /* deleted since: reserve again */
                 }
                 if (r < 0)
                         return gantry_ceph_error(err, r, "reserve volume name", name);
-                r = gantry_journal_read(io, GANTRY_JOURNAL_VOLUME, uuid, e);
+                /* a uuid made just now has no record yet: no read to make */
+                r = fresh ? -ENOENT : gantry_journal_read(io, GANTRY_JOURNAL_VOLUME, uuid, e);
                 if (r == 0) {
                         if (strcmp(e->fingerprint, fp) != 0)
                                 return gantry_error_set(err, EEXIST,
@@ -386,6 +393,14 @@ static int reserve_locked(rados_ioctx_t io, const char *name, const char *fp,
                 if (gantry_lock_try(uuid_lock) < 0)
                         return gantry_error_set(err, EBUSY, "name: volume %s is busy (being "
                                                 "deleted?)", name);
+                /*
+                 * A uuid this call reserved has not been answered to anyone:
+                 * no DeleteVolume can know it, so nothing can have removed it
+                 * before the lock, and the re-reads below would only find
+                 * what reserve() just wrote.
+                 */
+                if (fresh)
+                        return fresh;
                 r = gantry_journal_lookup_name(io, GANTRY_JOURNAL_VOLUME, name, again);
                 if (r == 0 && strcmp(again, e->uuid) == 0)
                         r = gantry_journal_read(io, GANTRY_JOURNAL_VOLUME, e->uuid, e);
@@ -539,8 +554,10 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
         struct gantry_dataset_target t;
         struct gantry_journal_entry e;
         struct gantry_volume_ref ref;
+        rbd_image_t img = NULL;
+        bool checked;
         char lock[64];
-        int r;
+        int r, leftovers = 0;
 
         /* an ID that is not ours names nothing this driver made: nothing to delete */
         if (gantry_id_decode(req->volume_id, &ref) < 0)
@@ -553,25 +570,32 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
                                        (void *const *)req->secrets, req->n_secrets, &t, &e, err);
         if (r <= 0)
                 goto out;
+        /* one read-only open of the image serves the note, the checks and the leftovers' count */
+        if ((r = gantry_dataset_image_open(t.io, e.image, e.ready, &img, err)) < 0)
+                goto out;
         /* a clone of a drained checkpoint image in the RBD trash: note the parent while the
          * clone tells it, purge it once the clone is gone (drained_trash.c). First of all:
          * the note only remembers, and a delete refused below keeps it for the retry */
-        if ((r = gantry_drained_parent_note(t.io, &e, err)) < 0)
+        if ((r = gantry_drained_parent_note(t.io, img, &e, err)) < 0)
                 goto out;
         /* a ready image that must stay (mapped, CSI snapshots, clones of a refresh base)
          * refuses before anything goes: its copy and mirror records stay with it. A copy
          * running into it (a demoted copy copied again) watches it: stopped below first */
-        if (e.ready && !gantry_promotion_running(e.uuid) &&
-            (r = gantry_dataset_image_check(t.io, e.image, err)) < 0)
+        checked = e.ready && !gantry_promotion_running(e.uuid);
+        if (checked && (r = leftovers = gantry_dataset_image_check(t.io, img, e.image, err)) < 0)
                 goto out;
+        if (img)
+                rbd_close(img);
+        img = NULL;
         /* a copy into it (promotion.c) stops first, and its snapshot of the source goes;
          * one through rbd-mirror (mirror.c) removes the image before the source's mirroring */
-        if ((r = gantry_mirror_cancel(call->config, t.io, e.uuid, e.image, !e.ready, err)) < 0 ||
-            (r = gantry_promotion_cancel(call->config, t.io, e.uuid, err)) < 0)
+        if ((r = gantry_tier_cancel(call->config, t.io, e.uuid, e.image, !e.ready, err)) < 0)
                 goto out;
-        /* a half-made image (ready=0) is ours to purge; a ready one must be unused */
-        if ((r = gantry_dataset_image_remove(t.io, e.image, !e.ready, err)) < 0 ||
-            (r = gantry_drained_parent_purge(call->config, t.cluster->cluster_id, &e, err)) < 0)
+        /* a half-made image (ready=0) is ours to purge; a ready one must be unused (checked
+         * just above unless a copy was running into it: then checked now) */
+        r = checked ? gantry_dataset_image_remove_checked(t.io, e.image, leftovers, err)
+                    : gantry_dataset_image_remove(t.io, e.image, !e.ready, err);
+        if (r < 0 || (r = gantry_drained_parent_purge(call->config, t.cluster->cluster_id, &e, err)) < 0)
                 goto out;
         r = gantry_journal_remove(t.io, GANTRY_JOURNAL_VOLUME, e.name, e.uuid);
         if (r < 0) {
@@ -580,6 +604,8 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
         }
         log_info("dataset.volume_deleted", "name=%s image=%s", e.name, e.image);
 out:
+        if (img)
+                rbd_close(img);
         gantry_dataset_target_close(&t);
         gantry_lock_release(lock);
         return r;

@@ -104,3 +104,10 @@ int gantry_mirror_poll(const struct gantry_promotion_request *q, bool configured
  */
 int gantry_mirror_cancel(const struct gantry_config *config, rados_ioctx_t dst_io, const char *uuid,
                          const char *dst_image, bool force, struct gantry_error *err);
+/*
+ * DeleteVolume's part, both of the above: gantry_mirror_cancel() then
+ * gantry_promotion_cancel(), after one read of the copy record when no copy
+ * runs here (none: 0 at once, nothing done).
+ */
+int gantry_tier_cancel(const struct gantry_config *config, rados_ioctx_t dst_io, const char *uuid,
+                       const char *dst_image, bool force, struct gantry_error *err);
