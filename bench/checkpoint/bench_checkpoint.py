@@ -23,7 +23,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "target"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "gantry-target"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "conformance"))
 from ckpt_helpers import create_req, publish_req, write_config  # noqa: E402
 from csi_client import BUILD_DIR, Plugin, csi_pb2  # noqa: E402

@@ -15,7 +15,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "ceph"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "target"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "gantry-target"))
 import ceph_env as env  # noqa: E402
 from targetproc import Target  # noqa: E402
 
