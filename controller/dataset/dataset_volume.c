@@ -436,8 +436,15 @@ static int check_capabilities(Csi__V1__VolumeCapability *const *caps, size_t n,
         return 0;
 }
 
-int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolumeRequest *req,
-                                 Csi__V1__CreateVolumeResponse *resp, struct gantry_error *err)
+/* A copy from another cluster that CreateVolume found running here, and how long it may wait. */
+struct copy_wait {
+        char uuid[GANTRY_UUID_LEN + 1];
+        int seconds; /* the source cluster's copy.waitSeconds */
+};
+
+static int create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolumeRequest *req,
+                         Csi__V1__CreateVolumeResponse *resp, struct copy_wait *w,
+                         struct gantry_error *err)
 {
         struct gantry_dataset_params p;
         struct gantry_dataset_target t = { 0 };
@@ -502,6 +509,10 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
                         struct volume_in_making v = { .e = &e, .p = &p, .s = &s, .io = t.io,
                                                       .size = size };
                         r = promote(&v, &keep, err); /* -EBUSY while the copy runs */
+                        if (r == -EBUSY && gantry_promotion_running(e.uuid)) {
+                                memcpy(w->uuid, e.uuid, sizeof(w->uuid));
+                                w->seconds = s.t.cluster->copy_wait_seconds;
+                        }
                 } else if (fresh || (r = gantry_dataset_image_remove(t.io, e.image, true, err)) >= 0) {
                         keep = false;
                         r = make_image(t.io, e.image, e.uuid, size, &p, &s, err);
@@ -546,6 +557,38 @@ out:
         if (s.id)
                 gantry_dataset_target_close(&s.t);
         return r;
+}
+
+/* Leave the provisioner this much of its deadline to hear the answer. */
+#define WAIT_MARGIN_MS 5000
+
+int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolumeRequest *req,
+                                 Csi__V1__CreateVolumeResponse *resp, struct gantry_error *err)
+{
+        struct copy_wait w = { .seconds = 0 };
+        int64_t left, wait_ms;
+        int r = create_volume(call, req, resp, &w, err);
+
+        /*
+         * A copy running here: rather than ABORTED at once, and the CO's next
+         * try after its growing backoff (the copy may end just after a try
+         * and idle until the next one), wait for its end up to the source
+         * cluster's copy.waitSeconds and within the call's deadline, with no
+         * lock held (a DeleteVolume may cancel it meanwhile). Then answer
+         * afresh: OK once it ended, else ABORTED with the progress of now, an
+         * event for the PVC.
+         */
+        if (r != -EBUSY || !w.uuid[0] || w.seconds <= 0)
+                return r;
+        left = gantry_csi_call_remaining_ms(call);
+        wait_ms = (int64_t)w.seconds * 1000;
+        if (left != INT64_MAX && wait_ms > left - WAIT_MARGIN_MS)
+                wait_ms = left - WAIT_MARGIN_MS;
+        if (wait_ms <= 0)
+                return r;
+        gantry_promotion_wait(w.uuid, wait_ms);
+        memset(err, 0, sizeof(*err));
+        return create_volume(call, req, resp, &w, err);
 }
 
 int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__DeleteVolumeRequest *req,
