@@ -148,6 +148,16 @@ int gantry_journal_reserve(rados_ioctx_t io, enum gantry_journal_kind kind, cons
 /* Writes (idempotently) the per-object record. */
 int gantry_journal_write(rados_ioctx_t io, enum gantry_journal_kind kind,
                          const struct gantry_journal_entry *e);
+/*
+ * The same write, started without waiting (so the image can be made
+ * meanwhile): *@ret is the write in flight, which the caller must pass to
+ * gantry_journal_write_end() exactly once; that waits for it and returns
+ * its result (NULL: 0).
+ */
+struct gantry_journal_pending;
+int gantry_journal_write_start(rados_ioctx_t io, enum gantry_journal_kind kind,
+                               const struct gantry_journal_entry *e, struct gantry_journal_pending **ret);
+int gantry_journal_write_end(struct gantry_journal_pending *w);
 /* Reads the per-object record of @uuid, or -ENOENT. */
 int gantry_journal_read(rados_ioctx_t io, enum gantry_journal_kind kind, const char *uuid,
                         struct gantry_journal_entry *ret);

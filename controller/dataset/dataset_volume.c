@@ -320,7 +320,8 @@ static int fingerprint(const struct gantry_dataset_params *p, uint64_t size, con
  */
 static int reserve(rados_ioctx_t io, const char *name, const char *fp,
                    const struct gantry_dataset_params *p, uint64_t size,
-                   struct gantry_journal_entry *e, struct gantry_error *err)
+                   struct gantry_journal_entry *e, struct gantry_journal_pending **pending,
+                   struct gantry_error *err)
 {
         char uuid[GANTRY_UUID_LEN + 1];
         int r, fresh = 0;
@@ -363,7 +364,15 @@ static int reserve(rados_ioctx_t io, const char *name, const char *fp,
                 snprintf(e->fingerprint, sizeof(e->fingerprint), "%s", fp);
                 snprintf(e->data_pool, sizeof(e->data_pool), "%s", p->data_pool ? p->data_pool : "");
                 e->size = size;
-                r = gantry_journal_write(io, GANTRY_JOURNAL_VOLUME, e);
+                /*
+                 * A fresh reservation's record is written while the image is
+                 * made (the caller waits for both before ready=1): the image's
+                 * name comes from the uuid, so a crash in between leaves
+                 * nothing the name's reservation cannot find (the retry
+                 * writes the record and remakes the half-made image).
+                 */
+                r = fresh ? gantry_journal_write_start(io, GANTRY_JOURNAL_VOLUME, e, pending)
+                          : gantry_journal_write(io, GANTRY_JOURNAL_VOLUME, e);
                 if (r < 0)
                         return gantry_ceph_error(err, r, "write journal of", name);
                 return fresh;
@@ -381,18 +390,21 @@ static int reserve(rados_ioctx_t io, const char *name, const char *fp,
 static int reserve_locked(rados_ioctx_t io, const char *name, const char *fp,
                           const struct gantry_dataset_params *p, uint64_t size,
                           struct gantry_journal_entry *e, char *uuid_lock, size_t uuid_lock_size,
-                          struct gantry_error *err)
+                          struct gantry_journal_pending **pending, struct gantry_error *err)
 {
         char again[GANTRY_UUID_LEN + 1];
         int r, fresh;
 
         for (int attempt = 0; attempt < 3; attempt++) {
-                if ((fresh = reserve(io, name, fp, p, size, e, err)) < 0)
+                if ((fresh = reserve(io, name, fp, p, size, e, pending, err)) < 0)
                         return fresh;
                 snprintf(uuid_lock, uuid_lock_size, "volume:%s", e->uuid);
-                if (gantry_lock_try(uuid_lock) < 0)
+                if (gantry_lock_try(uuid_lock) < 0) {
+                        gantry_journal_write_end(*pending);
+                        *pending = NULL;
                         return gantry_error_set(err, EBUSY, "name: volume %s is busy (being "
                                                 "deleted?)", name);
+                }
                 /*
                  * A uuid this call reserved has not been answered to anyone:
                  * no DeleteVolume can know it, so nothing can have removed it
@@ -452,6 +464,7 @@ static int create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolu
         struct gantry_journal_entry e;
         char fp[512], name_lock[300], uuid_lock[64];
         bool name_locked = false, uuid_locked = false, fresh;
+        struct gantry_journal_pending *pending = NULL; /* a fresh record's write in flight */
         uint64_t size, have;
         Csi__V1__Volume *vol;
         int r;
@@ -493,7 +506,7 @@ static int create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolu
                 goto out;
         }
         if ((r = reserve_locked(t.io, req->name, fp, &p, size, &e, uuid_lock, sizeof(uuid_lock),
-                                err)) < 0)
+                                &pending, err)) < 0)
                 goto out;
         fresh = r == 1;
         uuid_locked = true;
@@ -508,6 +521,13 @@ static int create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolu
                 if (across) {
                         struct volume_in_making v = { .e = &e, .p = &p, .s = &s, .io = t.io,
                                                       .size = size };
+                        /* a copy starts only under a written record */
+                        r = gantry_journal_write_end(pending);
+                        pending = NULL;
+                        if (r < 0) {
+                                r = gantry_ceph_error(err, r, "write journal of", req->name);
+                                goto out; /* the retry writes the record again */
+                        }
                         r = promote(&v, &keep, err); /* -EBUSY while the copy runs */
                         if (r == -EBUSY && gantry_promotion_running(e.uuid)) {
                                 memcpy(w->uuid, e.uuid, sizeof(w->uuid));
@@ -516,6 +536,12 @@ static int create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolu
                 } else if (fresh || (r = gantry_dataset_image_remove(t.io, e.image, true, err)) >= 0) {
                         keep = false;
                         r = make_image(t.io, e.image, e.uuid, size, &p, &s, err);
+                }
+                if (pending) { /* the record, written meanwhile */
+                        int rw = gantry_journal_write_end(pending);
+                        pending = NULL;
+                        if (rw < 0 && r >= 0)
+                                r = gantry_ceph_error(err, rw, "write journal of", req->name);
                 }
                 if (r < 0) {
                         if (!keep && r != -EBUSY) {
@@ -549,6 +575,7 @@ static int create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolu
         resp->volume = vol;
         r = 0;
 out:
+        gantry_journal_write_end(pending); /* only when an error came first */
         if (uuid_locked)
                 gantry_lock_release(uuid_lock);
         if (name_locked)
