@@ -137,6 +137,8 @@ struct gantry_journal_entry {
         bool ready;            /* the image (or snapshot) is complete */
         char parent[256];      /* volumes being deleted: the drained checkpoint image they are
                                 * a clone of, "pool-id/namespace/image-id" (drained_trash.c) */
+        bool plain;            /* volumes made empty (no content source): never a clone, never
+                                * copied into; false too in records older than the key */
 };
 
 /* The uuid reserved for @name, or -ENOENT. */

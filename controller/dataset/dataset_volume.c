@@ -319,7 +319,7 @@ static int fingerprint(const struct gantry_dataset_params *p, uint64_t size, con
  * exist under it yet), 0 when it found one, or -errno.
  */
 static int reserve(rados_ioctx_t io, const char *name, const char *fp,
-                   const struct gantry_dataset_params *p, uint64_t size,
+                   const struct gantry_dataset_params *p, uint64_t size, bool plain,
                    struct gantry_journal_entry *e, struct gantry_journal_pending **pending,
                    struct gantry_error *err)
 {
@@ -364,6 +364,7 @@ static int reserve(rados_ioctx_t io, const char *name, const char *fp,
                 snprintf(e->fingerprint, sizeof(e->fingerprint), "%s", fp);
                 snprintf(e->data_pool, sizeof(e->data_pool), "%s", p->data_pool ? p->data_pool : "");
                 e->size = size;
+                e->plain = plain;
                 /*
                  * A fresh reservation's record is written while the image is
                  * made (the caller waits for both before ready=1): the image's
@@ -388,7 +389,7 @@ static int reserve(rados_ioctx_t io, const char *name, const char *fp,
  * found) the caller holds and releases @uuid_lock.
  */
 static int reserve_locked(rados_ioctx_t io, const char *name, const char *fp,
-                          const struct gantry_dataset_params *p, uint64_t size,
+                          const struct gantry_dataset_params *p, uint64_t size, bool plain,
                           struct gantry_journal_entry *e, char *uuid_lock, size_t uuid_lock_size,
                           struct gantry_journal_pending **pending, struct gantry_error *err)
 {
@@ -396,7 +397,7 @@ static int reserve_locked(rados_ioctx_t io, const char *name, const char *fp,
         int r, fresh;
 
         for (int attempt = 0; attempt < 3; attempt++) {
-                if ((fresh = reserve(io, name, fp, p, size, e, pending, err)) < 0)
+                if ((fresh = reserve(io, name, fp, p, size, plain, e, pending, err)) < 0)
                         return fresh;
                 snprintf(uuid_lock, uuid_lock_size, "volume:%s", e->uuid);
                 if (gantry_lock_try(uuid_lock) < 0) {
@@ -505,8 +506,8 @@ static int create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolu
                                      "cluster %s", p.data_pool, p.cluster_id);
                 goto out;
         }
-        if ((r = reserve_locked(t.io, req->name, fp, &p, size, &e, uuid_lock, sizeof(uuid_lock),
-                                &pending, err)) < 0)
+        if ((r = reserve_locked(t.io, req->name, fp, &p, size, !s.id, &e, uuid_lock,
+                                sizeof(uuid_lock), &pending, err)) < 0)
                 goto out;
         fresh = r == 1;
         uuid_locked = true;
@@ -640,6 +641,15 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
                                        (void *const *)req->secrets, req->n_secrets, &t, &e, err);
         if (r <= 0)
                 goto out;
+        /*
+         * A ready volume made empty is no clone (no parent to note) and no copy's
+         * destination (nothing to cancel): librbd's removal alone, which refuses
+         * a watched image or one with snapshots before it removes anything. On
+         * a refusal the long way below names the reason (and purges our own
+         * leftover snapshots).
+         */
+        if (e.plain && e.ready && rbd_remove(t.io, e.image) == 0)
+                goto removed;
         /* one read-only open of the image serves the note, the checks and the leftovers' count */
         if ((r = gantry_dataset_image_open(t.io, e.image, e.ready, &img, err)) < 0)
                 goto out;
@@ -667,6 +677,7 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
                     : gantry_dataset_image_remove(t.io, e.image, !e.ready, err);
         if (r < 0 || (r = gantry_drained_parent_purge(call->config, t.cluster->cluster_id, &e, err)) < 0)
                 goto out;
+removed:
         r = gantry_journal_remove(t.io, GANTRY_JOURNAL_VOLUME, e.name, e.uuid);
         if (r < 0) {
                 r = gantry_ceph_error(err, r, "remove journal of", req->volume_id);

@@ -4,9 +4,11 @@
  * Two kinds of objects per pool and kind (volumes, snapshots):
  *   gantry.volumes            directory: omap key = the CO's name, value = uuid
  *   gantry.volume.<uuid>      record: omap keys name, image, source, fp,
- *                             dataPool, size, ready, and parent (only
+ *                             dataPool, size, ready, parent (only
  *                             written by a DeleteVolume that found a drained
- *                             checkpoint image as its clone parent)
+ *                             checkpoint image as its clone parent), and
+ *                             plain = "1" for a volume made empty (no
+ *                             content source: DeleteVolume's short way)
  *
  * The directory entry is the reservation: it is written (atomically, with an
  * omap compare so two plugins can never reserve one name twice) before the
@@ -93,13 +95,18 @@ static rados_write_op_t record_op(enum gantry_journal_kind kind, const struct ga
                                   char obj[64])
 {
         char size[32];
-        const char *keys[] = { "name", "image", "source", "fp", "dataPool", "size", "ready", "parent" };
-        const char *vals[] = { e->name, e->image, e->source, e->fingerprint, e->data_pool, size,
-                               e->ready ? "1" : "0", e->parent };
-        int n = e->parent[0] ? 8 : 7; /* parent: only when there is one */
-        size_t key_lens[8], val_lens[8];
+        const char *keys[9] = { "name", "image", "source", "fp", "dataPool", "size", "ready" };
+        const char *vals[9] = { e->name, e->image, e->source, e->fingerprint, e->data_pool, size,
+                                e->ready ? "1" : "0" };
+        int n = 7;
+        size_t key_lens[9], val_lens[9];
         rados_write_op_t op;
 
+        /* parent and plain: only when there is one, and when true */
+        if (e->parent[0])
+                keys[n] = "parent", vals[n++] = e->parent;
+        if (e->plain)
+                keys[n] = "plain", vals[n++] = "1";
         snprintf(size, sizeof(size), "%llu", (unsigned long long)e->size);
         for (int i = 0; i < n; i++) {
                 key_lens[i] = strlen(keys[i]);
@@ -221,6 +228,8 @@ int gantry_journal_read(rados_ioctx_t io, enum gantry_journal_kind kind, const c
                         e.size = strtoull(num, NULL, 10);
                 } else if (strcmp(k, "ready") == 0)
                         e.ready = vlen == 1 && v[0] == '1';
+                else if (strcmp(k, "plain") == 0)
+                        e.plain = vlen == 1 && v[0] == '1';
         }
         if (iter)
                 rados_omap_get_end(iter);
