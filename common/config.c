@@ -176,8 +176,8 @@ static int parse_cluster(json_t *o, const char *where, struct gantry_cluster_con
                                             NULL };
         static const char *const loc_keys[] = { "leaves", "readGBps", NULL };
         static const char *const copy_keys[] = { "readMBps", "objectsInFlight", "mode", "mirrorTo",
-                                                 NULL };
-        double timeout = 10, read_mbps = 0, in_flight = 16;
+                                                 "waitSeconds", NULL };
+        double timeout = 10, read_mbps = 0, in_flight = 16, wait = 0;
         json_t *loc, *copy;
         char w[128];
         int r;
@@ -225,11 +225,13 @@ static int parse_cluster(json_t *o, const char *where, struct gantry_cluster_con
                 if ((r = check_keys(copy, w, copy_keys, err)) < 0 ||
                     (r = get_number(copy, "readMBps", w, 0, 1e7, &read_mbps, err)) < 0 ||
                     (r = get_number(copy, "objectsInFlight", w, 1, 64, &in_flight, err)) < 0 ||
+                    (r = get_number(copy, "waitSeconds", w, 0, 3600, &wait, err)) < 0 ||
                     (r = parse_copy_mode(copy, w, c, err)) < 0)
                         return r;
         }
         c->copy_read_bytes_per_s = (uint64_t)(read_mbps * 1e6);
         c->copy_objects_in_flight = (int)in_flight;
+        c->copy_wait_seconds = (int)wait;
         return parse_evict(json_object_get(o, "evict"), where, c, err);
 }
 

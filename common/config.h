@@ -72,6 +72,8 @@ struct gantry_cluster_config {
         /* copies that read from this cluster (dataset promotion, "copy"): */
         uint64_t copy_read_bytes_per_s; /* shared cap of their reads, 0: none */
         int copy_objects_in_flight;     /* objects in flight per copy, default 16 */
+        int copy_wait_seconds;          /* a CreateVolume finding the copy running waits this long
+                                         * for its end (within its deadline); default 0 */
         struct gantry_evict_policy evict; /* demoting promoted copies held here ("evict") */
         /* copy.mode "rbd-mirror": promotions into these clusters go through rbd-mirror */
         bool copy_rbd_mirror;

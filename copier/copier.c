@@ -38,6 +38,7 @@ struct gantry_copier_copy {
         unsigned workers_left;
         unsigned since_persist;  /* objects done since the last persist */
         int err;                 /* first error of a worker or of persist */
+        uint64_t mismatch_at;    /* verify: the offset of the first object that differed */
         uint64_t start_ns;
         struct gantry_copier_rate rate;
         struct gantry_copier_progress p;
@@ -66,6 +67,10 @@ int gantry_copier_copy_new(struct gantry_copier_source *src, struct gantry_copie
                 c->o.persist_every_objects = PERSIST_OBJECTS_DEFAULT;
         if (c->o.persist_every_ms == 0)
                 c->o.persist_every_ms = PERSIST_MS_DEFAULT;
+        if (c->o.verify && !dst->ops->read) {
+                free(c);
+                return -EOPNOTSUPP;
+        }
         if (c->o.position && !(c->start_position = strdup(c->o.position))) {
                 free(c);
                 return -ENOMEM;
@@ -233,12 +238,25 @@ static uint64_t next_object(struct gantry_copier_copy *c)
         return i;
 }
 
+/* Reads object @off (@len bytes) back from the destination into @back and compares it with @buf. */
+static int verify_object(struct gantry_copier_copy *c, uint64_t off, size_t len, const char *buf, char *back)
+{
+        int r = c->dst->ops->read(c->dst, off, len, back);
+
+        if (r < 0)
+                return r;
+        return memcmp(buf, back, len) == 0 ? 0 : -EUCLEAN;
+}
+
 static void *worker(void *arg)
 {
         struct gantry_copier_copy *c = arg;
-        char *buf = NULL;
+        char *buf = NULL, *back = NULL;
         uint64_t i, len, written;
         int r = posix_memalign((void **)&buf, 4096, c->p.object_size) ? -ENOMEM : 0;
+
+        if (r == 0 && c->o.verify && posix_memalign((void **)&back, 4096, c->p.object_size))
+                r = -ENOMEM;
 
         pthread_mutex_lock(&c->lock);
         if (r < 0 && !c->err)
@@ -261,13 +279,17 @@ static void *worker(void *arg)
                         r = c->src->ops->read(c->src, i * c->p.object_size, len, buf);
                 if (r == 0)
                         r = write_object(c, i * c->p.object_size, len, buf, &written);
+                if (r == 0 && back)
+                        r = verify_object(c, i * c->p.object_size, len, buf, back);
 
                 pthread_mutex_lock(&c->lock);
                 c->p.bytes_read += len;
                 c->p.bytes_written += written;
                 if (r < 0) {
-                        if (!c->err && r != -ECANCELED)
+                        if (!c->err && r != -ECANCELED) {
                                 c->err = r;
+                                c->mismatch_at = i * c->p.object_size;
+                        }
                         break;
                 }
                 gantry_copier_position_mark_done(&c->pos, i);
@@ -279,8 +301,19 @@ static void *worker(void *arg)
         c->workers_left--;
         pthread_cond_broadcast(&c->cond);
         pthread_mutex_unlock(&c->lock);
+        free(back);
         free(buf);
         return NULL;
+}
+
+uint64_t gantry_copier_copy_mismatch(struct gantry_copier_copy *c)
+{
+        uint64_t at;
+
+        pthread_mutex_lock(&c->lock);
+        at = c->mismatch_at;
+        pthread_mutex_unlock(&c->lock);
+        return at;
 }
 
 /* Flushes the destination, then stores @text. Called without the lock. */

@@ -11,6 +11,11 @@
  * write the rest, with at most @in_flight objects in flight, drawing on an
  * optional shared bandwidth cap (bucket.h) and stopping early on cancel.
  *
+ * With @verify, a worker reads each object back from the destination once
+ * written and compares it with the source's bytes still in its buffer: the
+ * read-back check runs as the bytes go, overlapped with the other workers'
+ * writes, rather than as a second pass after the copy.
+ *
  * Position and resume: objects start in index order; the position
  * (position.h) is a watermark plus the few done objects above it. Every
  * @persist_every_objects objects or @persist_every_ms, whichever comes
@@ -26,6 +31,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +59,13 @@ struct gantry_copier_copy_opts {
         unsigned persist_every_objects; /* 0: 16 */
         unsigned persist_every_ms;      /* 0: 2000 */
         gantry_copier_persist_cb persist; /* NULL: nothing stored */
+        /*
+         * true: each object is read back from the destination right after it
+         * is written and compared with what was read from the source, before
+         * it counts as done (so a position never counts an unverified
+         * object); a difference stops the copy with -EUCLEAN.
+         */
+        bool verify;
         void *arg;                      /* for @persist */
 };
 
@@ -75,6 +88,8 @@ int gantry_copier_copy_new(struct gantry_copier_source *src, struct gantry_copie
  */
 int gantry_copier_copy_run(struct gantry_copier_copy *c);
 
+/* After -EUCLEAN from gantry_copier_copy_run(): the offset of the first object that differed. */
+uint64_t gantry_copier_copy_mismatch(struct gantry_copier_copy *c);
 /* Asks a running copy to stop soon (objects in flight finish). Any thread. */
 void gantry_copier_copy_cancel(struct gantry_copier_copy *c);
 

@@ -76,6 +76,11 @@ struct gantry_copier_dest_ops {
         int (*write)(struct gantry_copier_dest *d, uint64_t offset, size_t length, const char *buf);
         /* Makes everything written so far durable. Returns 0 or -errno. */
         int (*flush)(struct gantry_copier_dest *d);
+        /*
+         * Reads exactly @length bytes at @offset back from where they are
+         * stored (the OSDs, the file), for a copy's verify. Returns 0 or -errno.
+         */
+        int (*read)(struct gantry_copier_dest *d, uint64_t offset, size_t length, char *buf);
         void (*free)(struct gantry_copier_dest *d);
 };
 

@@ -148,6 +148,24 @@ static int file_write(struct gantry_copier_dest *d, uint64_t offset, size_t leng
         return 0;
 }
 
+static int file_dest_read(struct gantry_copier_dest *d, uint64_t offset, size_t length, char *buf)
+{
+        struct file *f = d->impl;
+        ssize_t n;
+
+        while (length) {
+                n = pread(f->fd, buf, length, (off_t)offset);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n < 0 ? -errno : -EIO;
+                buf += n;
+                offset += (uint64_t)n;
+                length -= (size_t)n;
+        }
+        return 0;
+}
+
 static int file_flush(struct gantry_copier_dest *d)
 {
         struct file *f = d->impl;
@@ -164,6 +182,7 @@ static const struct gantry_copier_dest_ops file_dest_ops = {
         .kind = "file",
         .write = file_write,
         .flush = file_flush,
+        .read = file_dest_read,
         .free = file_dest_free,
 };
 

@@ -103,6 +103,15 @@ static int rbd_dest_write(struct gantry_copier_dest *d, uint64_t offset, size_t 
         return (size_t)n == length ? 0 : -EIO;
 }
 
+static int rbd_dest_read(struct gantry_copier_dest *d, uint64_t offset, size_t length, char *buf)
+{
+        ssize_t n = rbd_read2(d->impl, offset, length, buf, LIBRADOS_OP_FLAG_FADVISE_DONTNEED);
+
+        if (n < 0)
+                return (int)n;
+        return (size_t)n == length ? 0 : -EIO;
+}
+
 static int rbd_dest_flush(struct gantry_copier_dest *d)
 {
         return rbd_flush(d->impl);
@@ -117,6 +126,7 @@ static const struct gantry_copier_dest_ops rbd_dest_ops = {
         .kind = "rbd",
         .write = rbd_dest_write,
         .flush = rbd_dest_flush,
+        .read = rbd_dest_read,
         .free = rbd_dest_free,
 };
 

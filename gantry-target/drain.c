@@ -15,10 +15,14 @@
  * worker; the worker (one thread, drains run one after the other, oldest
  * first) copies, and the copier's persist callback writes the position into
  * the state file (atomically, like every change), so gantry-target killed
- * with kill -9 resumes from it at start. When the copy is complete the
- * worker reads the image back and compares it with the file (every data
- * extent); only then is the state "complete" (a mismatch: "failed", copied
- * again from the start on the next start). A failure leaves "failed" with
+ * with kill -9 resumes from it at start. With the read-back check (the
+ * durable tier's "verify") the copier reads each object back from the image
+ * as soon as it is written and compares it with the file's bytes, so the
+ * check overlaps the copy and the position counts only checked objects; a
+ * resumed drain reads the whole image back once more after the copy (what
+ * the run before wrote may predate any check). Only then is the state
+ * "complete" (a mismatch: "failed", copied again from the start on the next
+ * start). A failure leaves "failed" with
  * the error; the next bdev_lvol_start_drain (the snapshotter's next
  * CreateSnapshot) resumes it.
  *
@@ -70,6 +74,9 @@ int tgt_durable_connect(struct tgt_context *ctx, rados_ioctx_t *ret_io, struct g
                                (r = rados_conf_set(w->rados, "client_mount_timeout", "15")) < 0 ||
                                (r = rados_conf_set(w->rados, "rados_osd_op_timeout", "60")) < 0 ||
                                (r = rados_conf_set(w->rados, "rados_mon_op_timeout", "15")) < 0 ||
+                               /* no client cache: a read-back comes from the OSDs, and whole-object
+                                * writes gain nothing from it */
+                               (r = rados_conf_set(w->rados, "rbd_cache", "false")) < 0 ||
                                (r = rados_connect(w->rados)) < 0))
                         rados_shutdown(w->rados);
                 w->connected = r == 0;
@@ -332,8 +339,16 @@ static int run(struct tgt_drainer *w, struct job *j, struct gantry_copier_progre
         struct gantry_copier_source *src = NULL;
         struct gantry_copier_dest *dst = NULL;
         struct gantry_copier_copy *copy = NULL;
+        /*
+         * A copy from the start verifies each object as it is written (the
+         * copier reads it back before counting it done); a resumed one still
+         * reads everything back once the copy is complete, as what a run
+         * before the resume wrote may predate any check.
+         */
+        bool resumed = j->position[0] != '\0';
         struct gantry_copier_copy_opts o = { .in_flight = ctx->durable->in_flight, .bucket = w->bucket,
-                                           .position = j->position, .persist = persist, .arg = j };
+                                           .position = j->position, .persist = persist, .arg = j,
+                                           .verify = ctx->durable->verify && !resumed };
         rados_ioctx_t io = NULL;
         rbd_image_t img = NULL;
         int r;
@@ -378,11 +393,18 @@ static int run(struct tgt_drainer *w, struct job *j, struct gantry_copier_progre
                 log_warn("target.copy_position_reset", "bdev=%s position=%.64s", j->key, j->position);
                 j->position[0] = '\0';
         }
+        if (r == -EUCLEAN) { /* the inline verify found a difference: copied again from the start */
+                gantry_error_set(err, r, "verify: the image differs from %s at byte %llu", j->path,
+                                 (unsigned long long)gantry_copier_copy_mismatch(copy));
+                j->position[0] = '\0';
+                goto out;
+        }
         if (r < 0) {
                 gantry_error_set(err, r, "copying between %s and %s: %s", j->path, j->image, strerror(-r));
                 goto out;
         }
-        if (ctx->durable->verify && (r = verify(j->path, img, j->size, ctx->durable->in_flight, err)) < 0)
+        if (ctx->durable->verify && resumed &&
+            (r = verify(j->path, img, j->size, ctx->durable->in_flight, err)) < 0)
                 j->position[0] = '\0';
         /* the point-in-time image a dataset volume is cloned from, and a restore reads */
         if (r == 0 && !restore && (r = rbd_snap_create(img, TGT_DRAINED_SNAP)) == -EEXIST)

@@ -229,18 +229,49 @@ static int check_removable(rados_ioctx_t io, rbd_image_t img, const char *name, 
         return r;
 }
 
-int gantry_dataset_image_check(rados_ioctx_t io, const char *name, struct gantry_error *err)
+int gantry_dataset_image_open(rados_ioctx_t io, const char *name, bool ready, rbd_image_t *ret,
+                              struct gantry_error *err)
+{
+        int r = rbd_open_read_only(io, name, ret, NULL);
+
+        if (r == 0)
+                return 0;
+        *ret = NULL;
+        if (r == -ENOENT || !ready) /* gone, or half made: the removal deals with it */
+                return 0;
+        return gantry_ceph_error(err, r, "open image", name);
+}
+
+int gantry_dataset_image_check(rados_ioctx_t io, rbd_image_t img, const char *name,
+                               struct gantry_error *err)
+{
+        return img ? check_removable(io, img, name, false, err) : 0;
+}
+
+/* Removes image @name, first its @leftovers snapshots (ours to purge) when there are any. */
+static int remove_image(rados_ioctx_t io, const char *name, bool leftovers, struct gantry_error *err)
 {
         rbd_image_t img;
-        int r = rbd_open_read_only(io, name, &img, NULL);
+        int r;
 
+        if (leftovers && rbd_open(io, name, &img, NULL) == 0) {
+                r = purge_snapshots(img, name, true, err);
+                rbd_close(img);
+                if (r < 0)
+                        return r;
+        }
+        r = rbd_remove(io, name);
         if (r == -ENOENT)
                 return 0;
+        if (r == -EBUSY)
+                return gantry_error_set(err, ENOTEMPTY, "volume_id: image %s is still in use "
+                                        "(watched or has clones)", name);
+        if (r == -ENOTEMPTY)
+                return gantry_error_set(err, ENOTEMPTY, "volume_id: image %s still has snapshots "
+                                        "(or clones of them)", name);
         if (r < 0)
-                return gantry_ceph_error(err, r, "open image", name);
-        r = check_removable(io, img, name, false, err);
-        rbd_close(img);
-        return r < 0 ? r : 0;
+                return gantry_ceph_error(err, r, "remove image", name);
+        return 0;
 }
 
 int gantry_dataset_image_remove(rados_ioctx_t io, const char *name, bool force,
@@ -261,24 +292,13 @@ int gantry_dataset_image_remove(rados_ioctx_t io, const char *name, bool force,
                 if (r < 0)
                         return r;
         }
-        if ((force || r > 0) && rbd_open(io, name, &img, NULL) == 0) {
-                r = purge_snapshots(img, name, true, err);
-                rbd_close(img);
-                if (r < 0)
-                        return r;
-        }
-        r = rbd_remove(io, name);
-        if (r == -ENOENT)
-                return 0;
-        if (r == -EBUSY)
-                return gantry_error_set(err, ENOTEMPTY, "volume_id: image %s is still in use "
-                                        "(watched or has clones)", name);
-        if (r == -ENOTEMPTY)
-                return gantry_error_set(err, ENOTEMPTY, "volume_id: image %s still has snapshots "
-                                        "(or clones of them)", name);
-        if (r < 0)
-                return gantry_ceph_error(err, r, "remove image", name);
-        return 0;
+        return remove_image(io, name, force || r > 0, err);
+}
+
+int gantry_dataset_image_remove_checked(rados_ioctx_t io, const char *name, int leftovers,
+                                        struct gantry_error *err)
+{
+        return remove_image(io, name, leftovers > 0, err);
 }
 
 static Csi__V1__Volume__VolumeContextEntry *ctx_entry(struct gantry_csi_call *call, const char *k,

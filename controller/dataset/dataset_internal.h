@@ -137,6 +137,8 @@ struct gantry_journal_entry {
         bool ready;            /* the image (or snapshot) is complete */
         char parent[256];      /* volumes being deleted: the drained checkpoint image they are
                                 * a clone of, "pool-id/namespace/image-id" (drained_trash.c) */
+        bool plain;            /* volumes made empty (no content source): never a clone, never
+                                * copied into; false too in records older than the key */
 };
 
 /* The uuid reserved for @name, or -ENOENT. */
@@ -148,6 +150,16 @@ int gantry_journal_reserve(rados_ioctx_t io, enum gantry_journal_kind kind, cons
 /* Writes (idempotently) the per-object record. */
 int gantry_journal_write(rados_ioctx_t io, enum gantry_journal_kind kind,
                          const struct gantry_journal_entry *e);
+/*
+ * The same write, started without waiting (so the image can be made
+ * meanwhile): *@ret is the write in flight, which the caller must pass to
+ * gantry_journal_write_end() exactly once; that waits for it and returns
+ * its result (NULL: 0).
+ */
+struct gantry_journal_pending;
+int gantry_journal_write_start(rados_ioctx_t io, enum gantry_journal_kind kind,
+                               const struct gantry_journal_entry *e, struct gantry_journal_pending **ret);
+int gantry_journal_write_end(struct gantry_journal_pending *w);
 /* Reads the per-object record of @uuid, or -ENOENT. */
 int gantry_journal_read(rados_ioctx_t io, enum gantry_journal_kind kind, const char *uuid,
                         struct gantry_journal_entry *ret);
@@ -237,22 +249,43 @@ void gantry_dataset_snap_name(const char *uuid, char *buf, size_t size);
 int gantry_dataset_image_remove(rados_ioctx_t io, const char *name, bool force,
                                 struct gantry_error *err);
 /*
- * The checks gantry_dataset_image_remove() makes of a ready image (not
- * @force), without removing anything: 0 when it can go (or is missing),
- * -ENOTEMPTY when it is watched, has CSI snapshots or has clones.
+ * DeleteVolume's one read-only open of image @name, shared by the parent
+ * note, the checks and the removal (each open of an image costs RADOS round
+ * trips): *@ret NULL and 0 when the image is gone or, not @ready, cannot be
+ * opened (a half-made image: gantry_dataset_image_remove() with force deals
+ * with it); -errno otherwise. The caller closes *@ret (rbd_close).
  */
-int gantry_dataset_image_check(rados_ioctx_t io, const char *name, struct gantry_error *err);
+int gantry_dataset_image_open(rados_ioctx_t io, const char *name, bool ready, rbd_image_t *ret,
+                              struct gantry_error *err);
+/*
+ * The checks gantry_dataset_image_remove() makes of a ready image (not
+ * @force) on @img open read-only (NULL: missing, 0), without removing
+ * anything: -ENOTEMPTY when it is watched, has CSI snapshots or has clones,
+ * else how many other snapshots it has (our leftovers, purged by the removal).
+ */
+int gantry_dataset_image_check(rados_ioctx_t io, rbd_image_t img, const char *name,
+                               struct gantry_error *err);
+/*
+ * The removal of an image that gantry_dataset_image_check() passed just
+ * now, with the @leftovers count it returned: purges those snapshots, then
+ * removes the image (librbd itself still refuses a watched one or one with
+ * snapshots: -ENOTEMPTY). Missing image: 0.
+ */
+int gantry_dataset_image_remove_checked(rados_ioctx_t io, const char *name, int leftovers,
+                                        struct gantry_error *err);
 /*
  * DeleteVolume of a clone of a drained checkpoint image that gantry-target
  * moved to the RBD trash (drained_trash.c). gantry_drained_parent_note()
  * records in @e (and its journal record in @io) the parent of @e's image when
- * that is a drained checkpoint image, before the image is removed; no-op when
- * @e has a note already or the image is gone. gantry_drained_parent_purge()
+ * that is a drained checkpoint image, before the image is removed, read
+ * from @img (the image open read-only; NULL: gone or half made, no-op); no-op
+ * too when @e has a note already. gantry_drained_parent_purge()
  * removes the noted parent from the trash of its pool (in @cluster_id, with
  * the config's credentials) once the clone is gone: 0 too when it is not in
  * the trash, not gantry-target's, or still has other clones.
  */
-int gantry_drained_parent_note(rados_ioctx_t io, struct gantry_journal_entry *e, struct gantry_error *err);
+int gantry_drained_parent_note(rados_ioctx_t io, rbd_image_t img, struct gantry_journal_entry *e,
+                               struct gantry_error *err);
 int gantry_drained_parent_purge(const struct gantry_config *config, const char *cluster_id,
                                 const struct gantry_journal_entry *e, struct gantry_error *err);
 /* The size of @image (at @snap, NULL: the head) in @io, or -errno (-ENOENT: either is gone). */

@@ -319,25 +319,33 @@ static int fingerprint(const struct gantry_dataset_params *p, uint64_t size, con
  * exist under it yet), 0 when it found one, or -errno.
  */
 static int reserve(rados_ioctx_t io, const char *name, const char *fp,
-                   const struct gantry_dataset_params *p, uint64_t size,
-                   struct gantry_journal_entry *e, struct gantry_error *err)
+                   const struct gantry_dataset_params *p, uint64_t size, bool plain,
+                   struct gantry_journal_entry *e, struct gantry_journal_pending **pending,
+                   struct gantry_error *err)
 {
         char uuid[GANTRY_UUID_LEN + 1];
         int r, fresh = 0;
 
         for (int attempt = 0; attempt < 3; attempt++) {
-                r = gantry_journal_lookup_name(io, GANTRY_JOURNAL_VOLUME, name, uuid);
-                if (r == -ENOENT) {
-                        gantry_uuid_generate(uuid);
-                        r = gantry_journal_reserve(io, GANTRY_JOURNAL_VOLUME, name, uuid);
-                        if (r == -EEXIST)
-                                continue; /* another plugin won the name: use its uuid */
-                        if (r == 0)
-                                fresh = 1;
+                /*
+                 * The reservation first: its compare makes it fail (-EEXIST)
+                 * when the name is taken, so a new name costs one round trip
+                 * instead of a lookup and then the reservation. Only a name
+                 * already reserved is looked up.
+                 */
+                gantry_uuid_generate(uuid);
+                r = gantry_journal_reserve(io, GANTRY_JOURNAL_VOLUME, name, uuid);
+                if (r == 0)
+                        fresh = 1;
+                else if (r == -EEXIST) {
+                        r = gantry_journal_lookup_name(io, GANTRY_JOURNAL_VOLUME, name, uuid);
+                        if (r == -ENOENT)
+                                continue; /* deleted since: reserve again */
                 }
                 if (r < 0)
                         return gantry_ceph_error(err, r, "reserve volume name", name);
-                r = gantry_journal_read(io, GANTRY_JOURNAL_VOLUME, uuid, e);
+                /* a uuid made just now has no record yet: no read to make */
+                r = fresh ? -ENOENT : gantry_journal_read(io, GANTRY_JOURNAL_VOLUME, uuid, e);
                 if (r == 0) {
                         if (strcmp(e->fingerprint, fp) != 0)
                                 return gantry_error_set(err, EEXIST,
@@ -356,7 +364,16 @@ static int reserve(rados_ioctx_t io, const char *name, const char *fp,
                 snprintf(e->fingerprint, sizeof(e->fingerprint), "%s", fp);
                 snprintf(e->data_pool, sizeof(e->data_pool), "%s", p->data_pool ? p->data_pool : "");
                 e->size = size;
-                r = gantry_journal_write(io, GANTRY_JOURNAL_VOLUME, e);
+                e->plain = plain;
+                /*
+                 * A fresh reservation's record is written while the image is
+                 * made (the caller waits for both before ready=1): the image's
+                 * name comes from the uuid, so a crash in between leaves
+                 * nothing the name's reservation cannot find (the retry
+                 * writes the record and remakes the half-made image).
+                 */
+                r = fresh ? gantry_journal_write_start(io, GANTRY_JOURNAL_VOLUME, e, pending)
+                          : gantry_journal_write(io, GANTRY_JOURNAL_VOLUME, e);
                 if (r < 0)
                         return gantry_ceph_error(err, r, "write journal of", name);
                 return fresh;
@@ -372,20 +389,31 @@ static int reserve(rados_ioctx_t io, const char *name, const char *fp,
  * found) the caller holds and releases @uuid_lock.
  */
 static int reserve_locked(rados_ioctx_t io, const char *name, const char *fp,
-                          const struct gantry_dataset_params *p, uint64_t size,
+                          const struct gantry_dataset_params *p, uint64_t size, bool plain,
                           struct gantry_journal_entry *e, char *uuid_lock, size_t uuid_lock_size,
-                          struct gantry_error *err)
+                          struct gantry_journal_pending **pending, struct gantry_error *err)
 {
         char again[GANTRY_UUID_LEN + 1];
         int r, fresh;
 
         for (int attempt = 0; attempt < 3; attempt++) {
-                if ((fresh = reserve(io, name, fp, p, size, e, err)) < 0)
+                if ((fresh = reserve(io, name, fp, p, size, plain, e, pending, err)) < 0)
                         return fresh;
                 snprintf(uuid_lock, uuid_lock_size, "volume:%s", e->uuid);
-                if (gantry_lock_try(uuid_lock) < 0)
+                if (gantry_lock_try(uuid_lock) < 0) {
+                        gantry_journal_write_end(*pending);
+                        *pending = NULL;
                         return gantry_error_set(err, EBUSY, "name: volume %s is busy (being "
                                                 "deleted?)", name);
+                }
+                /*
+                 * A uuid this call reserved has not been answered to anyone:
+                 * no DeleteVolume can know it, so nothing can have removed it
+                 * before the lock, and the re-reads below would only find
+                 * what reserve() just wrote.
+                 */
+                if (fresh)
+                        return fresh;
                 r = gantry_journal_lookup_name(io, GANTRY_JOURNAL_VOLUME, name, again);
                 if (r == 0 && strcmp(again, e->uuid) == 0)
                         r = gantry_journal_read(io, GANTRY_JOURNAL_VOLUME, e->uuid, e);
@@ -421,8 +449,15 @@ static int check_capabilities(Csi__V1__VolumeCapability *const *caps, size_t n,
         return 0;
 }
 
-int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolumeRequest *req,
-                                 Csi__V1__CreateVolumeResponse *resp, struct gantry_error *err)
+/* A copy from another cluster that CreateVolume found running here, and how long it may wait. */
+struct copy_wait {
+        char uuid[GANTRY_UUID_LEN + 1];
+        int seconds; /* the source cluster's copy.waitSeconds */
+};
+
+static int create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolumeRequest *req,
+                         Csi__V1__CreateVolumeResponse *resp, struct copy_wait *w,
+                         struct gantry_error *err)
 {
         struct gantry_dataset_params p;
         struct gantry_dataset_target t = { 0 };
@@ -430,6 +465,7 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
         struct gantry_journal_entry e;
         char fp[512], name_lock[300], uuid_lock[64];
         bool name_locked = false, uuid_locked = false, fresh;
+        struct gantry_journal_pending *pending = NULL; /* a fresh record's write in flight */
         uint64_t size, have;
         Csi__V1__Volume *vol;
         int r;
@@ -470,8 +506,8 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
                                      "cluster %s", p.data_pool, p.cluster_id);
                 goto out;
         }
-        if ((r = reserve_locked(t.io, req->name, fp, &p, size, &e, uuid_lock, sizeof(uuid_lock),
-                                err)) < 0)
+        if ((r = reserve_locked(t.io, req->name, fp, &p, size, !s.id, &e, uuid_lock,
+                                sizeof(uuid_lock), &pending, err)) < 0)
                 goto out;
         fresh = r == 1;
         uuid_locked = true;
@@ -486,10 +522,27 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
                 if (across) {
                         struct volume_in_making v = { .e = &e, .p = &p, .s = &s, .io = t.io,
                                                       .size = size };
+                        /* a copy starts only under a written record */
+                        r = gantry_journal_write_end(pending);
+                        pending = NULL;
+                        if (r < 0) {
+                                r = gantry_ceph_error(err, r, "write journal of", req->name);
+                                goto out; /* the retry writes the record again */
+                        }
                         r = promote(&v, &keep, err); /* -EBUSY while the copy runs */
+                        if (r == -EBUSY && gantry_promotion_running(e.uuid)) {
+                                memcpy(w->uuid, e.uuid, sizeof(w->uuid));
+                                w->seconds = s.t.cluster->copy_wait_seconds;
+                        }
                 } else if (fresh || (r = gantry_dataset_image_remove(t.io, e.image, true, err)) >= 0) {
                         keep = false;
                         r = make_image(t.io, e.image, e.uuid, size, &p, &s, err);
+                }
+                if (pending) { /* the record, written meanwhile */
+                        int rw = gantry_journal_write_end(pending);
+                        pending = NULL;
+                        if (rw < 0 && r >= 0)
+                                r = gantry_ceph_error(err, rw, "write journal of", req->name);
                 }
                 if (r < 0) {
                         if (!keep && r != -EBUSY) {
@@ -523,6 +576,7 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
         resp->volume = vol;
         r = 0;
 out:
+        gantry_journal_write_end(pending); /* only when an error came first */
         if (uuid_locked)
                 gantry_lock_release(uuid_lock);
         if (name_locked)
@@ -533,14 +587,48 @@ out:
         return r;
 }
 
+/* Leave the provisioner this much of its deadline to hear the answer. */
+#define WAIT_MARGIN_MS 5000
+
+int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolumeRequest *req,
+                                 Csi__V1__CreateVolumeResponse *resp, struct gantry_error *err)
+{
+        struct copy_wait w = { .seconds = 0 };
+        int64_t left, wait_ms;
+        int r = create_volume(call, req, resp, &w, err);
+
+        /*
+         * A copy running here: rather than ABORTED at once, and the CO's next
+         * try after its growing backoff (the copy may end just after a try
+         * and idle until the next one), wait for its end up to the source
+         * cluster's copy.waitSeconds and within the call's deadline, with no
+         * lock held (a DeleteVolume may cancel it meanwhile). Then answer
+         * afresh: OK once it ended, else ABORTED with the progress of now, an
+         * event for the PVC.
+         */
+        if (r != -EBUSY || !w.uuid[0] || w.seconds <= 0)
+                return r;
+        left = gantry_csi_call_remaining_ms(call);
+        wait_ms = (int64_t)w.seconds * 1000;
+        if (left != INT64_MAX && wait_ms > left - WAIT_MARGIN_MS)
+                wait_ms = left - WAIT_MARGIN_MS;
+        if (wait_ms <= 0)
+                return r;
+        gantry_promotion_wait(w.uuid, wait_ms);
+        memset(err, 0, sizeof(*err));
+        return create_volume(call, req, resp, &w, err);
+}
+
 int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__DeleteVolumeRequest *req,
                                  struct gantry_error *err)
 {
         struct gantry_dataset_target t;
         struct gantry_journal_entry e;
         struct gantry_volume_ref ref;
+        rbd_image_t img = NULL;
+        bool checked;
         char lock[64];
-        int r;
+        int r, leftovers = 0;
 
         /* an ID that is not ours names nothing this driver made: nothing to delete */
         if (gantry_id_decode(req->volume_id, &ref) < 0)
@@ -553,26 +641,43 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
                                        (void *const *)req->secrets, req->n_secrets, &t, &e, err);
         if (r <= 0)
                 goto out;
+        /*
+         * A ready volume made empty is no clone (no parent to note) and no copy's
+         * destination (nothing to cancel): librbd's removal alone, which refuses
+         * a watched image or one with snapshots before it removes anything. On
+         * a refusal the long way below names the reason (and purges our own
+         * leftover snapshots).
+         */
+        if (e.plain && e.ready && rbd_remove(t.io, e.image) == 0)
+                goto removed;
+        /* one read-only open of the image serves the note, the checks and the leftovers' count */
+        if ((r = gantry_dataset_image_open(t.io, e.image, e.ready, &img, err)) < 0)
+                goto out;
         /* a clone of a drained checkpoint image in the RBD trash: note the parent while the
          * clone tells it, purge it once the clone is gone (drained_trash.c). First of all:
          * the note only remembers, and a delete refused below keeps it for the retry */
-        if ((r = gantry_drained_parent_note(t.io, &e, err)) < 0)
+        if ((r = gantry_drained_parent_note(t.io, img, &e, err)) < 0)
                 goto out;
         /* a ready image that must stay (mapped, CSI snapshots, clones of a refresh base)
          * refuses before anything goes: its copy and mirror records stay with it. A copy
          * running into it (a demoted copy copied again) watches it: stopped below first */
-        if (e.ready && !gantry_promotion_running(e.uuid) &&
-            (r = gantry_dataset_image_check(t.io, e.image, err)) < 0)
+        checked = e.ready && !gantry_promotion_running(e.uuid);
+        if (checked && (r = leftovers = gantry_dataset_image_check(t.io, img, e.image, err)) < 0)
                 goto out;
+        if (img)
+                rbd_close(img);
+        img = NULL;
         /* a copy into it (promotion.c) stops first, and its snapshot of the source goes;
          * one through rbd-mirror (mirror.c) removes the image before the source's mirroring */
-        if ((r = gantry_mirror_cancel(call->config, t.io, e.uuid, e.image, !e.ready, err)) < 0 ||
-            (r = gantry_promotion_cancel(call->config, t.io, e.uuid, err)) < 0)
+        if ((r = gantry_tier_cancel(call->config, t.io, e.uuid, e.image, !e.ready, err)) < 0)
                 goto out;
-        /* a half-made image (ready=0) is ours to purge; a ready one must be unused */
-        if ((r = gantry_dataset_image_remove(t.io, e.image, !e.ready, err)) < 0 ||
-            (r = gantry_drained_parent_purge(call->config, t.cluster->cluster_id, &e, err)) < 0)
+        /* a half-made image (ready=0) is ours to purge; a ready one must be unused (checked
+         * just above unless a copy was running into it: then checked now) */
+        r = checked ? gantry_dataset_image_remove_checked(t.io, e.image, leftovers, err)
+                    : gantry_dataset_image_remove(t.io, e.image, !e.ready, err);
+        if (r < 0 || (r = gantry_drained_parent_purge(call->config, t.cluster->cluster_id, &e, err)) < 0)
                 goto out;
+removed:
         r = gantry_journal_remove(t.io, GANTRY_JOURNAL_VOLUME, e.name, e.uuid);
         if (r < 0) {
                 r = gantry_ceph_error(err, r, "remove journal of", req->volume_id);
@@ -580,6 +685,8 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
         }
         log_info("dataset.volume_deleted", "name=%s image=%s", e.name, e.image);
 out:
+        if (img)
+                rbd_close(img);
         gantry_dataset_target_close(&t);
         gantry_lock_release(lock);
         return r;

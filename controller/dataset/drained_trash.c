@@ -38,23 +38,19 @@ static bool is_drained_image(const char *name)
                gantry_nvmf_is_uuid(name + sizeof(prefix) - 1);
 }
 
-int gantry_drained_parent_note(rados_ioctx_t io, struct gantry_journal_entry *e, struct gantry_error *err)
+int gantry_drained_parent_note(rados_ioctx_t io, rbd_image_t img, struct gantry_journal_entry *e,
+                               struct gantry_error *err)
 {
         rbd_linked_image_spec_t parent;
         rbd_snap_spec_t snap;
-        rbd_image_t img;
         char note[sizeof(e->parent)];
         int n = 0, r;
 
         if (e->parent[0])
                 return 0; /* noted by an earlier attempt */
-        r = rbd_open_read_only(io, e->image, &img, NULL);
-        if (r == -ENOENT || (r < 0 && !e->ready)) /* gone, or half made: no clone of anything yet */
+        if (!img) /* gone, or half made: no clone of anything yet */
                 return 0;
-        if (r < 0)
-                return gantry_ceph_error(err, r, "open image", e->image);
         r = rbd_get_parent(img, &parent, &snap);
-        rbd_close(img);
         if (r == -ENOENT) /* not a clone */
                 return 0;
         if (r < 0)

@@ -4,13 +4,18 @@
  * Two kinds of objects per pool and kind (volumes, snapshots):
  *   gantry.volumes            directory: omap key = the CO's name, value = uuid
  *   gantry.volume.<uuid>      record: omap keys name, image, source, fp,
- *                             dataPool, size, ready, and parent (only
+ *                             dataPool, size, ready, parent (only
  *                             written by a DeleteVolume that found a drained
- *                             checkpoint image as its clone parent)
+ *                             checkpoint image as its clone parent), and
+ *                             plain = "1" for a volume made empty (no
+ *                             content source: DeleteVolume's short way)
  *
  * The directory entry is the reservation: it is written (atomically, with an
  * omap compare so two plugins can never reserve one name twice) before the
- * record, and the record before the image. Whatever step a crash interrupts,
+ * record, and the record before the image is marked ready (a fresh
+ * reservation's record is written while the image is made: the image is
+ * named after the uuid, so the name finds it either way). Whatever step a
+ * crash interrupts,
  * the retry of the same request finds the uuid by name and finishes the job;
  * DeleteVolume removes the image, then the directory key, then the record
  * (which the retry finds by the uuid in the volume ID). No step leaves
@@ -85,31 +90,93 @@ int gantry_journal_reserve(rados_ioctx_t io, enum gantry_journal_kind kind, cons
         return r == -ECANCELED ? -EEXIST : r;
 }
 
-int gantry_journal_write(rados_ioctx_t io, enum gantry_journal_kind kind,
-                         const struct gantry_journal_entry *e)
+/* The write op of @e's record (created when missing), ready to operate on @obj. */
+static rados_write_op_t record_op(enum gantry_journal_kind kind, const struct gantry_journal_entry *e,
+                                  char obj[64])
 {
-        char obj[64], size[32];
-        const char *keys[] = { "name", "image", "source", "fp", "dataPool", "size", "ready", "parent" };
-        const char *vals[] = { e->name, e->image, e->source, e->fingerprint, e->data_pool, size,
-                               e->ready ? "1" : "0", e->parent };
-        int n = e->parent[0] ? 8 : 7; /* parent: only when there is one */
-        size_t key_lens[8], val_lens[8];
+        char size[32];
+        const char *keys[9] = { "name", "image", "source", "fp", "dataPool", "size", "ready" };
+        const char *vals[9] = { e->name, e->image, e->source, e->fingerprint, e->data_pool, size,
+                                e->ready ? "1" : "0" };
+        int n = 7;
+        size_t key_lens[9], val_lens[9];
         rados_write_op_t op;
-        int r;
 
+        /* parent and plain: only when there is one, and when true */
+        if (e->parent[0])
+                keys[n] = "parent", vals[n++] = e->parent;
+        if (e->plain)
+                keys[n] = "plain", vals[n++] = "1";
         snprintf(size, sizeof(size), "%llu", (unsigned long long)e->size);
         for (int i = 0; i < n; i++) {
                 key_lens[i] = strlen(keys[i]);
                 val_lens[i] = strlen(vals[i]);
         }
-        record_object(kind, e->uuid, obj, sizeof(obj));
+        record_object(kind, e->uuid, obj, 64);
         op = rados_create_write_op();
         if (!op)
-                return -ENOMEM;
+                return NULL;
         rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+        /* the keys and values are copied into the op here: @e may change after */
         rados_write_op_omap_set2(op, keys, vals, key_lens, val_lens, (size_t)n);
+        return op;
+}
+
+int gantry_journal_write(rados_ioctx_t io, enum gantry_journal_kind kind,
+                         const struct gantry_journal_entry *e)
+{
+        char obj[64];
+        rados_write_op_t op = record_op(kind, e, obj);
+        int r;
+
+        if (!op)
+                return -ENOMEM;
         r = rados_write_op_operate(op, io, obj, NULL, 0);
         rados_release_write_op(op);
+        return r;
+}
+
+struct gantry_journal_pending {
+        rados_write_op_t op;
+        rados_completion_t c;
+};
+
+int gantry_journal_write_start(rados_ioctx_t io, enum gantry_journal_kind kind,
+                               const struct gantry_journal_entry *e, struct gantry_journal_pending **ret)
+{
+        struct gantry_journal_pending *w = calloc(1, sizeof(*w));
+        char obj[64];
+        int r;
+
+        if (!w)
+                return -ENOMEM;
+        if (!(w->op = record_op(kind, e, obj))) {
+                free(w);
+                return -ENOMEM;
+        }
+        if ((r = rados_aio_create_completion2(NULL, NULL, &w->c)) < 0 ||
+            (r = rados_aio_write_op_operate(w->op, io, w->c, obj, NULL, 0)) < 0) {
+                if (w->c)
+                        rados_aio_release(w->c);
+                rados_release_write_op(w->op);
+                free(w);
+                return r;
+        }
+        *ret = w;
+        return 0;
+}
+
+int gantry_journal_write_end(struct gantry_journal_pending *w)
+{
+        int r;
+
+        if (!w)
+                return 0;
+        rados_aio_wait_for_complete(w->c);
+        r = rados_aio_get_return_value(w->c);
+        rados_aio_release(w->c);
+        rados_release_write_op(w->op);
+        free(w);
         return r;
 }
 
@@ -161,6 +228,8 @@ int gantry_journal_read(rados_ioctx_t io, enum gantry_journal_kind kind, const c
                         e.size = strtoull(num, NULL, 10);
                 } else if (strcmp(k, "ready") == 0)
                         e.ready = vlen == 1 && v[0] == '1';
+                else if (strcmp(k, "plain") == 0)
+                        e.plain = vlen == 1 && v[0] == '1';
         }
         if (iter)
                 rados_omap_get_end(iter);

@@ -460,3 +460,26 @@ int gantry_mirror_cancel(const struct gantry_config *config, rados_ioctx_t dst_i
         gantry_copier_record_clear(&rec);
         return r;
 }
+
+int gantry_tier_cancel(const struct gantry_config *config, rados_ioctx_t dst_io, const char *uuid,
+                       const char *dst_image, bool force, struct gantry_error *err)
+{
+        struct gantry_copier_record rec;
+        int r;
+
+        /*
+         * Every copy (ours or rbd-mirror's) keeps a record from its start to its
+         * removal: a volume without one and without a copy running here has
+         * nothing to cancel, and one read spares the two the cancels make.
+         */
+        if (!gantry_promotion_running(uuid)) {
+                r = gantry_promotion_record_read(dst_io, uuid, &rec);
+                if (r == -ENOENT)
+                        return 0;
+                if (r == 0)
+                        gantry_copier_record_clear(&rec);
+        }
+        if ((r = gantry_mirror_cancel(config, dst_io, uuid, dst_image, force, err)) < 0)
+                return r;
+        return gantry_promotion_cancel(config, dst_io, uuid, err);
+}

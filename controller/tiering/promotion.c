@@ -67,12 +67,24 @@ struct promotion {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ended; /* a copy finished (CLOCK_MONOTONIC waits) */
+static pthread_once_t ended_once = PTHREAD_ONCE_INIT;
 static struct promotion *running;
 static struct gantry_metrics *metrics;
 static struct {
         char cluster[GANTRY_CONFIG_ID_MAX + 1];
         struct gantry_copier_bucket *bucket;
 } buckets[GANTRY_CONFIG_MAX_CLUSTERS];
+
+static void ended_init(void)
+{
+        pthread_condattr_t attr;
+
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&ended, &attr);
+        pthread_condattr_destroy(&attr);
+}
 
 void gantry_promotion_set_metrics(struct gantry_metrics *m)
 {
@@ -179,8 +191,10 @@ static void *copy_thread(void *arg)
                  m->name, m->uuid, result, r < 0 ? strerror(-r) : "-",
                  (unsigned long long)p.bytes_read, (unsigned long long)p.bytes_written,
                  p.elapsed_seconds, r2, m->rec.refresh_of[0] ? m->rec.refresh_of : "-");
+        pthread_once(&ended_once, ended_init);
         pthread_mutex_lock(&lock);
         m->finished = true;
+        pthread_cond_broadcast(&ended);
         m->result = r < 0 ? r : r2;
         m->rate = 0;
         count_locked(m, &p);
@@ -573,6 +587,30 @@ int gantry_promotion_cancel(const struct gantry_config *config, rados_ioctx_t ds
         gantry_copier_record_clear(&rec);
         r = gantry_promotion_record_remove(dst_io, uuid);
         return r < 0 ? gantry_ceph_error(err, r, "remove the copy record of", uuid) : 0;
+}
+
+bool gantry_promotion_wait(const char *uuid, int64_t wait_ms)
+{
+        struct timespec until;
+        struct promotion *m;
+        bool done;
+        int r = 0;
+
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += (time_t)(wait_ms / 1000);
+        until.tv_nsec += (long)(wait_ms % 1000) * 1000000;
+        if (until.tv_nsec >= 1000000000) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000;
+        }
+
+        pthread_once(&ended_once, ended_init);
+        pthread_mutex_lock(&lock);
+        while ((m = find_locked(uuid)) && !m->finished && r != ETIMEDOUT)
+                r = pthread_cond_timedwait(&ended, &lock, &until);
+        done = !m || m->finished;
+        pthread_mutex_unlock(&lock);
+        return done;
 }
 
 bool gantry_promotion_running(const char *uuid)

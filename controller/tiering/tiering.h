@@ -66,6 +66,11 @@ int gantry_promotion_cancel(const struct gantry_config *config, rados_ioctx_t ds
 void gantry_promotion_set_metrics(struct gantry_metrics *m);
 /* Cancels every running copy (each persists its position) and waits for them. */
 void gantry_promotion_shutdown(void);
+/*
+ * Waits until the copy into @uuid that this process runs ends, at most
+ * @wait_ms. True when it ended (or none runs).
+ */
+bool gantry_promotion_wait(const char *uuid, int64_t wait_ms);
 /* True when this process runs the copy into @uuid now. */
 bool gantry_promotion_running(const char *uuid);
 
@@ -104,3 +109,10 @@ int gantry_mirror_poll(const struct gantry_promotion_request *q, bool configured
  */
 int gantry_mirror_cancel(const struct gantry_config *config, rados_ioctx_t dst_io, const char *uuid,
                          const char *dst_image, bool force, struct gantry_error *err);
+/*
+ * DeleteVolume's part, both of the above: gantry_mirror_cancel() then
+ * gantry_promotion_cancel(), after one read of the copy record when no copy
+ * runs here (none: 0 at once, nothing done).
+ */
+int gantry_tier_cancel(const struct gantry_config *config, rados_ioctx_t dst_io, const char *uuid,
+                       const char *dst_image, bool force, struct gantry_error *err);

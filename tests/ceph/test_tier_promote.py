@@ -28,7 +28,7 @@ LINE = re.compile(r"^copying (\S+) from capa: (planning|(\d+) %(, (starting|[0-9
                   r"about .+ left))?)$")
 
 
-def config(read_mbps=None, in_flight=8):
+def config(read_mbps=None, in_flight=8, wait_seconds=None):
     """The fixture's driver config with a copy policy on "capa"."""
     with open(env.CONFIG) as f:
         cfg = json.load(f)
@@ -37,6 +37,8 @@ def config(read_mbps=None, in_flight=8):
             c["copy"] = {"objectsInFlight": in_flight}
             if read_mbps:
                 c["copy"]["readMBps"] = read_mbps
+            if wait_seconds is not None:
+                c["copy"]["waitSeconds"] = wait_seconds
     fd, path = tempfile.mkstemp(prefix="gantry-tier-", suffix=".json")
     with os.fdopen(fd, "w") as f:
         json.dump(cfg, f)
@@ -295,6 +297,48 @@ class PromoteTest(CopyTest):
 # volume holds its lock (dataset_volume.c); the caller retries, as with progress.
 LOCKED = re.compile(r"^name: (an operation on volume \S+ is in progress|volume \S+ is busy "
                     r"\(being deleted\?\)|volume \S+ is being created and deleted elsewhere)$")
+
+
+class PromoteWaitTest(CopyTest):
+    """copy.waitSeconds: a CreateVolume that finds the copy running waits for
+    its end (within its own deadline) instead of answering ABORTED at once."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.src, cls.src_img = cls.make_source("tier-wait-", 128 << 20)
+        cls.want = env.checksum("capa", cls.src_img)
+        # 128 MiB read at 32 MB/s: the copy takes 4 s at least
+        cls.configs.append(config(read_mbps=32, wait_seconds=60))
+
+    def test_create_waits_for_the_copy(self):
+        p = self.plugin(self.configs[-1])
+        req = lambda name: env.create_req(name, "perf", size=0, source_volume=self.src.volume_id)
+        made = []
+        try:
+            # a deadline far enough: the first call starts the copy and answers OK at its end
+            name = "wait-ok-" + env.UNIQUE
+            vol = p.call("CreateVolume", req(name), timeout=60).volume
+            made.append(vol.volume_id)
+            self.assertEqual(env.checksum("perf", dict(vol.volume_context)["imageName"]), self.want)
+            self.assertEqual(env.copy_records()[env.uuid_of(vol.volume_id)]["state"], "done")
+            # gone again, so the next copy is a whole one (not a refresh of this one)
+            env.retry(lambda: p.call("DeleteVolume", env.delete_req(made.pop())))
+            # a deadline of 7 s leaves 2 s to wait (5 s are the answer's margin): ABORTED with
+            # the progress line of then, and the retry loop ends it as before
+            name = "wait-short-" + env.UNIQUE
+            import grpc
+            with self.assertRaises(grpc.RpcError) as cm:
+                p.call("CreateVolume", req(name), timeout=7)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.ABORTED)
+            percent(cm.exception.details())
+            vol, _ = env.provision(p, req(name), timeout=300)
+            made.append(vol.volume_id)
+            self.assertEqual(env.checksum("perf", dict(vol.volume_context)["imageName"]), self.want)
+            self.assertEqual(p.read_log().count("event=tier.copy_started"), 2)
+        finally:
+            for vid in reversed(made):
+                env.retry(lambda: p.call("DeleteVolume", env.delete_req(vid)))
+        env.assert_consistent(self)
 
 
 class Replica(threading.Thread):

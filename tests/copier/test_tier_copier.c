@@ -2,7 +2,8 @@
  * The copier (copier/copier.c) between real sparse files: holes are neither
  * read nor written, zero runs inside data are not written, the content
  * arrives whole, a cancelled copy resumes from its persisted position and
- * re-reads only what was in flight, and errors stop the copy.
+ * re-reads only what was in flight, errors stop the copy, and the read-back
+ * check as the bytes go finds an object stored wrong.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -230,6 +231,99 @@ static void test_cancel_and_resume(void **state)
         assert_int_equal(q.bytes_read, 8 * MiB);
 }
 
+/*
+ * A mock destination (no real fault can be made to order between a write and
+ * its read-back): the file destination, counting the bytes read back, and
+ * changing one byte of what is written into object @corrupt_object.
+ */
+static const struct gantry_copier_dest_ops *file_dest_ops;
+static uint64_t corrupt_object = UINT64_MAX, read_back;
+
+static int write_corrupting(struct gantry_copier_dest *d, uint64_t off, size_t len, const char *buf)
+{
+        char *copy;
+        int r;
+
+        if (off / (4 * MiB) != corrupt_object)
+                return file_dest_ops->write(d, off, len, buf);
+        copy = malloc(len);
+        assert_non_null(copy);
+        memcpy(copy, buf, len);
+        copy[len / 2] ^= 0x40;
+        r = file_dest_ops->write(d, off, len, copy);
+        free(copy);
+        return r;
+}
+
+static int read_counting(struct gantry_copier_dest *d, uint64_t off, size_t len, char *buf)
+{
+        __atomic_add_fetch(&read_back, len, __ATOMIC_RELAXED);
+        return file_dest_ops->read(d, off, len, buf);
+}
+
+static int copy_to_mock(const struct files *f, struct gantry_copier_copy_opts *o, struct persisted *rec,
+                        struct gantry_copier_progress *ret, uint64_t *ret_mismatch)
+{
+        static struct gantry_copier_dest_ops ops;
+        struct gantry_copier_source *s;
+        struct gantry_copier_dest *d;
+        struct gantry_copier_copy *c;
+        int r;
+
+        unlink(f->dst);
+        read_back = 0;
+        assert_int_equal(gantry_copier_source_file_new(f->src, &s), 0);
+        assert_int_equal(gantry_copier_dest_file_new(f->dst, SIZE, &d), 0);
+        file_dest_ops = d->ops;
+        ops = *d->ops;
+        ops.write = write_corrupting;
+        ops.read = read_counting;
+        d->ops = &ops;
+        o->persist = record;
+        o->arg = rec;
+        assert_int_equal(gantry_copier_copy_new(s, d, o, &c), 0);
+        r = gantry_copier_copy_run(c);
+        gantry_copier_copy_progress(c, ret);
+        *ret_mismatch = gantry_copier_copy_mismatch(c);
+        gantry_copier_copy_free(c);
+        gantry_copier_dest_free(d);
+        gantry_copier_source_free(s);
+        return r;
+}
+
+static void test_verify_as_it_goes(void **state)
+{
+        struct files *f = *state;
+        struct gantry_copier_copy_opts o = { .in_flight = 3, .verify = true };
+        struct persisted rec = { 0 };
+        struct gantry_copier_progress p;
+        uint64_t bad;
+
+        /* every planned object read back once, whole (written zeros included), nothing else */
+        corrupt_object = UINT64_MAX;
+        assert_int_equal(copy_to_mock(f, &o, &rec, &p, &bad), 0);
+        assert_same_content(f->src, f->dst);
+        assert_int_equal(read_back, 20 * MiB);
+        assert_int_equal(p.objects_done, 5);
+
+        /* object 7 stored wrong: the copy stops there, naming it, and never counts it done */
+        memset(&rec, 0, sizeof(rec));
+        o.in_flight = 1;
+        corrupt_object = 7;
+        assert_int_equal(copy_to_mock(f, &o, &rec, &p, &bad), -EUCLEAN);
+        assert_int_equal(bad, 28 * MiB);
+        assert_int_equal(p.objects_done, 3);
+        assert_string_not_equal(rec.position, "10");
+
+        /* the same fault without the check goes unseen: the check is what finds it */
+        memset(&rec, 0, sizeof(rec));
+        o.verify = false;
+        assert_int_equal(copy_to_mock(f, &o, &rec, &p, &bad), 0);
+        assert_int_equal(read_back, 0);
+        assert_string_equal(rec.position, "10");
+        corrupt_object = UINT64_MAX;
+}
+
 static void test_errors(void **state)
 {
         struct files *f = *state;
@@ -265,6 +359,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_source_extents, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_copy_skips_holes_and_zeros, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cancel_and_resume, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_verify_as_it_goes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

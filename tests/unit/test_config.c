@@ -20,7 +20,7 @@ static const char *full =
         "                  \"tier\": \"performance\", \"rbdTimeoutSeconds\": 5,"
         "                  \"location\": { \"leaves\": [\"leaf-1\", \"leaf-2\"], \"readGBps\": 40 } },"
         "                { \"clusterID\": \"cap\", \"monitors\": [\"127.0.0.1:3301\"],"
-        "                  \"copy\": { \"readMBps\": 1500, \"objectsInFlight\": 32,"
+        "                  \"copy\": { \"readMBps\": 1500, \"objectsInFlight\": 32, \"waitSeconds\": 30,"
         "                            \"mode\": \"rbd-mirror\", \"mirrorTo\": [\"nvme\"] } } ],"
         "  \"targets\": [ { \"id\": \"tgt-a\", \"url\": \"https://10.0.1.5:8009/\","
         "                 \"addresses\": [ { \"transport\": \"tcp\", \"traddr\": \"10.0.1.5\","
@@ -50,8 +50,10 @@ static void test_full_config(void **state)
         assert_int_equal(gantry_config_find_cluster(c, "cap")->rbd_timeout_seconds, 10);
         assert_true(gantry_config_find_cluster(c, "cap")->copy_read_bytes_per_s == 1500000000ull);
         assert_int_equal(gantry_config_find_cluster(c, "cap")->copy_objects_in_flight, 32);
+        assert_int_equal(gantry_config_find_cluster(c, "cap")->copy_wait_seconds, 30);
         assert_true(cl->copy_read_bytes_per_s == 0); /* no cap unless configured */
         assert_int_equal(cl->copy_objects_in_flight, 16);
+        assert_int_equal(cl->copy_wait_seconds, 0);
         /* rbd-mirror serves the pair cap -> nvme only */
         assert_true(gantry_config_rbd_mirror(gantry_config_find_cluster(c, "cap"), "nvme"));
         assert_false(gantry_config_rbd_mirror(gantry_config_find_cluster(c, "cap"), "other"));
@@ -122,6 +124,9 @@ static void test_bad_configs(void **state)
         expect_error("{\"clusters\": [{\"clusterID\": \"a\", \"monitors\": [\"m\"],"
                      " \"copy\": {\"objectsInFlight\": 0}}]}",
                      "clusters[0].copy.objectsInFlight");
+        expect_error("{\"clusters\": [{\"clusterID\": \"a\", \"monitors\": [\"m\"],"
+                     " \"copy\": {\"waitSeconds\": -1}}]}",
+                     "clusters[0].copy.waitSeconds: must be a number from 0 to 3600");
         expect_error("{\"clusters\": [{\"clusterID\": \"a\", \"monitors\": [\"m\"],"
                      " \"copy\": {\"readMbps\": 10}}]}",
                      "clusters[0].copy.readMbps: unknown field");
