@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "node_internal.h"
+#include "rbd.h"
 
 #define KEY "AQBe8E5jAAAAABAA7Ml6Hq1Wbbm4t4TaiFHsmg=="
 
