@@ -23,7 +23,7 @@
 /* Where a block volume's device node is bind-mounted inside the staging dir. */
 #define NODE_BLOCK_STAGE_NAME "device"
 
-/* ---- node.c: per-volume try-locks (common/try_lock.c) ---- */
+/* ---- node_request.c: per-volume try-locks (common/try_lock.c) ---- */
 
 /*
  * Takes the lock of @volume_id; -EBUSY (ABORTED) with @err filled when
@@ -75,7 +75,7 @@ int gantry_node_qos_publish(const Csi__V1__NodePublishVolumeRequest *req, dev_t 
 /* Takes back the cap of @target_path (none: 0). */
 int gantry_node_qos_unpublish(const char *target_path, struct gantry_error *err);
 
-/* ---- node.c: request checks shared by the handlers ---- */
+/* ---- node_request.c: request checks shared by the handlers ---- */
 
 struct node_capability {
         bool block;          /* raw block; else a mounted file system */
@@ -97,6 +97,9 @@ int gantry_node_check_path(const char *field, const char *path, struct gantry_er
  */
 int gantry_node_parse_capability(const Csi__V1__VolumeCapability *cap, const char *ctx_fstype,
                                  struct node_capability *ret, struct gantry_error *err);
+
+/* Keeps @config and @node_id (borrowed) for the two calls below. */
+void gantry_node_request_setup(const struct gantry_config *config, const char *node_id);
 
 /* The CSI node id the service was started with (--node-id). */
 const char *gantry_node_id(void);
