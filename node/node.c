@@ -1,8 +1,8 @@
 /*
- * The CSI Node service: registration, NodeGetInfo, NodeGetCapabilities,
- * Probe, and the request checks every Node handler shares. The volume
- * operations live in node_stage.c (stage/unstage), node_publish.c
- * (publish/unpublish) and node_stats.c (stats, expand).
+ * The CSI Node service: registration, NodeGetInfo, NodeGetCapabilities and
+ * Probe. The volume operations live in node_stage.c (stage/unstage),
+ * node_publish.c (publish/unpublish) and node_stats.c (stats, expand); the
+ * request checks and locks they share in node_request.c.
  *
  * Dispatch by tier: a stage request's volume_context "tier" picks the
  * attach path (dataset: krbd in rbd_map.c; checkpoint: NVMe-oF, added by
@@ -17,7 +17,6 @@
 
 #include "csi_call.h"
 #include "node_internal.h"
-#include "try_lock.h"
 #include "usage_service.h"
 
 int gantry_node_stage(struct gantry_csi_call *call, const ProtobufCMessage *request,
@@ -33,136 +32,17 @@ int gantry_node_volume_stats(struct gantry_csi_call *call, const ProtobufCMessag
 int gantry_node_expand(struct gantry_csi_call *call, const ProtobufCMessage *request,
                        ProtobufCMessage *response, struct gantry_error *err);
 
-static const struct gantry_config *node_cfg;
-static const char *node_name;
 static struct gantry_metrics *node_metrics; /* the bandwidth sampler's too */
-
-const char *gantry_node_id(void)
-{
-        return node_name;
-}
-
-const struct gantry_node_config *gantry_node_config(void)
-{
-        return &node_cfg->node;
-}
-
-/*
- * Per-volume try-locks: two calls on one volume (kubelet retries while the
- * first still maps) must not interleave; the second is ABORTED at once.
- * Keys "node:<volume id>" in the process's one table (common/try_lock.c).
- */
-int gantry_node_lock_try(const char *volume_id, struct gantry_error *err)
-{
-        char key[NODE_VOLUME_ID_MAX + 8];
-        int r;
-
-        snprintf(key, sizeof(key), "node:%s", volume_id);
-        r = gantry_lock_try(key);
-        if (r == -EBUSY)
-                return gantry_error_set(err, r,
-                                        "volume_id: %s: another operation on it is in progress",
-                                        volume_id);
-        if (r < 0)
-                return gantry_error_set(err, r, "volume_id: %s: cannot take its lock: %s",
-                                        volume_id, strerror(-r));
-        return 0;
-}
-
-void gantry_node_lock_release(const char *volume_id)
-{
-        char key[NODE_VOLUME_ID_MAX + 8];
-
-        snprintf(key, sizeof(key), "node:%s", volume_id);
-        gantry_lock_release(key);
-}
-
-int gantry_node_check_volume_id(const char *id, struct gantry_error *err)
-{
-        size_t len = id ? strlen(id) : 0;
-
-        if (len == 0)
-                return gantry_error_set(err, EINVAL, "volume_id: required");
-        if (len > NODE_VOLUME_ID_MAX)
-                return gantry_error_set(err, EINVAL, "volume_id: longer than %d bytes",
-                                        NODE_VOLUME_ID_MAX);
-        if (strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != len)
-                return gantry_error_set(err, EINVAL, "volume_id: %.64s: invalid character", id);
-        return 0;
-}
-
-int gantry_node_check_path(const char *field, const char *path, struct gantry_error *err)
-{
-        size_t len = path ? strlen(path) : 0;
-
-        if (len == 0)
-                return gantry_error_set(err, EINVAL, "%s: required", field);
-        if (path[0] != '/')
-                return gantry_error_set(err, EINVAL, "%s: must be an absolute path", field);
-        if (len >= NODE_PATH_MAX - 32)
-                return gantry_error_set(err, EINVAL, "%s: too long", field);
-        for (const char *p = path; (p = strchr(p, '/')); p++) {
-                size_t n = strcspn(p + 1, "/");
-                if ((n == 1 && p[1] == '.') || (n == 2 && p[1] == '.' && p[2] == '.'))
-                        return gantry_error_set(err, EINVAL, "%s: must not contain . or ..",
-                                                field);
-        }
-        if (strchr(path, '\n'))
-                return gantry_error_set(err, EINVAL, "%s: must not contain a newline", field);
-        return 0;
-}
-
-int gantry_node_parse_capability(const Csi__V1__VolumeCapability *cap, const char *ctx_fstype,
-                                 struct node_capability *ret, struct gantry_error *err)
-{
-        struct node_capability c = { 0 };
-        const char *fstype = NULL;
-        int mode, r;
-
-        /* the node serves every mode a tier may hand out (the controller narrowed it) */
-        if ((r = gantry_csi_check_capability(cap, "volume_capability", "dataset", true, err)) < 0)
-                return r;
-        mode = cap->access_mode->mode;
-        c.readonly_mode = mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY ||
-                          mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY;
-        switch (cap->access_type_case) {
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK:
-                c.block = true;
-                break;
-        case CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT:
-                if (cap->mount && cap->mount->fs_type && *cap->mount->fs_type)
-                        fstype = cap->mount->fs_type;
-                else if (ctx_fstype && *ctx_fstype)
-                        fstype = ctx_fstype;
-                else
-                        fstype = "ext4";
-                if (!gantry_node_fs_supported(fstype))
-                        return gantry_error_set(err, EINVAL,
-                                                "volume_capability.mount.fs_type: %.32s: must be ext4 or xfs",
-                                                fstype);
-                snprintf(c.fstype, sizeof(c.fstype), "%s", fstype);
-                if (cap->mount) {
-                        c.flags = cap->mount->mount_flags;
-                        c.n_flags = cap->mount->n_mount_flags;
-                }
-                break;
-        default:
-                return gantry_error_set(err, EINVAL,
-                                        "volume_capability.access_type: block or mount required");
-        }
-        *ret = c;
-        return 0;
-}
 
 static int get_info(struct gantry_csi_call *call, const ProtobufCMessage *request,
                     ProtobufCMessage *response, struct gantry_error *err)
 {
         Csi__V1__NodeGetInfoResponse *resp = (Csi__V1__NodeGetInfoResponse *)response;
-        const struct gantry_node_config *n = &node_cfg->node;
+        const struct gantry_node_config *n = gantry_node_config();
 
         (void)request;
         (void)err;
-        resp->node_id = gantry_csi_call_strdup(call, node_name);
+        resp->node_id = gantry_csi_call_strdup(call, gantry_node_id());
         resp->max_volumes_per_node = n->max_volumes_per_node;
         if (n->n_topology > 0) {
                 Csi__V1__Topology *t = gantry_csi_call_alloc(call, sizeof(*t));
@@ -250,8 +130,7 @@ int gantry_node_init(const struct gantry_config *config, const char *node_id,
 
         if (!node_id || !*node_id)
                 return gantry_error_set(err, EINVAL, "--node-id: required for the node service");
-        node_cfg = config;
-        node_name = node_id;
+        gantry_node_request_setup(config, node_id);
         gantry_node_rbd_set_parallel(config->node.max_parallel_maps);
         gantry_node_modules_load(&config->node); /* failures: logged, and Probe says not ready */
         for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "node_qos.h"
 
 /*
  * Registers the Node handlers and starts the bandwidth measuring loop
@@ -37,23 +38,6 @@ struct gantry_metrics;
  * NULL: none. Call before the server starts.
  */
 void gantry_node_set_metrics(struct gantry_metrics *m);
-
-struct gantry_node_qos_options {
-        const char *state_dir;   /* the cap records (e.g. <plugin dir>/qos) */
-        const char *cgroup_root; /* NULL: /sys/fs/cgroup */
-        const char *kubeconfig;  /* NULL: in-cluster when in a pod */
-        int interval_seconds;    /* reconcile period; 0: 60 */
-        struct gantry_metrics *metrics; /* borrowed; NULL: none */
-};
-
-/*
- * Starts bandwidth enforcement (node/qos/): loads the cap records, opens the
- * API client, re-applies every cap still published and starts the periodic
- * reconcile. Without API access caps are not enforced (logged). Returns 0
- * or -errno with @err filled.
- */
-int gantry_node_qos_start(const struct gantry_node_qos_options *o, struct gantry_error *err);
-void gantry_node_qos_stop(void);
 
 /* Releases what gantry_node_init() set up. */
 void gantry_node_shutdown(void);

@@ -14,8 +14,8 @@
 #include "csi_call.h"
 #include "log.h"
 #include "metrics.h"
-#include "node.h"
 #include "node_internal.h"
+#include "node_qos.h"
 #include "qos.h"
 #include "qos_api.h"
 

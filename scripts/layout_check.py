@@ -20,8 +20,6 @@ build = args[1] if len(args) > 1 else os.path.join(src, 'build')
 
 # What may remain, and why.
 KNOWN_CIRCLES = {
-    # node/ is being split by concern (rbd/, nvmf/, qos/) on its own branch
-    'node/',
     # the pod events sched_state.c applies need sched_demand.c's demand, which
     # reads the objects sched_state.c caches; cutting it means moving the
     # object cache out of struct gantry_sched_state, in files the extender's

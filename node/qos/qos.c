@@ -35,25 +35,6 @@ static struct {
         int interval_seconds;
 } q = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
 
-const char *gantry_qos_policy_name(enum gantry_qos_policy policy)
-{
-        return gantry_bw_policy_name((enum gantry_bw_policy)policy);
-}
-
-int gantry_qos_policy_parse(const char *field, const char *s, enum gantry_qos_policy *ret,
-                            struct gantry_error *err)
-{
-        if (!s || !*s || !strcmp(s, "cap"))
-                *ret = GANTRY_QOS_POLICY_CAP;
-        else if (!strcmp(s, "burst"))
-                *ret = GANTRY_QOS_POLICY_BURST;
-        else if (!strcmp(s, "none"))
-                *ret = GANTRY_QOS_POLICY_NONE;
-        else
-                return gantry_error_set(err, EINVAL, "%s: must be cap, burst or none", field);
-        return 0;
-}
-
 static uint64_t scale(uint64_t v, double f)
 {
         double x = (double)v * f;

@@ -1,7 +1,7 @@
 /*
  * Unit tests of the checkpoint tier's names (common/nvmf_names.c), its volume
  * IDs (controller/checkpoint/checkpoint_ids.c) and the node's volume_context parser
- * (node/nvmf_volume.c): the pure parts both sides must agree on.
+ * (node/nvmf/nvmf_volume.c): the pure parts both sides must agree on.
  */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 /*
  * Unit tests of the Node service's request checks (node/node.c, fs.c) and
- * of the mountinfo parser (node/mount.c), which is how a restarted plugin
+ * of the mountinfo parser (node/host/mount.c), which is how a restarted plugin
  * finds what is staged and published.
  */
 #include <errno.h>

@@ -32,8 +32,9 @@
 
 #include "attr_file.h"
 #include "base64.h"
+#include "host.h"
 #include "log.h"
-#include "node_internal.h"
+#include "rbd.h"
 
 #define RBD_BUS "/sys/bus/rbd"
 #define MAX_IDS 1024

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "node_internal.h"
+#include "host.h"
 
 extern char **environ;
 

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "host.h"
 #include "log.h"
-#include "node_internal.h"
 
 #define MODULES_MAX 16
 #define MODPROBE_TIMEOUT_MS 30000

@@ -16,7 +16,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
-#include "node_internal.h"
+#include "host.h"
 
 #define MAX_FLAGS 32
 #define MAX_FLAG_LEN 128

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "attr_file.h"
-#include "node_internal.h"
+#include "host.h"
 
 /* Copies one space-separated mountinfo field, decoding \NNN octal escapes. */
 static const char *field(const char *p, char *out, size_t size)

@@ -15,7 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "node_internal.h"
+#include "host.h"
+#include "rbd.h"
 
 #define MARKER_NAME ".gantry-rbd"
 

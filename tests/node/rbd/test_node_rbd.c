@@ -1,5 +1,5 @@
 /*
- * Unit tests of the krbd request a node builds (node/rbd_map.c): the
+ * Unit tests of the krbd request a node builds (node/rbd/rbd_map.c): the
  * volume_context and secrets it accepts, and the add_single_major options it
  * writes. Mapping itself needs krbd and runs in the VM (tests/vm).
  */
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "node_internal.h"
+#include "rbd.h"
 
 #define KEY "AQBe8E5jAAAAABAA7Ml6Hq1Wbbm4t4TaiFHsmg=="
 
