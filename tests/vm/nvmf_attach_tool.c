@@ -1,5 +1,5 @@
 /*
- * A test driver for the libnvme attach of node/nvmf/ on a real kernel (the VM tests and the
+ * A test driver for node/nvmf/ on a real kernel (the VM tests and the
  * checkpoint benchmark): the libnvme attach and detach a NodeStageVolume /
  * NodeUnstageVolume of a checkpoint volume performs, without the gRPC
  * plumbing around them.
