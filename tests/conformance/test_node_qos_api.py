@@ -71,6 +71,7 @@ class NodeQosApiTest(unittest.TestCase):
     @staticmethod
     def pod(name, uid, gbps):
         return {"metadata": {"name": name, "namespace": "ml", "uid": uid,
+                             "labels": {"jobset.sigs.k8s.io/jobset-name": "llama"},
                              "annotations": {"gantry.io/dataset-read-gbps": gbps}},
                 "spec": {"containers": [{"name": "c"}],
                          "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}}
@@ -119,6 +120,9 @@ class NodeQosApiTest(unittest.TestCase):
         self.assertEqual(self.iomax(), "%s rbps=1500000000 wbps=max riops=7500 wiops=max"
                          % self.majmin)
         self.assertEqual(len(self.records()), 1)
+        # the job the scheduler gangs the pod by is recorded with the cap
+        with open(os.path.join(self.plugin.workdir, "qos", self.records()[0])) as f:
+            self.assertIn("\njob=ml/JobSet/llama\n", f.read())
         paths = {r["path"] for r in self.api.get("/fake/requests") if r["method"] == "GET"}
         for p in ("/api/v1/namespaces/ml/pods/p", "/api/v1/namespaces/ml/persistentvolumeclaims/data",
                   "/api/v1/persistentvolumes/pv-q", "/apis/storage.k8s.io/v1/storageclasses/fast"):
