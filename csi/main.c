@@ -237,7 +237,6 @@ int main(int argc, char **argv)
                 struct gantry_node_qos_options qo = {
                         .state_dir = a.qos_state_dir ? a.qos_state_dir : DEFAULT_QOS_STATE_DIR,
                         .cgroup_root = a.cgroup_root,
-                        .kubeconfig = a.kubeconfig,
                         .interval_seconds = a.qos_interval,
                         .metrics = metrics,
                 };

@@ -13,9 +13,10 @@
 #include "error.h"
 
 /*
- * Registers the Node handlers and starts the bandwidth measuring loop
- * (node/qos/usage_service.h: its pod events go through @kubeconfig, else
- * the in-cluster service account, else the log). @config and @node_id are
+ * Registers the Node handlers, opens the node's one Kubernetes API client
+ * (node_api.h: @kubeconfig, else the in-cluster service account, else none)
+ * and starts the bandwidth measuring loop (node/qos/usage_service.h: its
+ * pod events go through that client, else the log). @config and @node_id are
  * borrowed and must outlive the server. Returns 0 or -errno with @err
  * filled.
  */
@@ -41,14 +42,13 @@ void gantry_node_set_metrics(struct gantry_metrics *m);
 struct gantry_node_qos_options {
         const char *state_dir;   /* the cap records (e.g. <plugin dir>/qos) */
         const char *cgroup_root; /* NULL: /sys/fs/cgroup */
-        const char *kubeconfig;  /* NULL: in-cluster when in a pod */
         int interval_seconds;    /* reconcile period; 0: 60 */
         struct gantry_metrics *metrics; /* borrowed; NULL: none */
 };
 
 /*
- * Starts bandwidth enforcement (node/qos/): loads the cap records, opens the
- * API client, re-applies every cap still published and starts the periodic
+ * Starts bandwidth enforcement (node/qos/): loads the cap records (the API
+ * client is the one gantry_node_init() opened), re-applies every cap still published and starts the periodic
  * reconcile. Without API access caps are not enforced (logged). Returns 0
  * or -errno with @err filled.
  */

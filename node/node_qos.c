@@ -2,7 +2,7 @@
  * The node service's side of bandwidth enforcement: on NodePublishVolume the
  * pod named by podInfoOnMount gets its cap on the volume's block device
  * (node/qos/: its cgroup's io.max, from the scheduler's figure read through
- * the API), on NodeUnpublishVolume the cap goes; at start and then
+ * the API with the node's one client, node_api.h), on NodeUnpublishVolume the cap goes; at start and then
  * periodically every recorded cap is reconciled against what is still
  * published (a mount at its target path).
  */
@@ -15,6 +15,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "node.h"
+#include "node_api.h"
 #include "node_internal.h"
 #include "qos.h"
 #include "qos_api.h"
@@ -23,7 +24,6 @@
 #define POD_NAMESPACE_KEY "csi.storage.k8s.io/pod.namespace"
 #define POD_UID_KEY "csi.storage.k8s.io/pod.uid"
 
-static struct gantry_qos_api *api;
 static struct gantry_metrics *qos_metrics;
 static bool started;
 
@@ -47,11 +47,7 @@ int gantry_node_qos_start(const struct gantry_node_qos_options *o, struct gantry
 
         if ((r = gantry_qos_init(&qo, err)) < 0)
                 return r;
-        if ((r = gantry_qos_api_open(o->kubeconfig, o->metrics, &api, err)) < 0) {
-                gantry_qos_shutdown();
-                return r;
-        }
-        if (!api)
+        if (!gantry_node_api())
                 log_warn("node.qos_no_api",
                          "no Kubernetes API access (no --kubeconfig, not in a pod): bandwidth caps "
                          "are not enforced");
@@ -59,8 +55,6 @@ int gantry_node_qos_start(const struct gantry_node_qos_options *o, struct gantry
         r = gantry_qos_reconcile();
         log_info("node.qos_reconciled", "caps_in_force=%d", r);
         if ((r = gantry_qos_reconcile_start(o->interval_seconds > 0 ? o->interval_seconds : 60)) < 0) {
-                gantry_qos_api_free(api);
-                api = NULL;
                 gantry_qos_shutdown();
                 return gantry_error_set(err, r, "qos: cannot start the reconcile: %s", strerror(-r));
         }
@@ -73,8 +67,6 @@ void gantry_node_qos_stop(void)
         if (!started)
                 return;
         gantry_qos_shutdown();
-        gantry_qos_api_free(api);
-        api = NULL;
         started = false;
 }
 
@@ -111,11 +103,11 @@ int gantry_node_qos_publish(const Csi__V1__NodePublishVolumeRequest *req, dev_t 
                 return 0;
         if (!who.pod_name || !who.pod_namespace || !who.pod_uid)
                 return 0; /* not for a pod (no podInfoOnMount): nothing to cap */
-        if (!api) {
+        if (!gantry_node_api()) {
                 not_enforced(req->volume_id, "no_api_access");
                 return 0;
         }
-        r = gantry_qos_api_apply(api, &who, err);
+        r = gantry_qos_api_apply(gantry_node_api(), &who, err);
         if (r == -ENOENT) {
                 log_warn("node.qos_unknown_volume", "volume_id=%s pod=%s/%s: %s", req->volume_id,
                          who.pod_namespace, who.pod_name, err->msg);
