@@ -238,6 +238,8 @@ int main(int argc, char **argv)
                         .state_dir = a.qos_state_dir ? a.qos_state_dir : DEFAULT_QOS_STATE_DIR,
                         .cgroup_root = a.cgroup_root,
                         .interval_seconds = a.qos_interval,
+                        .node = a.node_id,
+                        .event_window_s = (unsigned)config->node.bandwidth_window_seconds,
                         .metrics = metrics,
                 };
 

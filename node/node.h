@@ -43,6 +43,8 @@ struct gantry_node_qos_options {
         const char *state_dir;   /* the cap records (e.g. <plugin dir>/qos) */
         const char *cgroup_root; /* NULL: /sys/fs/cgroup */
         int interval_seconds;    /* reconcile period; 0: 60 */
+        const char *node;        /* the node's name: source.host of the events (borrowed) */
+        unsigned event_window_s; /* a BandwidthNotEnforced event once per window; 0: 600 */
         struct gantry_metrics *metrics; /* borrowed; NULL: none */
 };
 

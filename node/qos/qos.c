@@ -393,6 +393,21 @@ static int forget_locked(size_t i, struct gantry_error *err)
         return 0;
 }
 
+int gantry_qos_in_force(const char *target_path, const char **why)
+{
+        ssize_t at;
+        int r = -ENOENT;
+
+        pthread_mutex_lock(&q.lock);
+        if (q.state_dir && target_path && (at = find_locked(target_path)) >= 0) {
+                r = q.recs[at]->enforced;
+                if (!r && why)
+                        *why = gantry_qos_cgroup_v2(q.cgroup_root) ? "no_pod_cgroup" : "cgroup_v1";
+        }
+        pthread_mutex_unlock(&q.lock);
+        return r;
+}
+
 int gantry_qos_remove(const char *target_path, struct gantry_error *err)
 {
         ssize_t at;

@@ -127,6 +127,14 @@ struct gantry_qos_request {
 int gantry_qos_apply(const struct gantry_qos_request *req, struct gantry_error *err);
 
 /*
+ * Whether the cap recorded for @target_path is in force: 1 yes; 0 no, with
+ * *@why "cgroup_v1" (no cgroup v2 io controller at the cgroup root) or
+ * "no_pod_cgroup" (the pod's cgroup was not found); -ENOENT when nothing is
+ * recorded for it.
+ */
+int gantry_qos_in_force(const char *target_path, const char **why);
+
+/*
  * Removes the cap recorded for @target_path: writes the "max" line to the
  * pod's io.max (a vanished cgroup is fine) and deletes the record. No record:
  * 0. Returns 0 or -errno with @err filled.

@@ -25,6 +25,7 @@ import sched_harness  # noqa: E402
 CODE = grpc.StatusCode
 VOL = "0001-0004-test-0000000000000001-qos"
 UID = "0b6f2c5a-3333-4a4a-9b9b-000000000003"
+NOCG_UID = "0b6f2c5a-5555-4a4a-9b9b-000000000005"  # a pod whose cgroup is nowhere in the tree
 POD_CG = "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%s.slice" % \
     UID.replace("-", "_")
 
@@ -63,7 +64,8 @@ class NodeQosApiTest(unittest.TestCase):
                                             "spec": {"storageClassName": "fast",
                                                      "volumeName": "pv-q"}}),
                 ("pods", cls.pod("p", UID, "8")),
-                ("pods", cls.pod("bad", "0b6f2c5a-4444-4a4a-9b9b-000000000004", "lots"))]:
+                ("pods", cls.pod("bad", "0b6f2c5a-4444-4a4a-9b9b-000000000004", "lots")),
+                ("pods", cls.pod("nocg", NOCG_UID, "8"))]:
             assert cls.api.post("/fake/objects/" + res, obj) == 200
         cls.plugin = Plugin(mode="node", node_id="conf-node", config=config,
                             extra=["--kubeconfig", kc, "--cgroup-root", cls.cg]).start()
@@ -164,6 +166,26 @@ class NodeQosApiTest(unittest.TestCase):
         self.assertEqual(cm.exception.code(), CODE.UNAVAILABLE)
         self.assertIn("has UID", cm.exception.details())
         self.unpublish(target)
+
+    def test_6_not_enforced_is_told_to_the_pod_once(self):
+        """No pod cgroup: the publish succeeds, the record stays for reconcile,
+        and the pod gets one event (a second publish inside the window none)."""
+        def posts():
+            return [r for r in self.api.get("/fake/requests")
+                    if r["method"] == "POST" and r["path"] == "/api/v1/namespaces/ml/events"]
+        before = len(posts())
+        targets = [os.path.join(self.dir, "pods", "nocg%d" % i, "mount") for i in (1, 2)]
+        try:
+            self.publish(targets[0], "nocg", NOCG_UID)
+            self.assertEqual(len(self.records()), 1)
+            self.assertEqual(len(posts()), before + 1)
+            self.unpublish(targets[0])
+            self.publish(targets[0], "nocg", NOCG_UID)  # kubelet again, same volume: held back
+            self.assertEqual(len(posts()), before + 1)
+        finally:
+            for t in targets:
+                self.unpublish(t)
+        self.assertEqual(self.records(), [])
 
 
 if __name__ == "__main__":

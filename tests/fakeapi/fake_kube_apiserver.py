@@ -343,6 +343,7 @@ class Handler(BaseHTTPRequestHandler):
         if not authed:
             return self.send_status(401, "Unauthorized", "Unauthorized")
         if resource is None:
+            self.read_body()  # as the real server: the connection stays usable for the next request
             return self.send_status(404, "NotFound", f"the server could not find the requested resource ({path})")
         fail = st.take_failure(verb, resource + ("/" + sub if sub else ""))
         if fail and not (verb == "watch" and fail.get("mode") == "event"):
