@@ -28,7 +28,7 @@ import grpc
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
 sys.path.insert(0, os.path.join(HERE, "..", "scheduler"))
-sys.path.insert(0, os.path.join(HERE, "..", "target"))
+sys.path.insert(0, os.path.join(HERE, "..", "gantry-target"))
 sys.path.insert(0, os.path.join(HERE, "..", "fakeapi"))
 from ckpt_helpers import create_req, publish_req, write_config  # noqa: E402
 from csi_client import Plugin  # noqa: E402
