@@ -1,6 +1,7 @@
 """`gantryctl usage` as a user runs it: two node plugins' /metrics
-endpoints (the real sampler, registry and HTTP server of node/qos/ and
-common/metrics.c, over stand-in pod cgroup directories: usage_node_standin),
+endpoints (the real caps, sampler, registry and HTTP server of node/qos/
+and common/metrics.c, over stand-in pod cgroup directories:
+usage_node_standin; each job as the node records it, "<ns>/<job>"),
 one job spread over both nodes, a pod with no job; --json and the table; an
 endpoint that does not answer (listed, the others still shown, exit 1); bad
 usage (exit 2)."""
