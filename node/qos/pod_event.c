@@ -84,6 +84,16 @@ static uint64_t hash(uint64_t h, const char *s)
         }
 }
 
+/* Forgets that @key was sent (its post failed: the next publish tries again). */
+static void unsend(uint64_t key)
+{
+        pthread_mutex_lock(&sent_lock);
+        for (size_t i = 0; i < SENT_MAX; i++)
+                if (sent[i].key == key)
+                        sent[i].at_ms = 0;
+        pthread_mutex_unlock(&sent_lock);
+}
+
 /* Whether an event of @key went out within @window_ms; if not, notes it as sent now. */
 static bool held_back(uint64_t key, uint64_t window_ms)
 {
@@ -133,6 +143,8 @@ int gantry_pod_event_not_enforced(const struct gantry_pod_events *pe,
         if (held_back(key, (uint64_t)(pe->window_s ? pe->window_s : 600) * 1000))
                 return 0;
         r = gantry_pod_event_post(pe, t, "Warning", GANTRY_POD_EVENT_NOT_ENFORCED, msg, err);
+        if (r < 0)
+                unsend(key);
         return r < 0 ? r : 1;
 }
 

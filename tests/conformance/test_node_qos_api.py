@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import urllib.request
 
 import grpc
 
@@ -182,6 +183,14 @@ class NodeQosApiTest(unittest.TestCase):
             self.unpublish(targets[0])
             self.publish(targets[0], "nocg", NOCG_UID)  # kubelet again, same volume: held back
             self.assertEqual(len(posts()), before + 1)
+            req = urllib.request.Request(self.api.base + "/api/v1/namespaces/ml/events",
+                                         headers={"Authorization": "Bearer " + self.api.token})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                evs = [e for e in json.loads(r.read())["items"]
+                       if e["involvedObject"]["name"] == "nocg"]
+            self.assertEqual([(e["type"], e["reason"]) for e in evs],
+                             [("Warning", "BandwidthNotEnforced")])
+            self.assertIn("cgroup was not found", evs[0]["message"])
         finally:
             for t in targets:
                 self.unpublish(t)

@@ -20,6 +20,8 @@ part gantry-scheduler talks to, with the same wire shapes:
        -> the object, or 404 with a NotFound Status
   POST /api/v1/namespaces/NS/pods/NAME/binding
        -> sets spec.nodeName (404 no pod, 409 already bound or UID mismatch)
+  POST /api/v1/namespaces/NS/events -> 201, the Event kept (named from its
+       generateName; listed as any namespaced resource)
   PATCH /api/v1/persistentvolumes/NAME with
        Content-Type: application/merge-patch+json
        -> a JSON merge patch (RFC 7386) of the PV (404 none, 415 another type)
@@ -92,6 +94,8 @@ RESOURCES = {
     "csinodes": ("CSINode", "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1"),
     # what the external attacher makes per attached PV (read by gantry-csi's eviction policy)
     "volumeattachments": ("VolumeAttachment", "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1"),
+    # what gantry-csi's node plugin posts on pods (bandwidth events)
+    "events": ("Event", "v1", True, "/api/v1"),
 }
 GROUPS = {"/api/v1": "", "/apis/storage.k8s.io/v1": "storage.k8s.io", "/apis/batch/v1": "batch",
           "/apis/scheduling.x-k8s.io/v1alpha1": "scheduling.x-k8s.io"}
@@ -352,6 +356,17 @@ class Handler(BaseHTTPRequestHandler):
                                     f"fake failure injected for {verb} {resource}")
         if verb == "create" and sub == "binding":
             return self.bind(ns, name)
+        if verb == "create" and resource == "events":
+            try:
+                ev = json.loads(self.read_body() or b"null")
+            except ValueError:
+                return self.send_status(400, "BadRequest", "the body is not JSON")
+            if not isinstance(ev, dict):
+                return self.send_status(400, "BadRequest", "the body is not a v1 Event")
+            md = ev.setdefault("metadata", {})
+            md["namespace"] = ns
+            md.setdefault("name", md.get("generateName", "event.") + uuid.uuid4().hex[:10])
+            return self.send_json(201, st.upsert("events", ev))
         if verb == "patch" and resource == "persistentvolumes" and sub is None and name and ns is None:
             return self.merge_patch(resource, name)
         if verb == "list":
@@ -410,6 +425,8 @@ class Handler(BaseHTTPRequestHandler):
         sub = rest[2] if len(rest) > 2 else None
         if method == "POST" and resource == "pods" and sub == "binding" and ns:
             return "create", resource, ns, name, sub
+        if method == "POST" and resource == "events" and name is None and ns:
+            return "create", resource, ns, None, None
         if method == "GET" and name is None:
             watch = q.get("watch", "") in ("1", "true")
             return ("watch" if watch else "list"), resource, ns, None, None
