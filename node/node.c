@@ -17,8 +17,8 @@
 
 #include "csi_call.h"
 #include "node_internal.h"
-#include "try_lock.h"
 #include "node_api.h"
+#include "try_lock.h"
 #include "usage_service.h"
 
 int gantry_node_stage(struct gantry_csi_call *call, const ProtobufCMessage *request,

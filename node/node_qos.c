@@ -2,9 +2,11 @@
  * The node service's side of bandwidth enforcement: on NodePublishVolume the
  * pod named by podInfoOnMount gets its cap on the volume's block device
  * (node/qos/: its cgroup's io.max, from the scheduler's figure read through
- * the API with the node's one client, node_api.h), on NodeUnpublishVolume the cap goes; at start and then
- * periodically every recorded cap is reconciled against what is still
- * published (a mount at its target path).
+ * the API with the node's one client, node_api.h), on NodeUnpublishVolume
+ * the cap goes; at start and then periodically every recorded cap is
+ * reconciled against what is still published (a mount at its target path).
+ * A cap that cannot be enforced is counted, logged and told to the pod (a
+ * BandwidthNotEnforced event).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -75,11 +77,13 @@ void gantry_node_qos_stop(void)
         started = false;
 }
 
-/* Tells the pod its cap is not enforced: a BandwidthNotEnforced event, when the node has API access. */
+/* Tells the pod its cap is not enforced: a BandwidthNotEnforced event (with API access). */
 static void tell_pod(const struct gantry_qos_request *who, const char *why)
 {
-        struct gantry_usage_target t = { .pod_uid = who->pod_uid, .pod_namespace = who->pod_namespace,
-                                         .pod_name = who->pod_name, .volume_id = who->volume_id };
+        struct gantry_usage_target t = {
+                .pod_uid = who->pod_uid, .pod_namespace = who->pod_namespace,
+                .pod_name = who->pod_name, .volume_id = who->volume_id,
+        };
         struct gantry_error err = { 0 };
         char quoted[GANTRY_ERROR_MSG_MAX + 8];
 

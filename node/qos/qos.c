@@ -286,8 +286,9 @@ int gantry_qos_apply(const struct gantry_qos_request *req, struct gantry_error *
             (r = check_name("target_path", req->target_path, GANTRY_QOS_PATH_MAX - 1, err)) < 0)
                 return r;
         if (strchr(req->job, '\n') || strnlen(req->job, sizeof(req->job)) == sizeof(req->job))
-                return gantry_error_set(err, EINVAL, "job (the pod's gantry.io/job, JobSet, pod group or owner): "
-                                        "must be one line of at most %zu characters",
+                return gantry_error_set(err, EINVAL,
+                                        "job (the pod's gantry.io/job, JobSet, pod group or "
+                                        "owner): must be one line of at most %zu characters",
                                         sizeof(req->job) - 1);
         /* the UID becomes a path component: the finder's own check, against no tree */
         if (gantry_qos_cgroup_find("/nonexistent", req->pod_uid, NULL, 0) == -EINVAL)
