@@ -51,6 +51,45 @@ int gantry_bw_parse_count(const char *field, const json_t *q, int *ret, struct g
         return 0;
 }
 
+static bool gang_kind(const char *kind)
+{
+        size_t n = kind ? strlen(kind) : 0;
+
+        return n && (!strcmp(kind, "JobSet") || !strcmp(kind, "PodGroup") ||
+                     (n >= 3 && !strcmp(kind + n - 3, "Job")));
+}
+
+void gantry_bw_job_of_pod(const json_t *pod, const char *ns, char *buf, size_t size)
+{
+        const json_t *md = json_object_get(pod, "metadata");
+        const json_t *labels = json_object_get(md, "labels");
+        const json_t *owners = json_object_get(md, "ownerReferences"), *o;
+        const char *v;
+        size_t i;
+
+        buf[0] = '\0';
+        if (((v = s_(labels, GANTRY_BW_LABEL_JOB)) && *v) ||
+            ((v = s_(json_object_get(md, "annotations"), GANTRY_BW_LABEL_JOB)) && *v)) {
+                snprintf(buf, size, "%s/%s", ns, v);
+                return;
+        }
+        if ((v = s_(labels, "jobset.sigs.k8s.io/jobset-name")) && *v) {
+                snprintf(buf, size, "%s/JobSet/%s", ns, v);
+                return;
+        }
+        if ((v = s_(labels, "scheduling.x-k8s.io/pod-group")) && *v) {
+                snprintf(buf, size, "%s/PodGroup/%s", ns, v);
+                return;
+        }
+        json_array_foreach(owners, i, o) {
+                if (json_is_true(json_object_get(o, "controller")) && gang_kind(s_(o, "kind")) &&
+                    s_(o, "name")) {
+                        snprintf(buf, size, "%s/%s/%s", ns, s_(o, "kind"), s_(o, "name"));
+                        return;
+                }
+        }
+}
+
 unsigned long long gantry_bw_bytes_per_second(double gbps)
 {
         return gbps > 0 ? (unsigned long long)llround(gbps * 1e9 / 8) : 0;

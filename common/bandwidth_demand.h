@@ -40,10 +40,13 @@
 #define GANTRY_BW_ANN_COPY_STATE "gantry.io/copy-state" /* on a PV: "done" or absent = in place */
 #define GANTRY_BW_CSI_DRIVER "csi.gantry.io"
 #define GANTRY_BW_RESOURCE_GPU "nvidia.com/gpu"
+#define GANTRY_BW_LABEL_JOB "gantry.io/job" /* label, else annotation: names the pod's job */
 
 /* Most Gantry volumes one pod may have (the placement library's flow limit). */
 #define GANTRY_BW_MAX_VOLUMES 16
 #define GANTRY_BW_NAME_MAX 253
+/* Buffer size of a job key (gantry_bw_job_of_pod): "<ns>/<Kind>/<name>" and its NUL. */
+#define GANTRY_BW_JOB_MAX (2 * GANTRY_BW_NAME_MAX + 34)
 
 enum gantry_bw_tier {
         GANTRY_BW_DATASET = 0,
@@ -96,6 +99,17 @@ struct gantry_bw_demand {
 int gantry_bw_demand_of_pod(const json_t *pod, gantry_bw_lookup_fn lookup, void *userdata,
                             const char *who, struct gantry_bw_demand *ret,
                             struct gantry_error *err);
+
+/*
+ * The job @pod (a v1 Pod) belongs to, as "<ns>/<key>" in @buf ("" when none
+ * is known): its gantry.io/job label or annotation ("<ns>/<value>"), else
+ * its JobSet ("<ns>/JobSet/<name>"), else its scheduler-plugins pod group
+ * ("<ns>/PodGroup/<name>"), else its controlling owner of a gang kind
+ * (JobSet, PodGroup, *Job: "<ns>/<Kind>/<name>"). @ns is the pod's namespace
+ * as the caller resolved it. gantry-scheduler gangs and charges by it; the
+ * node plugin labels a pod's usage with it.
+ */
+void gantry_bw_job_of_pod(const json_t *pod, const char *ns, char *buf, size_t size);
 
 /* The volume of @d whose PV has volumeHandle @volume_id, or NULL. */
 const struct gantry_bw_volume *gantry_bw_demand_find(const struct gantry_bw_demand *d,

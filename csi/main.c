@@ -237,8 +237,9 @@ int main(int argc, char **argv)
                 struct gantry_node_qos_options qo = {
                         .state_dir = a.qos_state_dir ? a.qos_state_dir : DEFAULT_QOS_STATE_DIR,
                         .cgroup_root = a.cgroup_root,
-                        .kubeconfig = a.kubeconfig,
                         .interval_seconds = a.qos_interval,
+                        .node = a.node_id,
+                        .event_window_s = (unsigned)config->node.bandwidth_window_seconds,
                         .metrics = metrics,
                 };
 

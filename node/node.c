@@ -17,6 +17,7 @@
 
 #include "csi_call.h"
 #include "node_internal.h"
+#include "node_api.h"
 #include "usage_service.h"
 
 int gantry_node_stage(struct gantry_csi_call *call, const ProtobufCMessage *request,
@@ -138,11 +139,16 @@ int gantry_node_init(const struct gantry_config *config, const char *node_id,
                         return gantry_error_set(err, ENOENT, "cannot register %s", handlers[i].name);
         {
                 struct gantry_usage_service_options uo = {
-                        .metrics = node_metrics, .kubeconfig = kubeconfig, .node = node_id,
+                        .metrics = node_metrics, .node = node_id,
                         .interval_ms = (unsigned)config->node.bandwidth_sample_seconds * 1000,
                         .window_s = (unsigned)config->node.bandwidth_window_seconds,
                 };
 
+                int r = gantry_node_api_open(kubeconfig, node_metrics, err);
+
+                if (r < 0)
+                        return gantry_error_prefix(err, "--kubeconfig");
+                uo.kube = gantry_node_api();
                 return gantry_usage_service_start(&uo, err);
         }
 }
@@ -156,5 +162,6 @@ void gantry_node_set_metrics(struct gantry_metrics *m)
 void gantry_node_shutdown(void)
 {
         gantry_usage_service_stop();
+        gantry_node_api_close();
         gantry_node_paths_shutdown();
 }

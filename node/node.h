@@ -14,9 +14,10 @@
 #include "node_qos.h"
 
 /*
- * Registers the Node handlers and starts the bandwidth measuring loop
- * (node/qos/usage_service.h: its pod events go through @kubeconfig, else
- * the in-cluster service account, else the log). @config and @node_id are
+ * Registers the Node handlers, opens the node's one Kubernetes API client
+ * (node_api.h: @kubeconfig, else the in-cluster service account, else none)
+ * and starts the bandwidth measuring loop (node/qos/usage_service.h: its
+ * pod events go through that client, else the log). @config and @node_id are
  * borrowed and must outlive the server. Returns 0 or -errno with @err
  * filled.
  */

@@ -2,9 +2,11 @@
  * The node service's side of bandwidth enforcement: on NodePublishVolume the
  * pod named by podInfoOnMount gets its cap on the volume's block device
  * (node/qos/: its cgroup's io.max, from the scheduler's figure read through
- * the API), on NodeUnpublishVolume the cap goes; at start and then
- * periodically every recorded cap is reconciled against what is still
- * published (a mount at its target path).
+ * the API with the node's one client, node_api.h), on NodeUnpublishVolume
+ * the cap goes; at start and then periodically every recorded cap is
+ * reconciled against what is still published (a mount at its target path).
+ * A cap that cannot be enforced is counted, logged and told to the pod (a
+ * BandwidthNotEnforced event).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,8 +16,10 @@
 #include "csi_call.h"
 #include "log.h"
 #include "metrics.h"
+#include "node_api.h"
 #include "node_internal.h"
 #include "node_qos.h"
+#include "pod_event.h"
 #include "qos.h"
 #include "qos_api.h"
 
@@ -23,8 +27,8 @@
 #define POD_NAMESPACE_KEY "csi.storage.k8s.io/pod.namespace"
 #define POD_UID_KEY "csi.storage.k8s.io/pod.uid"
 
-static struct gantry_qos_api *api;
 static struct gantry_metrics *qos_metrics;
+static struct gantry_pod_events events;
 static bool started;
 
 static bool still_published(const char *target_path)
@@ -47,20 +51,17 @@ int gantry_node_qos_start(const struct gantry_node_qos_options *o, struct gantry
 
         if ((r = gantry_qos_init(&qo, err)) < 0)
                 return r;
-        if ((r = gantry_qos_api_open(o->kubeconfig, o->metrics, &api, err)) < 0) {
-                gantry_qos_shutdown();
-                return r;
-        }
-        if (!api)
+        if (!gantry_node_api())
                 log_warn("node.qos_no_api",
                          "no Kubernetes API access (no --kubeconfig, not in a pod): bandwidth caps "
                          "are not enforced");
         qos_metrics = o->metrics;
+        events.kube = gantry_node_api();
+        events.node = o->node;
+        events.window_s = o->event_window_s;
         r = gantry_qos_reconcile();
         log_info("node.qos_reconciled", "caps_in_force=%d", r);
         if ((r = gantry_qos_reconcile_start(o->interval_seconds > 0 ? o->interval_seconds : 60)) < 0) {
-                gantry_qos_api_free(api);
-                api = NULL;
                 gantry_qos_shutdown();
                 return gantry_error_set(err, r, "qos: cannot start the reconcile: %s", strerror(-r));
         }
@@ -73,13 +74,30 @@ void gantry_node_qos_stop(void)
         if (!started)
                 return;
         gantry_qos_shutdown();
-        gantry_qos_api_free(api);
-        api = NULL;
         started = false;
 }
 
-static void not_enforced(const char *volume_id, const char *reason)
+/* Tells the pod its cap is not enforced: a BandwidthNotEnforced event (with API access). */
+static void tell_pod(const struct gantry_qos_request *who, const char *why)
 {
+        struct gantry_usage_target t = {
+                .pod_uid = who->pod_uid, .pod_namespace = who->pod_namespace,
+                .pod_name = who->pod_name, .volume_id = who->volume_id,
+        };
+        struct gantry_error err = { 0 };
+        char quoted[GANTRY_ERROR_MSG_MAX + 8];
+
+        if (events.kube && gantry_pod_event_not_enforced(&events, &t, why, &err) < 0)
+                log_warn("qos.event_post_failed", "namespace=%s pod=%s reason=%s error=%s",
+                         who->pod_namespace, who->pod_name, GANTRY_POD_EVENT_NOT_ENFORCED,
+                         gantry_log_quote(err.msg, quoted, sizeof(quoted)));
+}
+
+/* Counts, logs and tells the pod. */
+static void not_enforced(const struct gantry_qos_request *who, const char *reason)
+{
+        const char *volume_id = who->volume_id;
+
         if (qos_metrics) {
                 char labels[64];
 
@@ -90,6 +108,7 @@ static void not_enforced(const char *volume_id, const char *reason)
         }
         log_warn("node.qos_not_enforced", "volume_id=%s reason=%s: bandwidth not enforced",
                  volume_id, reason);
+        tell_pod(who, reason);
 }
 
 int gantry_node_qos_publish(const Csi__V1__NodePublishVolumeRequest *req, dev_t dev,
@@ -111,15 +130,23 @@ int gantry_node_qos_publish(const Csi__V1__NodePublishVolumeRequest *req, dev_t 
                 return 0;
         if (!who.pod_name || !who.pod_namespace || !who.pod_uid)
                 return 0; /* not for a pod (no podInfoOnMount): nothing to cap */
-        if (!api) {
-                not_enforced(req->volume_id, "no_api_access");
+        if (!gantry_node_api()) {
+                not_enforced(&who, "no_api_access"); /* no client: a log line and the counter */
                 return 0;
         }
-        r = gantry_qos_api_apply(api, &who, err);
+        r = gantry_qos_api_apply(gantry_node_api(), &who, err);
         if (r == -ENOENT) {
                 log_warn("node.qos_unknown_volume", "volume_id=%s pod=%s/%s: %s", req->volume_id,
                          who.pod_namespace, who.pod_name, err->msg);
-                not_enforced(req->volume_id, "volume_not_in_pod");
+                not_enforced(&who, "volume_not_in_pod");
+                return 0;
+        }
+        if (r == 0) {
+                const char *why = NULL;
+
+                /* a cgroup v1 node or no pod cgroup: counted and logged by node/qos, told here */
+                if (gantry_qos_in_force(who.target_path, &why) == 0)
+                        tell_pod(&who, why);
                 return 0;
         }
         if (r < 0 && r != -EINVAL) {

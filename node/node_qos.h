@@ -12,14 +12,16 @@ struct gantry_metrics;
 struct gantry_node_qos_options {
         const char *state_dir;   /* the cap records (e.g. <plugin dir>/qos) */
         const char *cgroup_root; /* NULL: /sys/fs/cgroup */
-        const char *kubeconfig;  /* NULL: in-cluster when in a pod */
         int interval_seconds;    /* reconcile period; 0: 60 */
+        const char *node;        /* the node's name: source.host of the events (borrowed) */
+        unsigned event_window_s; /* a BandwidthNotEnforced event once per window; 0: 600 */
         struct gantry_metrics *metrics; /* borrowed; NULL: none */
 };
 
 /*
- * Starts bandwidth enforcement (node/qos/): loads the cap records, opens the
- * API client, re-applies every cap still published and starts the periodic
+ * Starts bandwidth enforcement (node/qos/): loads the cap records (the API
+ * client is the one gantry_node_init() opened), re-applies every cap still
+ * published and starts the periodic
  * reconcile. Without API access caps are not enforced (logged). Returns 0
  * or -errno with @err filled.
  */

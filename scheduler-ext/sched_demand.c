@@ -26,45 +26,6 @@ static json_t *state_lookup(void *userdata, enum gantry_bw_kind kind, const char
         return gantry_sched_state_get(userdata, map[kind], namespace, name);
 }
 
-static bool gang_kind(const char *kind)
-{
-        size_t n = kind ? strlen(kind) : 0;
-
-        return n && (!strcmp(kind, "JobSet") || !strcmp(kind, "PodGroup") ||
-                     (n >= 3 && !strcmp(kind + n - 3, "Job")));
-}
-
-static void job_key(const json_t *pod, const char *ns, char *buf, size_t size)
-{
-        const json_t *md = json_object_get(pod, "metadata");
-        const json_t *labels = json_object_get(md, "labels");
-        const json_t *owners = json_object_get(md, "ownerReferences"), *o;
-        const char *v;
-        size_t i;
-
-        buf[0] = '\0';
-        if (((v = s_(labels, GANTRY_LABEL_JOB)) && *v) ||
-            ((v = s_(json_object_get(md, "annotations"), GANTRY_LABEL_JOB)) && *v)) {
-                snprintf(buf, size, "%s/%s", ns, v);
-                return;
-        }
-        if ((v = s_(labels, "jobset.sigs.k8s.io/jobset-name")) && *v) {
-                snprintf(buf, size, "%s/JobSet/%s", ns, v);
-                return;
-        }
-        if ((v = s_(labels, "scheduling.x-k8s.io/pod-group")) && *v) {
-                snprintf(buf, size, "%s/PodGroup/%s", ns, v);
-                return;
-        }
-        json_array_foreach(owners, i, o) {
-                if (json_is_true(json_object_get(o, "controller")) && gang_kind(s_(o, "kind")) &&
-                    s_(o, "name")) {
-                        snprintf(buf, size, "%s/%s/%s", ns, s_(o, "kind"), s_(o, "name"));
-                        return;
-                }
-        }
-}
-
 static int add_flow(struct gantry_sched_demand *d, const char *backend, double gbps,
                     struct gantry_error *err)
 {
@@ -110,7 +71,7 @@ int gantry_sched_demand_from_pod(struct gantry_sched_state *st, const json_t *po
         snprintf(d->uid, sizeof(d->uid), "%s", uid ? uid : "");
         d->d.name = d->name;
         d->d.uid = d->uid[0] ? d->uid : NULL;
-        job_key(pod, ns, d->job, sizeof(d->job));
+        gantry_bw_job_of_pod(pod, ns, d->job, sizeof(d->job));
         {
                 /* only gantry.io/job names the gang; other keys are guesses */
                 const char *own = s_(json_object_get(md, "labels"), GANTRY_LABEL_JOB);

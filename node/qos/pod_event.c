@@ -2,11 +2,15 @@
  * Events on pods (see pod_event.h). The Event is built with jansson and
  * named by the API server (metadata.generateName "<pod>."), so two nodes
  * never collide; every string in it comes from the pod's own metadata and
- * the sampler's message.
+ * the sampler's message. BandwidthNotEnforced events are held back per
+ * (pod UID, volume, why) for a window, in a small table of the last ones
+ * sent: kubelet may publish the same volume again and again.
  */
 #include "pod_event.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -50,6 +54,98 @@ int gantry_pod_event_post(const struct gantry_pod_events *pe, const struct gantr
         r = gantry_kube_create(pe->kube, path, "events", ev, err);
         json_decref(ev);
         return r;
+}
+
+#define SENT_MAX 128
+
+struct sent {
+        uint64_t key; /* FNV-1a of "uid\0volume\0why" */
+        uint64_t at_ms;
+};
+
+static struct sent sent[SENT_MAX];
+static size_t sent_next;
+static pthread_mutex_t sent_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t hash(uint64_t h, const char *s)
+{
+        for (const char *p = s ? s : ""; ; p++) {
+                h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+                if (!*p)
+                        return h;
+        }
+}
+
+/* Forgets that @key was sent (its post failed: the next publish tries again). */
+static void unsend(uint64_t key)
+{
+        pthread_mutex_lock(&sent_lock);
+        for (size_t i = 0; i < SENT_MAX; i++)
+                if (sent[i].key == key)
+                        sent[i].at_ms = 0;
+        pthread_mutex_unlock(&sent_lock);
+}
+
+/* Whether an event of @key went out within @window_ms; if not, notes it as sent now. */
+static bool held_back(uint64_t key, uint64_t window_ms)
+{
+        uint64_t now = now_ms();
+        bool held = false;
+        size_t i;
+
+        pthread_mutex_lock(&sent_lock);
+        for (i = 0; i < SENT_MAX; i++)
+                if (sent[i].key == key && sent[i].at_ms)
+                        break;
+        if (i < SENT_MAX && now - sent[i].at_ms < window_ms) {
+                held = true;
+        } else {
+                if (i == SENT_MAX)
+                        i = sent_next++ % SENT_MAX;
+                sent[i] = (struct sent){ key, now ? now : 1 };
+        }
+        pthread_mutex_unlock(&sent_lock);
+        return held;
+}
+
+int gantry_pod_event_not_enforced(const struct gantry_pod_events *pe,
+                                  const struct gantry_usage_target *t, const char *why,
+                                  struct gantry_error *err)
+{
+        char msg[512];
+        uint64_t key = hash(hash(hash(14695981039346656037ULL, t ? t->pod_uid : ""),
+                                 t ? t->volume_id : ""), why);
+        const char *v = t && t->volume_id ? t->volume_id : "-";
+        int r;
+
+        if (!pe || !pe->kube)
+                return gantry_error_set(err, ENOTCONN, "no Kubernetes API access: event logged only");
+        if (!strcmp(why, "cgroup_v1"))
+                snprintf(msg, sizeof(msg), "bandwidth cap on volume %s not enforced: the node "
+                         "has no cgroup v2 io controller (io.max needs cgroup v2)", v);
+        else if (!strcmp(why, "no_pod_cgroup"))
+                snprintf(msg, sizeof(msg), "bandwidth cap on volume %s not enforced yet: the "
+                         "pod's cgroup was not found under the cgroup root (kubelet's cgroup "
+                         "driver?); retried at each reconcile", v);
+        else if (!strcmp(why, "volume_not_in_pod"))
+                snprintf(msg, sizeof(msg), "bandwidth cap on volume %s not enforced: the volume "
+                         "is none of the pod's Gantry volumes as the API shows them", v);
+        else
+                snprintf(msg, sizeof(msg), "bandwidth cap on volume %s not enforced: %s", v, why);
+        if (held_back(key, (uint64_t)(pe->window_s ? pe->window_s : 600) * 1000))
+                return 0;
+        r = gantry_pod_event_post(pe, t, "Warning", GANTRY_POD_EVENT_NOT_ENFORCED, msg, err);
+        if (r < 0)
+                unsend(key);
+        return r < 0 ? r : 1;
 }
 
 int gantry_pod_event_sink(void *ctx, const struct gantry_usage_target *t, const char *type,

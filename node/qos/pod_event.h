@@ -15,7 +15,10 @@ struct gantry_kube_client;
 struct gantry_pod_events {
         struct gantry_kube_client *kube; /* borrowed; NULL: log only */
         const char *node;                /* source.host (borrowed) */
+        unsigned window_s;               /* BandwidthNotEnforced: once per window; 0: 600 */
 };
+
+#define GANTRY_POD_EVENT_NOT_ENFORCED "BandwidthNotEnforced"
 
 /*
  * Posts the Event (involvedObject: the pod of @t by namespace, name and UID;
@@ -26,6 +29,17 @@ struct gantry_pod_events {
 int gantry_pod_event_post(const struct gantry_pod_events *pe, const struct gantry_usage_target *t,
                           const char *type, const char *reason, const char *message,
                           struct gantry_error *err);
+
+/*
+ * Tells the pod of @t (and its volume_id) that its bandwidth cap is not enforced, and why (@why:
+ * "cgroup_v1", "no_pod_cgroup", "volume_not_in_pod", else shown as is): a
+ * Warning with reason BandwidthNotEnforced, once per (pod UID, volume, why)
+ * and window, as the sampler sends its own. Returns 1 posted, 0 held back
+ * (sent within the window), -errno with @err (-ENOTCONN: no client).
+ */
+int gantry_pod_event_not_enforced(const struct gantry_pod_events *pe,
+                                  const struct gantry_usage_target *t, const char *why,
+                                  struct gantry_error *err);
 
 /* A gantry_usage_event_fn over gantry_pod_event_post; @ctx is a struct
  * gantry_pod_events; failures are logged. */

@@ -266,6 +266,11 @@ int gantry_qos_apply(const struct gantry_qos_request *req, struct gantry_error *
             (r = check_name("volume_id", req->volume_id, GANTRY_QOS_NAME_MAX, err)) < 0 ||
             (r = check_name("target_path", req->target_path, GANTRY_QOS_PATH_MAX - 1, err)) < 0)
                 return r;
+        if (strchr(req->job, '\n') || strnlen(req->job, sizeof(req->job)) == sizeof(req->job))
+                return gantry_error_set(err, EINVAL,
+                                        "job (the pod's gantry.io/job, JobSet, pod group or "
+                                        "owner): must be one line of at most %zu characters",
+                                        sizeof(req->job) - 1);
         /* the UID becomes a path component: the finder's own check, against no tree */
         if (gantry_qos_cgroup_find("/nonexistent", req->pod_uid, NULL, 0) == -EINVAL)
                 return gantry_error_set(err, EINVAL, "pod uid: \"%.64s\" is not a UID",
@@ -297,6 +302,7 @@ int gantry_qos_apply(const struct gantry_qos_request *req, struct gantry_error *
         snprintf(rec->pod_uid, sizeof(rec->pod_uid), "%s", req->pod_uid);
         snprintf(rec->pod_namespace, sizeof(rec->pod_namespace), "%s", req->pod_namespace);
         snprintf(rec->pod_name, sizeof(rec->pod_name), "%s", req->pod_name);
+        snprintf(rec->job, sizeof(rec->job), "%s", req->job);
         rec->dev_major = req->dev_major;
         rec->dev_minor = req->dev_minor;
         rec->declared = req->declared;
@@ -368,6 +374,21 @@ static int forget_locked(size_t i, struct gantry_error *err)
                  rec->pod_namespace, rec->pod_name, rec->dev_major, rec->dev_minor);
         drop_locked(i);
         return 0;
+}
+
+int gantry_qos_in_force(const char *target_path, const char **why)
+{
+        ssize_t at;
+        int r = -ENOENT;
+
+        pthread_mutex_lock(&q.lock);
+        if (q.state_dir && target_path && (at = find_locked(target_path)) >= 0) {
+                r = q.recs[at]->enforced;
+                if (!r && why)
+                        *why = gantry_qos_cgroup_v2(q.cgroup_root) ? "no_pod_cgroup" : "cgroup_v1";
+        }
+        pthread_mutex_unlock(&q.lock);
+        return r;
 }
 
 int gantry_qos_remove(const char *target_path, struct gantry_error *err)
@@ -477,6 +498,7 @@ int gantry_qos_for_each(gantry_qos_visit_fn fn, void *userdata)
                         .pod_uid = rec->pod_uid,
                         .pod_namespace = rec->pod_namespace,
                         .pod_name = rec->pod_name,
+                        .job = rec->job,
                         .volume_id = rec->volume_id,
                         .target_path = rec->target_path,
                         .cgroup_dir = rec->cgroup_dir,

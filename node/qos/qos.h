@@ -59,6 +59,7 @@ struct gantry_qos_entry {
         const char *pod_uid;       /* "0b6f...-..." as the API server spells it */
         const char *pod_namespace;
         const char *pod_name;
+        const char *job;           /* gantry_bw_job_of_pod(): "<ns>/<Kind>/<name>"; "" when none */
         const char *volume_id;
         const char *target_path;   /* the published path: the record's key */
         const char *cgroup_dir;    /* absolute, e.g. /sys/fs/cgroup/kubepods.slice/...; "" when not found */
@@ -107,6 +108,7 @@ struct gantry_qos_request {
         const char *pod_uid;
         const char *pod_namespace;
         const char *pod_name;
+        char job[GANTRY_BW_JOB_MAX]; /* the pod's job (gantry_bw_job_of_pod); "" when none */
         const char *volume_id;
         const char *target_path;
         unsigned dev_major, dev_minor;
@@ -123,6 +125,14 @@ struct gantry_qos_request {
  * cannot be written or io.max refuses the line.
  */
 int gantry_qos_apply(const struct gantry_qos_request *req, struct gantry_error *err);
+
+/*
+ * Whether the cap recorded for @target_path is in force: 1 yes; 0 no, with
+ * *@why "cgroup_v1" (no cgroup v2 io controller at the cgroup root) or
+ * "no_pod_cgroup" (the pod's cgroup was not found); -ENOENT when nothing is
+ * recorded for it.
+ */
+int gantry_qos_in_force(const char *target_path, const char **why);
 
 /*
  * Removes the cap recorded for @target_path: writes the "max" line to the
@@ -148,8 +158,9 @@ int gantry_qos_reconcile_start(int interval_seconds);
  * The request for publishing volume @volume_id to @pod (a v1 Pod): the
  * declared rates from the one demand computation (common/bandwidth_demand.h)
  * over the objects @lookup gives, and the policy of the volume's
- * StorageClass. Pod identity fields point into @pod; target path and device
- * are left for the caller. Returns 0; -ENOENT when @volume_id is not one of
+ * StorageClass. Pod identity fields point into @pod, the job is the one the
+ * scheduler gangs it by (gantry_bw_job_of_pod); target path and device are
+ * left for the caller. Returns 0; -ENOENT when @volume_id is not one of
  * the pod's Gantry volumes (as far as @lookup knows); -EINVAL with @err
  * naming the field.
  */

@@ -1,6 +1,6 @@
 /*
- * The node plugin's one client of the Kubernetes API: at NodePublishVolume
- * it reads the pod (podInfoOnMount gives its namespace, name and UID) and
+ * The bandwidth caps' calls to the Kubernetes API, over the node plugin's
+ * one client (node/node_api.c, lent): at NodePublishVolume it reads the pod (podInfoOnMount gives its namespace, name and UID) and
  * the PVCs, PVs and StorageClasses of its volumes, so that the one demand
  * computation gives the node the figure gantry-scheduler charged, and
  * applies the cap. Read-only GETs, nothing cached: a publish is rare next to
@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <curl/curl.h>
@@ -18,40 +17,6 @@
 #include "kube_client.h"
 #include "log.h"
 #include "qos_api.h"
-
-struct gantry_qos_api {
-        struct gantry_kube_client *kube;
-};
-
-int gantry_qos_api_open(const char *kubeconfig, struct gantry_metrics *metrics,
-                        struct gantry_qos_api **ret, struct gantry_error *err)
-{
-        struct gantry_kube_client_options o = { .kubeconfig = kubeconfig, .metrics = metrics };
-        const char *host = getenv("KUBERNETES_SERVICE_HOST");
-        struct gantry_qos_api *api;
-        int r;
-
-        *ret = NULL;
-        if ((!kubeconfig || !*kubeconfig) && (!host || !*host))
-                return 0;
-        api = calloc(1, sizeof(*api));
-        if (!api)
-                return gantry_error_set(err, ENOMEM, "out of memory");
-        if ((r = gantry_kube_client_new(&o, &api->kube, err)) < 0) {
-                free(api);
-                return r;
-        }
-        *ret = api;
-        return 0;
-}
-
-void gantry_qos_api_free(struct gantry_qos_api *api)
-{
-        if (!api)
-                return;
-        gantry_kube_client_free(api->kube);
-        free(api);
-}
 
 /* A path segment, escaped; "" when it cannot be. */
 static void escaped(const char *s, char *buf, size_t size)
@@ -63,7 +28,7 @@ static void escaped(const char *s, char *buf, size_t size)
 }
 
 struct lookup_ctx {
-        struct gantry_qos_api *api;
+        struct gantry_kube_client *kube;
         int failed; /* the first GET error other than 404 */
         struct gantry_error err;
 };
@@ -81,15 +46,15 @@ static json_t *api_lookup(void *userdata, enum gantry_bw_kind kind, const char *
         switch (kind) {
         case GANTRY_BW_PVC:
                 snprintf(path, sizeof(path), "/api/v1/namespaces/%s/persistentvolumeclaims/%s", ens, en);
-                r = gantry_kube_get(c->api->kube, path, "get", "persistentvolumeclaims", &obj, &c->err);
+                r = gantry_kube_get(c->kube, path, "get", "persistentvolumeclaims", &obj, &c->err);
                 break;
         case GANTRY_BW_PV:
                 snprintf(path, sizeof(path), "/api/v1/persistentvolumes/%s", en);
-                r = gantry_kube_get(c->api->kube, path, "get", "persistentvolumes", &obj, &c->err);
+                r = gantry_kube_get(c->kube, path, "get", "persistentvolumes", &obj, &c->err);
                 break;
         case GANTRY_BW_STORAGE_CLASS:
                 snprintf(path, sizeof(path), "/apis/storage.k8s.io/v1/storageclasses/%s", en);
-                r = gantry_kube_get(c->api->kube, path, "get", "storageclasses", &obj, &c->err);
+                r = gantry_kube_get(c->kube, path, "get", "storageclasses", &obj, &c->err);
                 break;
         default:
                 return NULL;
@@ -99,10 +64,10 @@ static json_t *api_lookup(void *userdata, enum gantry_bw_kind kind, const char *
         return r < 0 ? NULL : obj;
 }
 
-int gantry_qos_api_apply(struct gantry_qos_api *api, const struct gantry_qos_request *who,
+int gantry_qos_api_apply(struct gantry_kube_client *kube, const struct gantry_qos_request *who,
                          struct gantry_error *err)
 {
-        struct lookup_ctx c = { .api = api };
+        struct lookup_ctx c = { .kube = kube };
         struct gantry_qos_request req;
         char path[2 * 3 * GANTRY_BW_NAME_MAX + 128], en[3 * GANTRY_BW_NAME_MAX + 1], ens[3 * GANTRY_BW_NAME_MAX + 1];
         const char *uid;
@@ -112,7 +77,7 @@ int gantry_qos_api_apply(struct gantry_qos_api *api, const struct gantry_qos_req
         escaped(who->pod_name, en, sizeof(en));
         escaped(who->pod_namespace, ens, sizeof(ens));
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ens, en);
-        r = gantry_kube_get(api->kube, path, "get", "pods", &pod, err);
+        r = gantry_kube_get(kube, path, "get", "pods", &pod, err);
         if (r < 0)
                 return gantry_error_prefix(err, "bandwidth cap: reading the pod");
         uid = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));

@@ -55,6 +55,7 @@ int gantry_qos_request_from_pod(const json_t *pod, gantry_bw_lookup_fn lookup, v
         req.pod_uid = s_(md, "uid");
         req.pod_namespace = s_(md, "namespace");
         req.pod_name = name;
+        gantry_bw_job_of_pod(pod, ns, req.job, sizeof(req.job));
         req.volume_id = volume_id;
         if (vol->tier == GANTRY_BW_CHECKPOINT)
                 req.declared.wbps = gantry_bw_bytes_per_second(vol->gbps);

@@ -16,6 +16,7 @@ struct qos_record {
         char pod_uid[GANTRY_QOS_NAME_MAX + 1];
         char pod_namespace[GANTRY_QOS_NAME_MAX + 1];
         char pod_name[GANTRY_QOS_NAME_MAX + 1];
+        char job[GANTRY_BW_JOB_MAX]; /* "" when none (and in records of older plugins) */
         unsigned dev_major, dev_minor;
         struct gantry_qos_rates declared;
         enum gantry_qos_policy policy;

@@ -34,11 +34,11 @@ int gantry_qos_record_write(const char *state_dir, const struct qos_record *rec)
         if ((r = gantry_qos_record_path(state_dir, rec->target_path, path, sizeof(path))) < 0)
                 return r;
         n = asprintf(&text,
-                     "target_path=%s\nvolume_id=%s\npod_uid=%s\npod_namespace=%s\npod_name=%s\n"
+                     "target_path=%s\nvolume_id=%s\npod_uid=%s\npod_namespace=%s\npod_name=%s\njob=%s\n"
                      "dev=%u:%u\npolicy=%s\nburst_factor=%.6g\n"
                      "declared=%llu %llu %llu %llu\n",
                      rec->target_path, rec->volume_id, rec->pod_uid, rec->pod_namespace,
-                     rec->pod_name, rec->dev_major, rec->dev_minor,
+                     rec->pod_name, rec->job, rec->dev_major, rec->dev_minor,
                      gantry_qos_policy_name(rec->policy), rec->burst_factor,
                      (unsigned long long)rec->declared.rbps, (unsigned long long)rec->declared.wbps,
                      (unsigned long long)rec->declared.riops,
@@ -107,6 +107,8 @@ int gantry_qos_record_read(const char *path, struct qos_record *ret)
                         ok = copy(rec.pod_namespace, sizeof(rec.pod_namespace), v);
                 else if (!strcmp(line, "pod_name"))
                         ok = copy(rec.pod_name, sizeof(rec.pod_name), v);
+                else if (!strcmp(line, "job"))
+                        ok = copy(rec.job, sizeof(rec.job), v);
                 else if (!strcmp(line, "dev"))
                         ok = sscanf(v, "%u:%u", &rec.dev_major, &rec.dev_minor) == 2, seen |= 8;
                 else if (!strcmp(line, "policy"))

@@ -1,11 +1,14 @@
 /*
  * The sampler's walk over the caps the enforcement side applied
  * (qos.h: gantry_qos_for_each), turned into usage targets: only the caps
- * in force (a cgroup found, io.max written) are measured. Built when
+ * in force (a cgroup found, io.max written) are measured, labelled with
+ * the job the scheduler gangs the pod by. Built when
  * node/qos/qos.h is in the tree (measure.cmake); until then the sampler
  * walks usage_targets.c's table.
  */
 #include "usage_qos_source.h"
+
+#include <string.h>
 
 #include "qos.h"
 
@@ -13,6 +16,18 @@ struct walk {
         gantry_usage_visit_fn visit;
         void *visit_ctx;
 };
+
+/* The job label: the job key without its "<ns>/" (the namespace is a label of its own). */
+static const char *job_label(const struct gantry_qos_entry *e)
+{
+        size_t n = strlen(e->pod_namespace);
+
+        if (!e->job || !*e->job)
+                return "";
+        if (!strncmp(e->job, e->pod_namespace, n) && e->job[n] == '/')
+                return e->job + n + 1;
+        return e->job;
+}
 
 static int visit_entry(const struct gantry_qos_entry *e, void *userdata)
 {
@@ -25,7 +40,7 @@ static int visit_entry(const struct gantry_qos_entry *e, void *userdata)
                 .pod_uid = e->pod_uid,
                 .pod_namespace = e->pod_namespace,
                 .pod_name = e->pod_name,
-                .job = "", /* the entry does not carry the pod's owner or gang yet */
+                .job = job_label(e),
                 .volume_id = e->volume_id,
                 .cgroup_dir = e->cgroup_dir,
                 .major = e->dev_major,

@@ -1,16 +1,14 @@
 /*
  * The measuring loop's lifetime in the node plugin (see usage_service.h):
- * one sampler thread, one optional API client for events. The caps it
+ * one sampler thread; events through the node's client, when it has one. The caps it
  * walks are the enforcement side's (qos.h) when it is built in, else the
  * table of usage_targets.h.
  */
 #include "usage_service.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "kube_client.h"
 #include "log.h"
 #include "pod_event.h"
 #include "usage_sampler.h"
@@ -23,29 +21,20 @@
 #endif
 
 static struct gantry_usage_sampler *sampler;
-static struct gantry_kube_client *kube;
 static struct gantry_pod_events events;
 
 int gantry_usage_service_start(const struct gantry_usage_service_options *o,
                                struct gantry_error *err)
 {
         struct gantry_usage_sampler_options so = { 0 };
-        const char *host = getenv("KUBERNETES_SERVICE_HOST");
         int r;
 
         if (sampler)
                 return 0;
-        if ((o->kubeconfig && *o->kubeconfig) || (host && *host)) {
-                struct gantry_kube_client_options ko = { .kubeconfig = o->kubeconfig,
-                                                         .metrics = o->metrics };
-
-                if ((r = gantry_kube_client_new(&ko, &kube, err)) < 0)
-                        return gantry_error_prefix(err, "bandwidth events");
-        }
-        events.kube = kube;
+        events.kube = o->kube;
         events.node = o->node;
         so.iterate = CAPS_IN_FORCE;
-        so.post_event = kube ? gantry_pod_event_sink : NULL;
+        so.post_event = o->kube ? gantry_pod_event_sink : NULL;
         so.event_ctx = &events;
         so.metrics = o->metrics;
         so.interval_ms = o->interval_ms;
@@ -60,7 +49,7 @@ int gantry_usage_service_start(const struct gantry_usage_service_options *o,
                 gantry_usage_service_stop();
                 return gantry_error_set(err, r, "bandwidth sampler: cannot start: %s", strerror(-r));
         }
-        if (!kube)
+        if (!o->kube)
                 log_info("qos.events_log_only",
                          "reason=\"no Kubernetes API access (no --kubeconfig, not in a cluster)\"");
         return 0;
@@ -70,7 +59,5 @@ void gantry_usage_service_stop(void)
 {
         gantry_usage_sampler_free(sampler);
         sampler = NULL;
-        gantry_kube_client_free(kube);
-        kube = NULL;
         events.kube = NULL;
 }

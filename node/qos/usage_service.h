@@ -2,29 +2,25 @@
  * The node plugin's bandwidth measuring loop, started with the Node
  * service: the sampler (usage_sampler.h) over the caps in force
  * (usage_targets.h), its metrics in the plugin's registry, and the events
- * posted on pods when the plugin can reach the Kubernetes API (the
- * --kubeconfig file, else the in-cluster service account when
- * KUBERNETES_SERVICE_HOST is set, else log lines only).
+ * posted on pods through the node plugin's one Kubernetes API client when
+ * it has one (node/node_api.h), else log lines only.
  */
 #pragma once
 
 #include "error.h"
 
+struct gantry_kube_client;
 struct gantry_metrics;
 
 struct gantry_usage_service_options {
         struct gantry_metrics *metrics; /* borrowed; NULL: no metrics */
-        const char *kubeconfig;         /* NULL/"": in-cluster or none */
+        struct gantry_kube_client *kube; /* borrowed (the node's one client); NULL: log only */
         const char *node;               /* the node's name (events' source.host) */
         unsigned interval_ms;           /* 0: 10 s */
         unsigned window_s;              /* 0: 600 s */
 };
 
-/*
- * Starts the loop. An unusable kubeconfig is an error (a typo must not
- * silently turn events off); no API access at all is not. Returns 0 or
- * -errno with @err filled.
- */
+/* Starts the loop. Returns 0 or -errno with @err filled. */
 int gantry_usage_service_start(const struct gantry_usage_service_options *o,
                                struct gantry_error *err) GANTRY_MUST_CHECK;
 

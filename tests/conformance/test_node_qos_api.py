@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import urllib.request
 
 import grpc
 
@@ -25,6 +26,7 @@ import sched_harness  # noqa: E402
 CODE = grpc.StatusCode
 VOL = "0001-0004-test-0000000000000001-qos"
 UID = "0b6f2c5a-3333-4a4a-9b9b-000000000003"
+NOCG_UID = "0b6f2c5a-5555-4a4a-9b9b-000000000005"  # a pod whose cgroup is nowhere in the tree
 POD_CG = "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%s.slice" % \
     UID.replace("-", "_")
 
@@ -63,7 +65,8 @@ class NodeQosApiTest(unittest.TestCase):
                                             "spec": {"storageClassName": "fast",
                                                      "volumeName": "pv-q"}}),
                 ("pods", cls.pod("p", UID, "8")),
-                ("pods", cls.pod("bad", "0b6f2c5a-4444-4a4a-9b9b-000000000004", "lots"))]:
+                ("pods", cls.pod("bad", "0b6f2c5a-4444-4a4a-9b9b-000000000004", "lots")),
+                ("pods", cls.pod("nocg", NOCG_UID, "8"))]:
             assert cls.api.post("/fake/objects/" + res, obj) == 200
         cls.plugin = Plugin(mode="node", node_id="conf-node", config=config,
                             extra=["--kubeconfig", kc, "--cgroup-root", cls.cg]).start()
@@ -71,6 +74,7 @@ class NodeQosApiTest(unittest.TestCase):
     @staticmethod
     def pod(name, uid, gbps):
         return {"metadata": {"name": name, "namespace": "ml", "uid": uid,
+                             "labels": {"jobset.sigs.k8s.io/jobset-name": "llama"},
                              "annotations": {"gantry.io/dataset-read-gbps": gbps}},
                 "spec": {"containers": [{"name": "c"}],
                          "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}}
@@ -119,6 +123,9 @@ class NodeQosApiTest(unittest.TestCase):
         self.assertEqual(self.iomax(), "%s rbps=1500000000 wbps=max riops=7500 wiops=max"
                          % self.majmin)
         self.assertEqual(len(self.records()), 1)
+        # the job the scheduler gangs the pod by is recorded with the cap
+        with open(os.path.join(self.plugin.workdir, "qos", self.records()[0])) as f:
+            self.assertIn("\njob=ml/JobSet/llama\n", f.read())
         paths = {r["path"] for r in self.api.get("/fake/requests") if r["method"] == "GET"}
         for p in ("/api/v1/namespaces/ml/pods/p", "/api/v1/namespaces/ml/persistentvolumeclaims/data",
                   "/api/v1/persistentvolumes/pv-q", "/apis/storage.k8s.io/v1/storageclasses/fast"):
@@ -160,6 +167,34 @@ class NodeQosApiTest(unittest.TestCase):
         self.assertEqual(cm.exception.code(), CODE.UNAVAILABLE)
         self.assertIn("has UID", cm.exception.details())
         self.unpublish(target)
+
+    def test_6_not_enforced_is_told_to_the_pod_once(self):
+        """No pod cgroup: the publish succeeds, the record stays for reconcile,
+        and the pod gets one event (a second publish inside the window none)."""
+        def posts():
+            return [r for r in self.api.get("/fake/requests")
+                    if r["method"] == "POST" and r["path"] == "/api/v1/namespaces/ml/events"]
+        before = len(posts())
+        targets = [os.path.join(self.dir, "pods", "nocg%d" % i, "mount") for i in (1, 2)]
+        try:
+            self.publish(targets[0], "nocg", NOCG_UID)
+            self.assertEqual(len(self.records()), 1)
+            self.assertEqual(len(posts()), before + 1)
+            self.unpublish(targets[0])
+            self.publish(targets[0], "nocg", NOCG_UID)  # kubelet again, same volume: held back
+            self.assertEqual(len(posts()), before + 1)
+            req = urllib.request.Request(self.api.base + "/api/v1/namespaces/ml/events",
+                                         headers={"Authorization": "Bearer " + self.api.token})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                evs = [e for e in json.loads(r.read())["items"]
+                       if e["involvedObject"]["name"] == "nocg"]
+            self.assertEqual([(e["type"], e["reason"]) for e in evs],
+                             [("Warning", "BandwidthNotEnforced")])
+            self.assertIn("cgroup was not found", evs[0]["message"])
+        finally:
+            for t in targets:
+                self.unpublish(t)
+        self.assertEqual(self.records(), [])
 
 
 if __name__ == "__main__":

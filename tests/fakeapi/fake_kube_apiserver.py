@@ -20,6 +20,8 @@ part gantry-scheduler talks to, with the same wire shapes:
        -> the object, or 404 with a NotFound Status
   POST /api/v1/namespaces/NS/pods/NAME/binding
        -> sets spec.nodeName (404 no pod, 409 already bound or UID mismatch)
+  POST /api/v1/namespaces/NS/events -> 201, the Event kept (named from its
+       generateName; listed as any namespaced resource)
   POST /apis/coordination.k8s.io/v1/namespaces/NS/leases  -> create (409 exists)
   PUT  .../leases/NAME   -> replace; a metadata.resourceVersion other than the
                             stored one is refused with 409 Conflict, as the
@@ -99,6 +101,8 @@ RESOURCES = {
     "volumeattachments": ("VolumeAttachment", "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1"),
     # gantry-scheduler's leader election (--leader-elect)
     "leases": ("Lease", "coordination.k8s.io/v1", True, "/apis/coordination.k8s.io/v1"),
+    # what gantry-csi's node plugin posts on pods (bandwidth events)
+    "events": ("Event", "v1", True, "/api/v1"),
 }
 GROUPS = {"/api/v1": "", "/apis/storage.k8s.io/v1": "storage.k8s.io", "/apis/batch/v1": "batch",
           "/apis/scheduling.x-k8s.io/v1alpha1": "scheduling.x-k8s.io",
@@ -354,6 +358,7 @@ class Handler(BaseHTTPRequestHandler):
         if not authed:
             return self.send_status(401, "Unauthorized", "Unauthorized")
         if resource is None:
+            self.read_body()  # as the real server: the connection stays usable for the next request
             return self.send_status(404, "NotFound", f"the server could not find the requested resource ({path})")
         fail = st.take_failure(verb, resource + ("/" + sub if sub else ""))
         if fail and not (verb == "watch" and fail.get("mode") == "event"):
@@ -362,6 +367,17 @@ class Handler(BaseHTTPRequestHandler):
                                     f"fake failure injected for {verb} {resource}")
         if verb == "create" and sub == "binding":
             return self.bind(ns, name)
+        if verb == "create" and resource == "events":
+            try:
+                ev = json.loads(self.read_body() or b"null")
+            except ValueError:
+                return self.send_status(400, "BadRequest", "the body is not JSON")
+            if not isinstance(ev, dict):
+                return self.send_status(400, "BadRequest", "the body is not a v1 Event")
+            md = ev.setdefault("metadata", {})
+            md["namespace"] = ns
+            md.setdefault("name", md.get("generateName", "event.") + uuid.uuid4().hex[:10])
+            return self.send_json(201, st.upsert("events", ev))
         if verb == "patch" and resource == "persistentvolumes" and sub is None and name and ns is None:
             return self.merge_patch(resource, name)
         if verb == "patch" and resource == "pods" and sub is None and name and ns:
@@ -457,6 +473,8 @@ class Handler(BaseHTTPRequestHandler):
             return "create", resource, ns, None, None
         if method == "PUT" and resource == "leases" and ns and name and sub is None:
             return "update", resource, ns, name, None
+        if method == "POST" and resource == "events" and name is None and ns:
+            return "create", resource, ns, None, None
         if method == "GET" and name is None:
             watch = q.get("watch", "") in ("1", "true")
             return ("watch" if watch else "list"), resource, ns, None, None

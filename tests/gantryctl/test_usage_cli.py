@@ -1,6 +1,7 @@
 """`gantryctl usage` as a user runs it: two node plugins' /metrics
-endpoints (the real sampler, registry and HTTP server of node/qos/ and
-common/metrics.c, over stand-in pod cgroup directories: usage_node_standin),
+endpoints (the real caps, sampler, registry and HTTP server of node/qos/
+and common/metrics.c, over stand-in pod cgroup directories:
+usage_node_standin; each job as the node records it, "<ns>/<job>"),
 one job spread over both nodes, a pod with no job; --json and the table; an
 endpoint that does not answer (listed, the others still shown, exit 1); bad
 usage (exit 2)."""
@@ -18,16 +19,16 @@ MB = 1000000
 
 NODE_A = [
     # llama-0: its dataset at its 1 Gbps cap, its checkpoint volume writing 5 of 50 MB/s
-    dict(uid="u-a0", namespace="ml", pod="llama-0", job="llama", volume="0001-ds", major=251, minor=0,
+    dict(uid="0b6f2c5a-aaaa-4a4a-9b9b-0000000000a0", namespace="ml", pod="llama-0", job="ml/llama", volume="0001-ds", major=251, minor=0,
          rcap=125 * MB, wcap=0, rdecl=125 * MB, wdecl=0, rbps=124 * MB, wbps=0, stallMsPer10s=2000),
-    dict(uid="u-a0", namespace="ml", pod="llama-0", job="llama", volume="0002-ck", major=259, minor=1,
+    dict(uid="0b6f2c5a-aaaa-4a4a-9b9b-0000000000a0", namespace="ml", pod="llama-0", job="ml/llama", volume="0002-ck", major=259, minor=1,
          rcap=0, wcap=50 * MB, rdecl=0, wdecl=50 * MB, rbps=0, wbps=5 * MB, stallMsPer10s=2000),
     # a notebook with no job: the pod is its own row
-    dict(uid="u-nb", namespace="dev", pod="notebook", job="", volume="0001-ds", major=251, minor=0,
+    dict(uid="0b6f2c5a-bbbb-4a4a-9b9b-0000000000b0", namespace="dev", pod="notebook", job="", volume="0001-ds", major=251, minor=0,
          rcap=100 * MB, wcap=0, rdecl=100 * MB, wdecl=0, rbps=10 * MB, wbps=0, stallMsPer10s=0),
 ]
 NODE_B = [
-    dict(uid="u-a1", namespace="ml", pod="llama-1", job="llama", volume="0001-ds", major=251, minor=0,
+    dict(uid="0b6f2c5a-aaaa-4a4a-9b9b-0000000000a1", namespace="ml", pod="llama-1", job="ml/llama", volume="0001-ds", major=251, minor=0,
          rcap=125 * MB, wcap=0, rdecl=125 * MB, wdecl=0, rbps=125 * MB, wbps=0, stallMsPer10s=1000),
 ]
 

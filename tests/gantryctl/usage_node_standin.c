@@ -1,8 +1,12 @@
 /*
  * A node plugin's bandwidth metrics endpoint for `gantryctl usage`'s tests:
- * the real sampler (node/qos/usage_sampler.c) and the real registry and
- * /metrics server (common/metrics.c) over pod cgroups that are plain
- * directories this program fills (io.stat, io.pressure) at made-up times.
+ * the real caps (node/qos/qos.c: each target applied with gantry_qos_apply,
+ * its job recorded with it), the real sampler (node/qos/usage_sampler.c)
+ * walking them as the node plugin does (usage_qos_source.c), and the real
+ * registry and /metrics server (common/metrics.c), over pod cgroups that
+ * are plain directories (WORKDIR/cgroup, laid out as kubelet's cgroupfs
+ * driver makes them) this program fills (io.stat, io.pressure) at made-up
+ * times.
  * Only the cgroups and the clock are stand-ins: no kernel here enforces or
  * counts IO per pod (that runs in the VM).
  *
@@ -10,8 +14,9 @@
  *
  * SPEC: {"passes": N, "targets": [{"uid", "namespace", "pod", "job", "volume",
  * "major", "minor", "rcap", "wcap", "rdecl", "wdecl", "rbps", "wbps",
- * "stallMsPer10s"}]}: N passes 10 s apart, each target's counters advanced
- * at rbps/wbps. Then serves /metrics on 127.0.0.1, prints "port N" and
+ * "stallMsPer10s"}]}, "uid" a pod UID, "job" the key the node records
+ * ("<ns>/<job>"), rcap = rdecl and wcap = wdecl (policy cap): N passes 10 s
+ * apart, each target's counters advanced at rbps/wbps. Then serves /metrics on 127.0.0.1, prints "port N" and
  * waits until stdin closes.
  */
 #include <errno.h>
@@ -22,25 +27,53 @@
 #include <sys/stat.h>
 
 #include "metrics.h"
+#include "qos.h"
+#include "usage_qos_source.h"
 #include "usage_sampler.h"
 
 #define MAX_T 64
 
 struct t {
         struct gantry_usage_target t;
-        char dir[512];
+        char dir[1024];
         uint64_t rbps, wbps, stall_ms, rbytes, wbytes, stall_us;
 };
 
 static struct t ts[MAX_T];
 static size_t n_ts;
 
-static int iterate(void *ctx, gantry_usage_visit_fn visit, void *vctx)
+static void put(const char *path, const char *text)
 {
-        (void)ctx;
-        for (size_t i = 0; i < n_ts; i++)
-                if (visit(vctx, &ts[i].t) < 0)
-                        break;
+        FILE *f = fopen(path, "w");
+
+        if (f) {
+                fputs(text, f);
+                fclose(f);
+        }
+}
+
+/* Applies target @i's cap as NodePublishVolume does; its cgroup dir is made first. */
+static int apply(const char *work, size_t i)
+{
+        struct gantry_qos_request req = {
+                .pod_uid = ts[i].t.pod_uid, .pod_namespace = ts[i].t.pod_namespace,
+                .pod_name = ts[i].t.pod_name, .volume_id = ts[i].t.volume_id,
+                .dev_major = ts[i].t.major, .dev_minor = ts[i].t.minor,
+                .declared = { .rbps = ts[i].t.declared_rbps, .wbps = ts[i].t.declared_wbps },
+                .policy = GANTRY_QOS_POLICY_CAP,
+        };
+        struct gantry_error err = { 0 };
+        char target[600], iomax[600];
+
+        snprintf(req.job, sizeof(req.job), "%s", ts[i].t.job);
+        snprintf(target, sizeof(target), "%s/target-%zu", work, i);
+        req.target_path = target;
+        snprintf(iomax, sizeof(iomax), "%s/io.max", ts[i].dir);
+        put(iomax, "");
+        if (gantry_qos_apply(&req, &err) < 0) {
+                fprintf(stderr, "target %zu: %s\n", i, err.msg);
+                return -1;
+        }
         return 0;
 }
 
@@ -87,7 +120,10 @@ static const char *str(json_t *o, const char *k)
 int main(int argc, char **argv)
 {
         struct gantry_metrics *m = gantry_metrics_new();
-        struct gantry_usage_sampler_options o = { .iterate = iterate };
+        struct gantry_usage_sampler_options o = { .iterate = gantry_usage_qos_iterate };
+        struct gantry_qos_options qo = { 0 };
+        struct gantry_error err = { 0 };
+        char cg[256], state[512], path[600];
         struct gantry_usage_sampler *s = NULL;
         struct gantry_metrics_server *srv = NULL;
         json_error_t jerr;
@@ -104,13 +140,28 @@ int main(int argc, char **argv)
                 return 2;
         }
         passes = (int)json_integer_value(json_object_get(spec, "passes"));
+        snprintf(cg, sizeof(cg), "%s/cgroup", argv[2]);
+        snprintf(state, sizeof(state), "%s/state", argv[2]);
+        snprintf(path, sizeof(path), "%s/kubepods", cg);
+        mkdir(cg, 0755);
+        mkdir(path, 0755);
+        snprintf(path, sizeof(path), "%s/kubepods/besteffort", cg);
+        mkdir(path, 0755);
+        snprintf(path, sizeof(path), "%s/cgroup.controllers", cg);
+        put(path, "cpu io memory pids\n");
+        qo.state_dir = state;
+        qo.cgroup_root = cg;
+        if (gantry_qos_init(&qo, &err) < 0) {
+                fprintf(stderr, "qos: %s\n", err.msg);
+                return 1;
+        }
         targets = json_object_get(spec, "targets");
         json_array_foreach(targets, i, x) {
                 struct t *t = &ts[n_ts];
 
                 if (n_ts == MAX_T)
                         break;
-                snprintf(t->dir, sizeof(t->dir), "%s/pod%s", argv[2], str(x, "uid"));
+                snprintf(t->dir, sizeof(t->dir), "%s/kubepods/besteffort/pod%s", cg, str(x, "uid"));
                 mkdir(t->dir, 0755);
                 t->t = (struct gantry_usage_target){
                         .pod_uid = str(x, "uid"), .pod_namespace = str(x, "namespace"),
@@ -123,6 +174,8 @@ int main(int argc, char **argv)
                 t->rbps = u64(x, "rbps");
                 t->wbps = u64(x, "wbps");
                 t->stall_ms = u64(x, "stallMsPer10s");
+                if (apply(argv[2], n_ts) < 0)
+                        return 1;
                 n_ts++;
         }
         o.metrics = m;
@@ -148,6 +201,7 @@ int main(int argc, char **argv)
                 ;
         gantry_metrics_server_stop(srv);
         gantry_usage_sampler_free(s);
+        gantry_qos_shutdown();
         gantry_metrics_free(m);
         json_decref(spec);
         return 0;

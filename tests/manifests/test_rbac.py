@@ -11,9 +11,10 @@ manifests/ and in the chart's default render (GANTRY_HELM_STANDIN).
 
 ServiceAccounts whose pods make no API call at all (gantry-target: no
 Kubernetes client is linked into it) have no role bound and no token
-mounted. The node plugin's clients (node/qos/qos_api.c: GETs of a
-publishing pod and its volumes, for bandwidth caps; node/qos/pod_event.c:
-Events on pods about their bandwidth) are granted exactly their calls
+mounted. The node plugin's one client (node/node_api.c), lent to
+node/qos/qos_api.c (GETs of a
+publishing pod and its volumes, for bandwidth caps) and node/qos/pod_event.c
+(Events on pods about their bandwidth), is granted exactly their calls
 (NODE_CALLS).
 
 Without the client in the tree (the kube branch not merged yet) the test
@@ -120,10 +121,11 @@ def chart_docs():
 
 # ServiceAccounts of pods that make no Kubernetes API call.
 NO_API = ("gantry-target",)
-# The node plugin's calls: node/qos/qos_api.c and node/qos/pod_event.c
-# (checked against their source below).
-NODE_CLIENT = ("node/qos/qos_api.c", "node/qos/pod_event.c", "node/qos/pod_event.h",
-               "node/qos/usage_service.c", "node/qos/usage_service.h", "node/qos/measure.cmake",
+# The node plugin's calls: node/qos/qos_api.c and node/qos/pod_event.c, over the
+# one client node/node_api.c opens and lends them (checked against their source below).
+NODE_CLIENT = ("node/node_api.c", "node/node_api.h", "node/qos/qos_api.c", "node/qos/qos_api.h",
+               "node/qos/pod_event.c",
+               "node/qos/pod_event.h", "node/qos/usage_service.c", "node/qos/usage_service.h", "node/qos/measure.cmake",
                "node/qos/CMakeLists.txt")
 NODE_CALLS = {("", "pods", "get"), ("", "persistentvolumeclaims", "get"),
               ("", "persistentvolumes", "get"), ("storage.k8s.io", "storageclasses", "get"),
@@ -218,6 +220,16 @@ class NodeRbacTest(unittest.TestCase):
         for needle in ("gantry_kube_merge_patch", "gantry_kube_bind_pod", "informer_start",
                        "gantry_kube_create"):
             self.assertNotIn(needle, text)
+        with open(os.path.join(ROOT, "node", "node_api.c")) as f:
+            text = f.read()
+        self.assertEqual(text.count("gantry_kube_client_new("), 1)
+        for needle in ("gantry_kube_get(", "gantry_kube_create", "gantry_kube_merge_patch",
+                       "gantry_kube_bind_pod", "/api"):
+            self.assertNotIn(needle, text, "node_api.c opens the client; its users make the calls")
+        # the users borrow it: neither opens one of its own
+        for user in ("qos/qos_api.c", "qos/pod_event.c", "qos/usage_service.c"):
+            with open(os.path.join(ROOT, "node", user)) as f:
+                self.assertNotIn("gantry_kube_client_new", f.read(), user)
         with open(os.path.join(ROOT, "node", "qos", "pod_event.c")) as f:
             text = f.read()
         self.assertIn('gantry_kube_create(pe->kube, path, "events"', text)

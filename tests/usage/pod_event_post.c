@@ -6,6 +6,11 @@
  *   pod_event_post KUBECONFIG NAMESPACE POD UID TYPE REASON MESSAGE
  *
  * Prints "posted", or "error <errno name> <message>" and exits 1.
+ *
+ *   pod_event_post KUBECONFIG NAMESPACE POD UID not-enforced WHY -
+ *
+ * Tells the pod its cap is not enforced (gantry_pod_event_not_enforced)
+ * twice in a row: prints "posted held" when the second is held back.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -37,11 +42,22 @@ int main(int argc, char **argv)
         t.pod_name = argv[3];
         t.pod_uid = argv[4];
         t.volume_id = "0001-ds";
-        r = gantry_pod_event_post(&pe, &t, argv[5], argv[6], argv[7], &err);
+        if (!strcmp(argv[5], "not-enforced")) {
+                int r2 = 0;
+
+                r = gantry_pod_event_not_enforced(&pe, &t, argv[6], &err);
+                if (r >= 0)
+                        r2 = gantry_pod_event_not_enforced(&pe, &t, argv[6], &err);
+                if (r >= 0 && r2 >= 0)
+                        printf("%s %s\n", r ? "posted" : "held", r2 ? "posted" : "held");
+                r = r < 0 ? r : r2;
+        } else {
+                r = gantry_pod_event_post(&pe, &t, argv[5], argv[6], argv[7], &err);
+        }
         if (r < 0)
                 printf("error %s %s\n", r == -EACCES ? "EACCES" : r == -ENOENT ? "ENOENT" : r == -EINVAL ? "EINVAL" : "other",
                        err.msg);
-        else
+        else if (strcmp(argv[5], "not-enforced"))
                 printf("posted\n");
         gantry_kube_client_free(kube);
         return r < 0 ? 1 : 0;

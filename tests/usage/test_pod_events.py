@@ -173,6 +173,18 @@ class PodEvents(unittest.TestCase):
         self.assertIn("BandwidthAtCap", out)
         self.assertIn("declare more, or expect slower epochs", out)
 
+    def test_not_enforced_names_why_once(self):
+        """A cap the node cannot enforce (cgroup v1 here) is told to the pod:
+        a Warning naming why, and the same again at once is held back."""
+        r = self.post("node", "llama-3", type_="not-enforced", reason="cgroup_v1", message="-")
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, "posted held"), r.stdout + r.stderr)
+        out = self.kubectl("get", "events", "-n", "ml", "-o", "json", "--field-selector",
+                           "involvedObject.name=llama-3").stdout
+        ev = json.loads(out)["items"]
+        self.assertEqual([(e["type"], e["reason"]) for e in ev], [("Warning", "BandwidthNotEnforced")])
+        self.assertIn("0001-ds", ev[0]["message"])
+        self.assertIn("cgroup v2", ev[0]["message"])
+
     def test_underused_is_normal(self):
         r = self.post("node", "llama-1", type_="Normal", reason="BandwidthUnderused",
                       message="reads 3.1 Gbps of the 25 Gbps it declared (12 %) over the last 10 min")

@@ -80,6 +80,7 @@ class UsagePublish(unittest.TestCase):
                 ("persistentvolumeclaims", {"metadata": {"name": "data", "namespace": "ml"},
                                             "spec": {"storageClassName": "fast", "volumeName": "pv-u"}}),
                 ("pods", {"metadata": {"name": "train-0", "namespace": "ml", "uid": UID,
+                                       "labels": {"gantry.io/job": "train"},
                                        "annotations": {"gantry.io/dataset-read-gbps": "8"}},
                           "spec": {"containers": [{"name": "c"}],
                                    "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}})]:
@@ -139,14 +140,14 @@ class UsagePublish(unittest.TestCase):
                                    "csi.storage.k8s.io/pod.namespace": "ml",
                                    "csi.storage.k8s.io/pod.uid": UID})
         self.plugin.call("NodePublishVolume", req)
-        labels = 'namespace="ml",pod="train-0",volume="%s",job=""' % VOL
+        labels = 'namespace="ml",pod="train-0",volume="%s",job="train"' % VOL
         text = self.wait_metrics(lambda t: "gantry_node_volume_read_bytes_total{%s} 123456789\n" % labels in t,
                                  "the published volume's bytes")
         # 8 Gbps declared = 1 GB/s, and the class's default policy caps at it
         self.assertIn('gantry_node_volume_cap_bytes_per_second{%s,direction="read"} 1000000000\n' % labels, text)
         self.assertIn('gantry_node_volume_declared_bytes_per_second{%s,direction="read"} 1000000000\n' % labels,
                       text)
-        self.assertIn('gantry_node_pod_io_stall_seconds_total{namespace="ml",pod="train-0",job=""} 2.5\n', text)
+        self.assertIn('gantry_node_pod_io_stall_seconds_total{namespace="ml",pod="train-0",job="train"} 2.5\n', text)
         self.assertIn("gantry_node_bandwidth_targets 1\n", text)
         # the cgroup counts on: so does the counter
         self.write_cgroup(223456789, 3000000)

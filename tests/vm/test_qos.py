@@ -11,7 +11,9 @@ Ceph cluster in the test's network namespace (tests/vm/qos_cluster.sh),
 staged once read-only and published to every pod. The Kubernetes API the
 plugin reads the pods and their volumes from is the FAKE API server of
 tests/fakeapi (a real kube-apiserver does not fit in this VM); everything
-else -- io.max, blk-throttle, krbd -- is the kernel's.
+else -- io.max, blk-throttle, krbd -- is the kernel's. After the pods read,
+`gantryctl usage` reads the plugin's /metrics as a user would and must show
+the pods' jobs (the key the scheduler gangs them by) with their figures.
 """
 import json
 import os
@@ -28,10 +30,10 @@ import grpc
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
 sys.path.insert(0, os.path.join(HERE, "..", "scheduler"))
-sys.path.insert(0, os.path.join(HERE, "..", "target"))
+sys.path.insert(0, os.path.join(HERE, "..", "gantry-target"))
 sys.path.insert(0, os.path.join(HERE, "..", "fakeapi"))
 from ckpt_helpers import create_req, publish_req, write_config  # noqa: E402
-from csi_client import Plugin  # noqa: E402
+from csi_client import BUILD_DIR, Plugin  # noqa: E402
 import csi_pb2  # noqa: E402
 from fake_api_proc import csinode  # noqa: E402
 import sched_harness  # noqa: E402
@@ -42,7 +44,10 @@ CG = "/sys/fs/cgroup"
 KUBELET = "/var/lib/kubelet/plugins/kubernetes.io/csi/csi.gantry.io"
 VOL = "0001-0004-test-0000000000000001-bw"
 MODE = csi_pb2.VolumeCapability.AccessMode.Mode
-READ_SECONDS = 5.0
+READ_SECONDS = 12.0  # > the usage window (10 s, its minimum): gantryctl sees a full one
+# name -> the pod's labels: its job as gantry-scheduler gangs it
+JOBS = {"a": {"gantry.io/job": "llama"}, "b": {"gantry.io/job": "llama"},
+        "c": {"jobset.sigs.k8s.io/jobset-name": "eval"}, "d": {}}
 
 
 def read_share(name):
@@ -174,9 +179,16 @@ class QosTest(unittest.TestCase):
 
     @classmethod
     def start_plugin(cls):
+        config = os.path.join(cls.workdir, "gantry.json")
+        with open(config, "w") as f:  # a sample a second, the shortest window
+            json.dump({"node": {"kernelModules": [], "bandwidthSampleSeconds": 1,
+                                "bandwidthWindowSeconds": 10}}, f)
+        cls.metrics_url = "http://127.0.0.1:19818/metrics"  # the guest's own loopback
         p = Plugin(mode="node", node_id="vm-node", workdir=cls.workdir, ready_timeout=60.0,
+                   config=config,
                    extra=["--kubeconfig", cls.kubeconfig, "--cgroup-root", CG,
-                          "--qos-state-dir", cls.state, "--qos-interval", "2"])
+                          "--qos-state-dir", cls.state, "--qos-interval", "2",
+                          "--metrics-addr", "127.0.0.1:19818"])
         starts = p.read_log().count("event=csi.started")
         cls.plugin = p.start()
         wait_for("the plugin's start line",
@@ -235,6 +247,7 @@ class QosTest(unittest.TestCase):
                                             "spec": {"storageClassName": sc,
                                                      "volumeName": "pv-" + name}}),
                 ("pods", {"metadata": {"name": name, "namespace": "ml", "uid": pod_uid,
+                                       "labels": JOBS[name],
                                        "annotations": {"gantry.io/dataset-read-gbps": gbps[rate]}},
                           "spec": {"nodeName": "vm-node", "containers": [{"name": "train"}],
                                    "volumes": [{"name": "data", "persistentVolumeClaim":
@@ -296,11 +309,23 @@ class QosTest(unittest.TestCase):
             self.assertEqual(p.returncode, 0)
             m = re.search(r"bytes=(\d+) seconds=([\d.]+)", out)
             rates[name] = int(m.group(1)) / float(m.group(2))
+        # as a user would, once they are done (not to take the guest's CPUs
+        # from them): declared vs used per job over the last window
+        usage = subprocess.run([os.path.join(BUILD_DIR, "bin", "gantryctl"), "usage",
+                                "--metrics", self.metrics_url], capture_output=True, text=True,
+                               timeout=60)
+        print("---- gantryctl usage\n" + usage.stdout + usage.stderr)
         print("measured B/s: a=%.0f (cap %d) b=%.0f (cap %d) c=%.0f (none)"
               % (rates["a"], self.cap1, rates["b"], self.cap2, rates["c"]))
         self.assertLess(abs(rates["a"] / self.cap1 - 1), 0.10, rates)
         self.assertLess(abs(rates["b"] / self.cap2 - 1), 0.10, rates)
         self.assertGreater(rates["c"], 2 * self.cap2, rates)
+        print("measured / cap: a %.3f, b %.3f; c (none) / b's cap %.2f"
+              % (rates["a"] / self.cap1, rates["b"] / self.cap2, rates["c"] / self.cap2))
+        self.assertEqual(usage.returncode, 0, usage.stderr)
+        # a and b are one job (2 pods, 2 volumes); c is its JobSet
+        self.assertRegex(usage.stdout, r"\nml +llama +2 +2 ")
+        self.assertRegex(usage.stdout, r"\nml +JobSet/eval +1 +1 ")
 
         step("read")
         # the plugin dies; meanwhile a line is lost and pod d is deleted

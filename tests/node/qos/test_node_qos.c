@@ -28,6 +28,7 @@
 #include "attr_file.h"
 #include "qos.h"
 #include "qos_internal.h"
+#include "usage_qos_source.h"
 #include "sched_demand.h"
 #include "sched_state.h"
 
@@ -441,6 +442,8 @@ static void check_equal(const char *pod_text, const char *const *volume_ids, siz
                 /* the scheduler's charge, in bytes/s, is the node's reservation */
                 assert_int_equal(charge, req.declared.rbps + req.declared.wbps);
                 assert_true(fabs(d.d.flows[i].gbps - want_gbps[i]) < 1e-9);
+                /* the job the scheduler gangs the pod by is the one the node labels */
+                assert_string_equal(req.job, d.job);
         }
         json_decref(pod);
         json_decref(all);
@@ -475,6 +478,14 @@ static void test_scheduler_charge_equals_node_cap(void **state)
                     "{\"name\":\"b\",\"persistentVolumeClaim\":{\"claimName\":\"c2\"}},"
                     "{\"name\":\"c\",\"persistentVolumeClaim\":{\"claimName\":\"c3\"}}]}}",
                     ids, 3, declared);
+        /* a JobSet's pod: same charge, same job key on both sides */
+        check_equal("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\",\"uid\":\"" UID_A "\","
+                    "\"labels\":{\"jobset.sigs.k8s.io/jobset-name\":\"llama\"}},"
+                    "\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"4\"}}}],"
+                    "\"volumes\":[{\"name\":\"a\",\"persistentVolumeClaim\":{\"claimName\":\"c1\"}},"
+                    "{\"name\":\"b\",\"persistentVolumeClaim\":{\"claimName\":\"c2\"}},"
+                    "{\"name\":\"c\",\"persistentVolumeClaim\":{\"claimName\":\"c3\"}}]}}",
+                    ids, 3, per_gpu);
         /* declared nothing, no GPU: the class's default rate, charged and capped */
         check_equal("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\",\"uid\":\"" UID_A "\"},"
                     "\"spec\":{\"containers\":[{}],"
@@ -504,11 +515,88 @@ static void test_scheduler_charge_equals_node_cap(void **state)
         json_decref(all);
 }
 
+static void test_job_of_pod(void **state)
+{
+        static const struct {
+                const char *metadata, *want;
+        } cases[] = {
+                { "{\"labels\":{\"gantry.io/job\":\"llama\",\"jobset.sigs.k8s.io/jobset-name\":\"x\"}}",
+                  "ml/llama" },
+                { "{\"annotations\":{\"gantry.io/job\":\"llama\"}}", "ml/llama" },
+                { "{\"labels\":{\"jobset.sigs.k8s.io/jobset-name\":\"js\"}}", "ml/JobSet/js" },
+                { "{\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"pg\"}}", "ml/PodGroup/pg" },
+                { "{\"ownerReferences\":[{\"kind\":\"ReplicaSet\",\"name\":\"rs\",\"controller\":true},"
+                  "{\"kind\":\"PyTorchJob\",\"name\":\"pt\",\"controller\":true}]}",
+                  "ml/PyTorchJob/pt" },
+                { "{\"ownerReferences\":[{\"kind\":\"Job\",\"name\":\"j\"}]}", "" }, /* not controller */
+                { "{\"labels\":{\"gantry.io/job\":\"\"}}", "" },
+        };
+        char buf[GANTRY_BW_JOB_MAX];
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                json_t *md = json_loads(cases[i].metadata, 0, NULL), *pod;
+
+                assert_non_null(md);
+                pod = json_pack("{s:o}", "metadata", md);
+                gantry_bw_job_of_pod(pod, "ml", buf, sizeof(buf));
+                assert_string_equal(buf, cases[i].want);
+                json_decref(pod);
+        }
+}
+
+static int job_visit(void *ctx, const struct gantry_usage_target *t)
+{
+        snprintf(ctx, GANTRY_BW_JOB_MAX, "%s", t->job);
+        return 0;
+}
+
+static int entry_job(const struct gantry_qos_entry *e, void *ud)
+{
+        snprintf(ud, GANTRY_BW_JOB_MAX, "%s", e->job);
+        return 0;
+}
+
+/* The job is recorded with the cap, survives a restart and labels the usage. */
+static void test_job_recorded_and_labelled(void **state)
+{
+        struct gantry_qos_options o = { .state_dir = state_dir, .cgroup_root = cg };
+        struct gantry_qos_request r = {
+                .pod_uid = UID_B, .pod_namespace = "ml", .pod_name = "a", .job = "ml/JobSet/llama",
+                .volume_id = "ds-1", .target_path = "/var/lib/kubelet/pods/a/volumes/x/mount",
+                .dev_major = 251, .declared = { .rbps = 4000000 },
+        };
+        struct gantry_error err = { 0 };
+        char job[GANTRY_BW_JOB_MAX] = "";
+
+        (void)state;
+        put("cgroup.controllers", "io\n");
+        mkdirs("kubepods/besteffort/pod" UID_B);
+        put("kubepods/besteffort/pod" UID_B "/io.max", "");
+        assert_int_equal(gantry_qos_init(&o, &err), 0);
+        assert_int_equal(gantry_qos_apply(&r, &err), 0);
+        gantry_qos_shutdown();
+        assert_int_equal(gantry_qos_init(&o, &err), 0);
+        assert_int_equal(gantry_qos_reconcile(), 1);
+        assert_int_equal(gantry_qos_for_each(entry_job, job), 0);
+        assert_string_equal(job, "ml/JobSet/llama");
+        /* the metrics' job label: the namespace is a label of its own */
+        assert_int_equal(gantry_usage_qos_iterate(NULL, job_visit, job), 0);
+        assert_string_equal(job, "JobSet/llama");
+
+        /* a job that is no line is refused before anything is written */
+        snprintf(r.job, sizeof(r.job), "ml/a\nb");
+        assert_int_equal(gantry_qos_apply(&r, &err), -EINVAL);
+        assert_non_null(strstr(err.msg, "job"));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_cgroup_find_both_drivers_every_qos, setup, teardown),
                 cmocka_unit_test(test_iomax_line_and_policies),
+                cmocka_unit_test(test_job_of_pod),
+                cmocka_unit_test_setup_teardown(test_job_recorded_and_labelled, setup, teardown),
                 cmocka_unit_test(test_class_parameters_validated),
                 cmocka_unit_test_setup_teardown(test_apply_remove_reconcile, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cgroup_v1_not_enforced, setup, teardown),
