@@ -66,7 +66,7 @@ class CheckpointControllerTest(TargetsTestCase):
         self.assertEqual(resp.publish_context["hostNQN"], "nqn.2014-08.io.gantry:node:gpu-1")
         self.call("ControllerPublishVolume", publish_req(v.volume_id, "gpu-1"))
         self.assertEqual(self.a.call("nvmf_get_subsystems", nqn=nqn)[0]["hosts"],
-                         [{"nqn": "nqn.2014-08.io.gantry:node:gpu-1"}])
+                         [{"nqn": "nqn.2014-08.io.gantry:node:gpu-1", "dhchap": "none"}])
         self.assertTrue(os.path.islink(os.path.join(self.a.cfs, "subsystems", nqn, "allowed_hosts",
                                                     "nqn.2014-08.io.gantry:node:gpu-1")))
         code, msg = self.code_of("ControllerPublishVolume", publish_req(v.volume_id, "gpu-2"))
