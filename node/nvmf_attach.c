@@ -127,6 +127,11 @@ static nvme_ctrl_t find_ctrl(nvme_root_t root, const char *nqn, const struct gan
 
 static const char *connect_error(int e)
 {
+        /* the kernel's answers to a failed DH-HMAC-CHAP, said for what they mean here */
+        if (e == ENOKEY)
+                return "authentication required: the target wants a DH-HMAC-CHAP key this host was not given";
+        if (e == EKEYREJECTED)
+                return "authentication failed: the DH-HMAC-CHAP key (or the controller's) was rejected";
         return e >= ENVME_CONNECT_RESOLVE ? nvme_errno_to_string(e) : strerror(e);
 }
 
@@ -175,15 +180,31 @@ static size_t connect_paths(const struct gantry_nvmf_volume *v, struct gantry_nv
                         log_warn("node.nvmf_connect_failed", "nqn=%s path=%s error=%d", v->nqn, pr->addr, e);
                         continue;
                 }
+                if (v->dhchap_key[0])
+                        nvme_ctrl_set_dhchap_host_key(c, v->dhchap_key);
+                if (v->dhchap_ctrl_key[0])
+                        nvme_ctrl_set_dhchap_key(c, v->dhchap_ctrl_key);
                 nvmf_default_config(&cfg);
                 cfg.reconnect_delay = GANTRY_NVMF_RECONNECT_DELAY_S;
                 cfg.fast_io_fail_tmo = GANTRY_NVMF_FAST_IO_FAIL_TMO_S;
                 cfg.ctrl_loss_tmo = GANTRY_NVMF_CTRL_LOSS_TMO_S;
                 if (nvmf_add_ctrl(host, c, &cfg) < 0) {
                         int e = errno;
-                        snprintf(why, why_size, "%s:%s:%s: %s", p->transport, p->traddr, p->trsvcid,
-                                 connect_error(e));
-                        path_failed(pr, connect_error(e));
+                        const char *what = connect_error(e);
+
+                        /*
+                         * libnvme 1.3 turns the kernel's ENOKEY / EKEYREJECTED into "failed to
+                         * write": say what it can mean for this volume (the target's kernel log
+                         * says which it was).
+                         */
+                        if (e == ENVME_CONNECT_WRITE)
+                                what = v->dhchap_key[0]
+                                               ? "connect refused: wrong DH-HMAC-CHAP key (or controller key), "
+                                                 "or host not allowed"
+                                               : "connect refused: host not allowed, or the target requires a "
+                                                 "DH-HMAC-CHAP key this host was not given";
+                        snprintf(why, why_size, "%s:%s:%s: %s", p->transport, p->traddr, p->trsvcid, what);
+                        path_failed(pr, what);
                         log_warn("node.nvmf_connect_failed",
                                  "nqn=%s path=%s transport=%s error=%d reason=\"%s\"", v->nqn, pr->addr,
                                  p->transport, e, pr->why);
@@ -296,6 +317,9 @@ int gantry_nvmf_attach(const struct gantry_nvmf_volume *v, int64_t deadline_ms, 
         live = connect_paths(v, &rep, why, sizeof(why), &host);
         if (!host)
                 return gantry_error_set(err, ENOMEM, "libnvme: no root or host object for %s", v->host_nqn);
+        if (live == 0 && strstr(why, "DH-HMAC-CHAP") != NULL)
+                return gantry_error_set(err, EPERM, "volume_context.addresses: target of %s refused host %s: %s",
+                                        v->nqn, v->host_nqn, why);
         if (live == 0)
                 return gantry_error_set(err, EHOSTUNREACH,
                                         "volume_context.addresses: cannot connect to %s as host %s "
@@ -511,4 +535,78 @@ int gantry_nvmf_detach_volume(const char *volume_id, int64_t deadline_ms, struct
             gantry_nvmf_volume_nqn(volume_id + n - GANTRY_NVMF_UUID_LEN, nqn, sizeof(nqn)) < 0)
                 return gantry_error_set(err, EINVAL, "volume_id: not a checkpoint volume ID");
         return detach_subsystem(nqn, deadline_ms, err);
+}
+
+int gantry_nvmf_volume_set_keys(struct gantry_nvmf_volume *v, const char *key, const char *ctrl_key,
+                                const char *what, struct gantry_error *err)
+{
+        struct gantry_dhchap_key k;
+        struct gantry_error kerr = { 0 };
+
+        if (!key || gantry_dhchap_key_parse(key, strlen(key), &k, &kerr) < 0)
+                return gantry_error_set(err, EINVAL, "%s: host %s, subsystem %s: %s", what, v->host_nqn, v->nqn,
+                                        key ? kerr.msg : "no DH-HMAC-CHAP key given");
+        if (ctrl_key && gantry_dhchap_key_parse(ctrl_key, strlen(ctrl_key), &k, &kerr) < 0)
+                return gantry_error_set(err, EINVAL, "%s (controller key): host %s, subsystem %s: %s", what,
+                                        v->host_nqn, v->nqn, kerr.msg);
+        explicit_bzero(&k, sizeof(k));
+        snprintf(v->dhchap_key, sizeof(v->dhchap_key), "%s", key);
+        snprintf(v->dhchap_ctrl_key, sizeof(v->dhchap_ctrl_key), "%s", ctrl_key ? ctrl_key : "");
+        /* a key file's newline is not part of the key */
+        v->dhchap_key[strcspn(v->dhchap_key, "\n")] = '\0';
+        v->dhchap_ctrl_key[strcspn(v->dhchap_ctrl_key, "\n")] = '\0';
+        return 0;
+}
+
+bool gantry_nvmf_host_dhchap_supported(void)
+{
+        return access("/sys/module/nvme_auth", F_OK) == 0;
+}
+
+int gantry_nvmf_rotate_key(const char *nqn, const char *key, struct gantry_error *err)
+{
+        struct gantry_dhchap_key k;
+        struct gantry_error kerr = { 0 };
+        char path[PATH_MAX], sub[GANTRY_NQN_MAX + 2];
+        struct dirent *e;
+        int n = 0, r = 0;
+        DIR *d;
+
+        if (gantry_dhchap_key_parse(key, strlen(key), &k, &kerr) < 0)
+                return gantry_error_set(err, EINVAL, "key for %s: %s", nqn, kerr.msg);
+        explicit_bzero(&k, sizeof(k));
+        d = opendir("/sys/class/nvme");
+        if (!d)
+                return gantry_error_set(err, errno, "/sys/class/nvme: %s", strerror(errno));
+        while ((e = readdir(d))) {
+                int fd;
+                ssize_t w;
+
+                if (strncmp(e->d_name, "nvme", 4) != 0)
+                        continue;
+                snprintf(path, sizeof(path), "/sys/class/nvme/%s/subsysnqn", e->d_name);
+                if (gantry_attr_read(path, sub, sizeof(sub)) < 0 || strcmp(sub, nqn) != 0)
+                        continue;
+                snprintf(path, sizeof(path), "/sys/class/nvme/%s/dhchap_secret", e->d_name);
+                fd = open(path, O_WRONLY | O_CLOEXEC);
+                if (fd < 0) {
+                        r = gantry_error_set(err, errno == ENOENT ? EOPNOTSUPP : errno,
+                                             "controller %s of %s: cannot set its DH-HMAC-CHAP key: %s",
+                                             e->d_name, nqn, errno == ENOENT ? "kernel without "
+                                             "CONFIG_NVME_HOST_AUTH" : strerror(errno));
+                        break;
+                }
+                w = write(fd, key, strlen(key));
+                if (w < 0) {
+                        r = gantry_error_set(err, errno, "controller %s of %s: the new DH-HMAC-CHAP key was "
+                                             "refused: %s", e->d_name, nqn, strerror(errno));
+                        close(fd);
+                        break;
+                }
+                close(fd);
+                log_info("node.nvmf_key_rotated", "nqn=%s ctrl=%s", nqn, e->d_name);
+                n++;
+        }
+        closedir(d);
+        return r < 0 ? r : n;
 }
