@@ -3,8 +3,16 @@
  * form; see dhchap_key.h.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "attr_file.h"
 
 #include "base64.h"
 #include "dhchap_key.h"
@@ -165,4 +173,54 @@ int gantry_dhchap_key_equal(const char *a, const char *b)
         for (size_t i = 0; i < la; i++)
                 d |= (unsigned char)(a[i] ^ b[i]);
         return d == 0;
+}
+
+int gantry_dhchap_key_file_load(const char *dir, const char *host_nqn, const char *suffix, bool create,
+                                char out[GANTRY_DHCHAP_KEY_TEXT_MAX + 1], struct gantry_error *err)
+{
+        char path[PATH_MAX], tmp[PATH_MAX], buf[GANTRY_DHCHAP_KEY_TEXT_MAX + 2];
+        struct gantry_dhchap_key k;
+        struct gantry_error kerr = { 0 };
+        ssize_t n;
+        int fd, r;
+
+        if (!dir)
+                return gantry_error_set(err, ENOENT, "dhchapKeyDir: not set in the driver config");
+        if (strchr(host_nqn, '/') || snprintf(path, sizeof(path), "%s/%s%s", dir, host_nqn, suffix) >= (int)sizeof(path))
+                return gantry_error_set(err, EINVAL, "host %s: not usable as a key file name", host_nqn);
+        n = gantry_attr_read(path, buf, sizeof(buf));
+        if (n == -ENOENT && create) {
+                char key[GANTRY_DHCHAP_KEY_TEXT_MAX + 1];
+
+                snprintf(tmp, sizeof(tmp), "%s/.%s%s.XXXXXX", dir, host_nqn, suffix);
+                fd = mkstemp(tmp);
+                if (fd < 0)
+                        return gantry_error_set(err, errno, "%s: cannot make a key file: %s", dir, strerror(errno));
+                r = gantry_dhchap_key_generate(key);
+                if (r == 0 && (fchmod(fd, 0600) < 0 || write(fd, key, strlen(key)) != (ssize_t)strlen(key) ||
+                               fsync(fd) < 0))
+                        r = -errno;
+                explicit_bzero(key, sizeof(key));
+                close(fd);
+                /* link(2) fails with EEXIST when another maker was first: its key is the one */
+                if (r == 0 && link(tmp, path) < 0 && errno != EEXIST)
+                        r = -errno;
+                unlink(tmp);
+                if (r < 0)
+                        return gantry_error_set(err, -r, "%s: cannot write a new key: %s", path, strerror(-r));
+                n = gantry_attr_read(path, buf, sizeof(buf));
+        }
+        if (n == -ENOENT)
+                return gantry_error_set(err, ENOENT, "%s: no DH-HMAC-CHAP key for host %s", path, host_nqn);
+        if (n < 0)
+                return gantry_error_set(err, (int)-n, "%s: cannot read: %s", path, strerror((int)-n));
+        if ((r = gantry_dhchap_key_parse(buf, (size_t)n, &k, &kerr)) < 0) {
+                explicit_bzero(buf, sizeof(buf));
+                return gantry_error_set(err, EINVAL, "%s: %s", path, kerr.msg);
+        }
+        explicit_bzero(&k, sizeof(k));
+        memcpy(out, buf, (size_t)n + 1 > GANTRY_DHCHAP_KEY_TEXT_MAX + 1 ? GANTRY_DHCHAP_KEY_TEXT_MAX + 1 : (size_t)n + 1);
+        out[GANTRY_DHCHAP_KEY_TEXT_MAX] = '\0';
+        explicit_bzero(buf, sizeof(buf));
+        return 0;
 }

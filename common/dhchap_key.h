@@ -17,6 +17,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +54,17 @@ int gantry_dhchap_key_generate(char out[GANTRY_DHCHAP_KEY_TEXT_MAX + 1]) GANTRY_
 
 /* Whether @a and @b (text forms, NULL allowed) hold the same key; constant time in the text. */
 int gantry_dhchap_key_equal(const char *a, const char *b);
+
+/*
+ * The key of @host_nqn in directory @dir: file "<@host_nqn><@suffix>" (suffix
+ * ".key" for the host's key, ".ctrl.key" for the controller's), read into
+ * @out and checked. When it does not exist and @create: a new key is
+ * generated and written there first (mode 0600, atomically: a concurrent
+ * maker's key wins and is the one read). -ENOENT when absent and not
+ * @create; errors name the file, never the key.
+ */
+int gantry_dhchap_key_file_load(const char *dir, const char *host_nqn, const char *suffix, bool create,
+                                char out[GANTRY_DHCHAP_KEY_TEXT_MAX + 1], struct gantry_error *err) GANTRY_MUST_CHECK;
 
 /* The CRC-32 (IEEE 802.3, as zlib's crc32()) of @len bytes at @p. */
 uint32_t gantry_dhchap_crc32(const unsigned char *p, size_t len);

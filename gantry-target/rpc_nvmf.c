@@ -236,7 +236,7 @@ static int set_host_keys(struct tgt_context *ctx, const char *host, const char *
         cur = json_object_get(all, host);
         if (!key) {
                 if (cur)
-                        return gantry_error_set(err, EEXIST, "host: %s authenticates with DH-HMAC-CHAP on this "
+                        return gantry_error_set(err, ENOTEMPTY, "host: %s authenticates with DH-HMAC-CHAP on this "
                                                 "target (nvmet keeps one key per host); it cannot also be "
                                                 "allowed without a key", host);
                 return 0;

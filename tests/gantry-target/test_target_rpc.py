@@ -249,7 +249,7 @@ class TargetDhchapTest(unittest.TestCase):
         # a host with a key cannot also be allowed without one
         with self.assertRaises(RpcError) as e:
             self.t.call("nvmf_subsystem_add_host", nqn=NQN + "-2", host=HOST)
-        self.assertEqual(e.exception.code, -17)
+        self.assertEqual(e.exception.code, -39)  # ENOTEMPTY: a precondition, not "exists"
         self.assertIn(HOST, e.exception.message)
         # a restart (configfs emptied, as by a reboot) puts the current key back
         self.t.stop()
