@@ -199,10 +199,10 @@ static size_t connect_paths(const struct gantry_nvmf_volume *v, struct gantry_nv
                          */
                         if (e == ENVME_CONNECT_WRITE)
                                 what = v->dhchap_key[0]
-                                               ? "connect refused: wrong DH-HMAC-CHAP key (or controller key), "
-                                                 "or host not allowed"
-                                               : "connect refused: host not allowed, or the target requires a "
-                                                 "DH-HMAC-CHAP key this host was not given";
+                                               ? "connect refused: target unreachable, host not allowed, or "
+                                                 "its DH-HMAC-CHAP key (or the controller's) rejected"
+                                               : "connect refused: target unreachable, host not allowed, or "
+                                                 "the target requires a DH-HMAC-CHAP key this host was not given";
                         snprintf(why, why_size, "%s:%s:%s: %s", p->transport, p->traddr, p->trsvcid, what);
                         path_failed(pr, what);
                         log_warn("node.nvmf_connect_failed",
@@ -317,9 +317,6 @@ int gantry_nvmf_attach(const struct gantry_nvmf_volume *v, int64_t deadline_ms, 
         live = connect_paths(v, &rep, why, sizeof(why), &host);
         if (!host)
                 return gantry_error_set(err, ENOMEM, "libnvme: no root or host object for %s", v->host_nqn);
-        if (live == 0 && strstr(why, "DH-HMAC-CHAP") != NULL)
-                return gantry_error_set(err, EPERM, "volume_context.addresses: target of %s refused host %s: %s",
-                                        v->nqn, v->host_nqn, why);
         if (live == 0)
                 return gantry_error_set(err, EHOSTUNREACH,
                                         "volume_context.addresses: cannot connect to %s as host %s "

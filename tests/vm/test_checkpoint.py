@@ -239,6 +239,24 @@ class CheckpointVmTest(unittest.TestCase):
         self.assertFalse([n for n in os.listdir("/sys/block") if n.startswith("nvme")])
         self.assertFalse(mounted(self.stage))
 
+    def test_3b_auth_refused_on_a_kernel_without_it(self):
+        """6.1's nvmet has no DH-HMAC-CHAP: a volume asking for it (the default) is refused at
+        publish with an error naming the host and the missing kernel feature; auth: none works."""
+        with open(self.target.log) as f:
+            self.assertIn("event=target.dhchap_unsupported", f.read())
+        v = self.plugin.call("CreateVolume", create_req("pvc-vm-auth", size=16 << 20, auth="dhchap"),
+                             timeout=60).volume
+        try:
+            with self.assertRaises(grpc.RpcError) as e:
+                self.plugin.call("ControllerPublishVolume", publish_req(v.volume_id, NODE, ctx=v.volume_context),
+                                 timeout=60)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+            self.assertIn("nqn.2014-08.io.gantry:node:" + NODE, e.exception.details())
+            self.assertIn("CONFIG_NVME_TARGET_AUTH", e.exception.details())
+            self.assertEqual(self.target.call("nvmf_get_subsystems", nqn=v.volume_context["nqn"])[0]["hosts"], [])
+        finally:
+            self.plugin.call("DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=v.volume_id), timeout=60)
+
     def test_4_restart_reapplies_state(self):
         self.target.stop()
         wipe_nvmet()

@@ -137,15 +137,20 @@ class DhchapVmTest(unittest.TestCase):
     def test_2_spoofed_host_refused(self):
         """A host sending the allowed NQN without the key, or with another key, is refused by nvmet."""
         nqn = ctx_of(UUIDS[0])["nqn"]
+        before = len(dmesg())
         p = self.attach(UUIDS[0])
         self.assertNotEqual(p.returncode, 0, p.stdout)
         self.assertIn("DH-HMAC-CHAP key this host was not given", p.stderr)
+        # the kernel says why: ENOKEY (-126) from the target's challenge
+        self.assertIn("ret=-126", dmesg()[before:])
         self.assertIn(HOST, p.stderr)
         self.assertIn(nqn, p.stderr)
         self.assertEqual(self.ctrls(nqn), [])
+        before = len(dmesg())
         p = self.attach(UUIDS[0], "wrong")
         self.assertNotEqual(p.returncode, 0, p.stdout)
-        self.assertIn("wrong DH-HMAC-CHAP key", p.stderr)
+        self.assertIn("DH-HMAC-CHAP key (or the controller's) rejected", p.stderr)
+        self.assertIn("host response mismatch", dmesg()[before:], "nvmet rejected the key")
         self.assertIn(HOST, p.stderr)
         self.assertEqual(self.ctrls(nqn), [])
 
@@ -181,7 +186,7 @@ class DhchapVmTest(unittest.TestCase):
         self.detach(dev)
         p = self.attach(UUIDS[0], "k1")
         self.assertNotEqual(p.returncode, 0, "the old key still works")
-        self.assertIn("wrong DH-HMAC-CHAP key", p.stderr)
+        self.assertIn("rejected", p.stderr)
         p = self.attach(UUIDS[0], "k2")
         self.assertEqual(p.returncode, 0, p.stderr)
         with open(p.stdout.strip(), "rb", buffering=0) as f:
@@ -195,8 +200,10 @@ class DhchapVmTest(unittest.TestCase):
                          dhchap_ctrlr_key=self.keys["c1"])
         self.assertEqual(self.target.call("nvmf_get_subsystems", nqn=nqn)[0]["hosts"][0]["dhchap"],
                          "bidirectional")
+        before = len(dmesg())
         p = self.attach(UUIDS[1], "k2", "cwrong")
         self.assertNotEqual(p.returncode, 0, p.stdout)
+        self.assertIn("ret=-129", dmesg()[before:], "EKEYREJECTED: the host refused the controller")
         self.assertEqual(self.ctrls(nqn), [])
         p = self.attach(UUIDS[1], "k2", "c1")
         self.assertEqual(p.returncode, 0, p.stderr)
