@@ -25,8 +25,9 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "gantry-target"))
 sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
-from csi_client import BUILD_DIR  # noqa: E402
-from targetproc import RpcError, Target  # noqa: E402
+from ckpt_helpers import create_req, publish_req, write_config  # noqa: E402
+from csi_client import BUILD_DIR, Plugin, csi_pb2  # noqa: E402
+from targetproc import Target  # noqa: E402
 
 NVMET = "/sys/kernel/config/nvmet"
 WORK = "/tmp/gantry-dhchap-vm"
@@ -209,7 +210,57 @@ class DhchapVmTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.detach(p.stdout.strip())
 
-    def test_5_no_key_in_any_log(self):
+    def test_5_csi_stage_with_bidirectional_keys(self):
+        """The product path: gantry-csi (controller and node) makes the host's keys at publish, the
+        target gets them, NodeStage reads them and attaches, formats and mounts over an authenticated
+        connection; nothing of the keys in the publish context or the plugin's log."""
+        work = os.path.join(WORK, "csi")
+        os.makedirs(os.path.join(work, "plugin"))
+        stage = os.path.join(work, "stage")
+        os.makedirs(stage)
+        tok = os.path.join(work, "token")
+        with open(tok, "w") as f:
+            f.write(self.target.token)
+        cfg = write_config(os.path.join(work, "gantry.json"),
+                           [("tgt-vm", self.target.url, tok, [("127.0.0.1", "4420")], "leaf-vm")])
+        plugin = Plugin(mode="all", node_id="vm-csi", config=cfg, workdir=os.path.join(work, "plugin"),
+                        ready_timeout=60).start()
+        self.addCleanup(plugin.stop)
+        host = "nqn.2014-08.io.gantry:node:vm-csi"
+        v = plugin.call("CreateVolume", create_req("pvc-vm-auth", size=32 << 20, auth="dhchap-bidirectional"),
+                        timeout=60).volume
+        self.assertEqual(v.volume_context["auth"], "dhchap-bidirectional")
+        pub = plugin.call("ControllerPublishVolume", publish_req(v.volume_id, "vm-csi", ctx=v.volume_context),
+                          timeout=60)
+        self.assertEqual(dict(pub.publish_context), {"hostNQN": host})
+        keys = {}
+        for suffix in (".key", ".ctrl.key"):
+            with open(os.path.join(work, "dhchap", host + suffix)) as f:
+                keys[suffix] = f.read().strip()
+        self.keys["csi-host"], self.keys["csi-ctrl"] = keys[".key"], keys[".ctrl.key"]
+        with open(os.path.join(NVMET, "hosts", host, "dhchap_key")) as f:
+            self.assertEqual(f.read().strip(), keys[".key"])
+        with open(os.path.join(NVMET, "hosts", host, "dhchap_ctrl_key")) as f:
+            self.assertEqual(f.read().strip(), keys[".ctrl.key"])
+        req = csi_pb2.NodeStageVolumeRequest(volume_id=v.volume_id, staging_target_path=stage)
+        req.publish_context["hostNQN"] = host
+        req.volume_capability.CopyFrom(publish_req(v.volume_id, "vm-csi").volume_capability)
+        for k, val in v.volume_context.items():
+            req.volume_context[k] = val
+        before = len(dmesg())
+        plugin.call("NodeStageVolume", req, timeout=120)
+        self.assertIn("authenticated with hash", dmesg()[before:])
+        with open(os.path.join(stage, "probe"), "w") as f:
+            f.write("authenticated")
+        plugin.call("NodeUnstageVolume", csi_pb2.NodeUnstageVolumeRequest(volume_id=v.volume_id,
+                                                                        staging_target_path=stage), timeout=120)
+        plugin.call("ControllerUnpublishVolume",
+                    csi_pb2.ControllerUnpublishVolumeRequest(volume_id=v.volume_id, node_id="vm-csi"), timeout=60)
+        self.assertFalse(os.path.exists(os.path.join(NVMET, "hosts", host)), "keys dropped with the host")
+        plugin.call("DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=v.volume_id), timeout=60)
+        self.outputs.append(plugin.read_log())
+
+    def test_6_no_key_in_any_log(self):
         self.assert_no_key_leaked()
 
 
