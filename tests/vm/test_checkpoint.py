@@ -244,6 +244,7 @@ class CheckpointVmTest(unittest.TestCase):
         publish with an error naming the host and the missing kernel feature; auth: none works."""
         with open(self.target.log) as f:
             self.assertIn("event=target.dhchap_unsupported", f.read())
+        self.assertEqual(self.metric("gantry_node_dhchap_supported"), 0)
         v = self.plugin.call("CreateVolume", create_req("pvc-vm-auth", size=16 << 20, auth="dhchap"),
                              timeout=60).volume
         try:

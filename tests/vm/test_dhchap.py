@@ -14,12 +14,14 @@ Keys go to the tool in files, never on a command line, and appear in no log.
 """
 import base64
 import os
+import re
 import shutil
 import struct
 import subprocess
 import sys
 import time
 import unittest
+import urllib.request
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -224,8 +226,11 @@ class DhchapVmTest(unittest.TestCase):
         cfg = write_config(os.path.join(work, "gantry.json"),
                            [("tgt-vm", self.target.url, tok, [("127.0.0.1", "4420")], "leaf-vm")])
         plugin = Plugin(mode="all", node_id="vm-csi", config=cfg, workdir=os.path.join(work, "plugin"),
-                        ready_timeout=60).start()
+                        extra=["--metrics-addr", "127.0.0.1:0"], ready_timeout=60).start()
         self.addCleanup(plugin.stop)
+        port = re.findall(r"event=csi.metrics_listening .*port=(\d+)", plugin.read_log())[-1]
+        with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=30) as r:
+            self.assertRegex(r.read().decode(), r"(?m)^gantry_node_dhchap_supported 1(\.0*)?$")
         host = "nqn.2014-08.io.gantry:node:vm-csi"
         v = plugin.call("CreateVolume", create_req("pvc-vm-auth", size=32 << 20, auth="dhchap-bidirectional"),
                         timeout=60).volume
