@@ -200,11 +200,13 @@ int main(int argc, char **argv)
                 fprintf(stderr, "gantry-target: refusing to serve the JSON-RPC without authentication: "
                         "give --token-file FILE (the bearer token gantry-csi sends), or "
                         "--insecure-no-auth to let anyone who reaches the port manage every volume\n");
-                return 2;
+                rc = 2;
+                goto out;
         }
         if (token_file && insecure) {
                 fprintf(stderr, "gantry-target: --token-file and --insecure-no-auth contradict each other\n");
-                return 2;
+                rc = 2;
+                goto out;
         }
         if (insecure)
                 log_warn("target.insecure_no_auth", "note=\"JSON-RPC open to anyone who reaches the port: "

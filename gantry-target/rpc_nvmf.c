@@ -292,8 +292,11 @@ static int host_change(struct tgt_context *ctx, json_t *p, bool add, json_t **re
         /* nvmet's host group is shared by every subsystem allowing the host: one apply rotates it for all */
         if ((r = tgt_rpc_commit(ctx, old, nqn, false, err)) < 0)
                 return r;
-        log_info(add ? "target.host_added" : "target.host_removed", "nqn=%s host=%s auth=%s%s", nqn, host,
-                 !key ? "none" : ctrl ? "dhchap-bidirectional" : "dhchap", rotated ? " key=rotated" : "");
+        if (add)
+                log_info("target.host_added", "nqn=%s host=%s auth=%s%s", nqn, host,
+                         !key ? "none" : ctrl ? "dhchap-bidirectional" : "dhchap", rotated ? " key=rotated" : "");
+        else
+                log_info("target.host_removed", "nqn=%s host=%s", nqn, host);
         *ret = json_true();
         return 0;
 }
