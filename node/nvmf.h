@@ -77,6 +77,16 @@ bool gantry_nvmf_host_dhchap_supported(void);
 int gantry_nvmf_rotate_key(const char *nqn, const char *key, struct gantry_error *err);
 
 /*
+ * The node's half of a rotation, run by NodeGetVolumeStats (which the kubelet
+ * calls every minute or so): every controller of checkpoint volume
+ * @volume_id that authenticates with a key other than the one now in its
+ * host's file of @key_dir (the Secret, updated by the operator after the
+ * targets) gets the file's key (see gantry_nvmf_rotate_key). Returns the
+ * number rotated (0: nothing to do, or no @key_dir), or -errno with @err.
+ */
+int gantry_nvmf_refresh_keys(const char *volume_id, const char *key_dir, struct gantry_error *err);
+
+/*
  * Fills @ret from a checkpoint volume_context (@ctx_keys/@ctx_values, @n_ctx
  * of them) and the host NQN: @publish_host_nqn (publish_context "hostNQN",
  * may be NULL), else the one derived from @node_id. Every field is checked;

@@ -560,22 +560,26 @@ bool gantry_nvmf_host_dhchap_supported(void)
         return access("/sys/module/nvme_auth", F_OK) == 0;
 }
 
-int gantry_nvmf_rotate_key(const char *nqn, const char *key, struct gantry_error *err)
+/*
+ * Writes a DH-HMAC-CHAP host key to the controllers of subsystem @nqn:
+ * @key to every one, or (@key NULL) to each that authenticates with a key
+ * other than the one in its host's file of @key_dir. The kernel
+ * re-authenticates a controller at once when its dhchap_secret is written.
+ * Returns how many were written, or -errno with @err (never the key).
+ */
+static int write_ctrl_keys(const char *nqn, const char *key, const char *key_dir, struct gantry_error *err)
 {
-        struct gantry_dhchap_key k;
-        struct gantry_error kerr = { 0 };
-        char path[PATH_MAX], sub[GANTRY_NQN_MAX + 2];
+        char path[PATH_MAX], hpath[PATH_MAX], sub[GANTRY_NQN_MAX + 2], host[GANTRY_NQN_MAX + 2];
+        char cur[GANTRY_DHCHAP_KEY_TEXT_MAX + 2], want[GANTRY_DHCHAP_KEY_TEXT_MAX + 1];
         struct dirent *e;
         int n = 0, r = 0;
         DIR *d;
 
-        if (gantry_dhchap_key_parse(key, strlen(key), &k, &kerr) < 0)
-                return gantry_error_set(err, EINVAL, "key for %s: %s", nqn, kerr.msg);
-        explicit_bzero(&k, sizeof(k));
         d = opendir("/sys/class/nvme");
         if (!d)
                 return gantry_error_set(err, errno, "/sys/class/nvme: %s", strerror(errno));
         while ((e = readdir(d))) {
+                const char *k = key;
                 int fd;
                 ssize_t w;
 
@@ -585,15 +589,27 @@ int gantry_nvmf_rotate_key(const char *nqn, const char *key, struct gantry_error
                 if (gantry_attr_read(path, sub, sizeof(sub)) < 0 || strcmp(sub, nqn) != 0)
                         continue;
                 snprintf(path, sizeof(path), "/sys/class/nvme/%s/dhchap_secret", e->d_name);
+                if (!key) { /* refresh: only controllers that authenticate, and only on a change */
+                        snprintf(hpath, sizeof(hpath), "/sys/class/nvme/%s/hostnqn", e->d_name);
+                        if (gantry_attr_read(path, cur, sizeof(cur)) < 0 || strcmp(cur, "none") == 0 ||
+                            gantry_attr_read(hpath, host, sizeof(host)) < 0)
+                                continue;
+                        r = gantry_dhchap_key_file_load(key_dir, host, ".key", false, want, err);
+                        if (r < 0)
+                                break;
+                        k = want;
+                        if (gantry_dhchap_key_equal(cur, want))
+                                continue;
+                }
                 fd = open(path, O_WRONLY | O_CLOEXEC);
                 if (fd < 0) {
-                        r = gantry_error_set(err, errno == ENOENT ? EOPNOTSUPP : errno,
+                        r = gantry_error_set(err, errno == ENOENT ? ENOPKG : errno,
                                              "controller %s of %s: cannot set its DH-HMAC-CHAP key: %s",
                                              e->d_name, nqn, errno == ENOENT ? "kernel without "
                                              "CONFIG_NVME_HOST_AUTH" : strerror(errno));
                         break;
                 }
-                w = write(fd, key, strlen(key));
+                w = write(fd, k, strlen(k));
                 if (w < 0) {
                         r = gantry_error_set(err, errno, "controller %s of %s: the new DH-HMAC-CHAP key was "
                                              "refused: %s", e->d_name, nqn, strerror(errno));
@@ -605,5 +621,31 @@ int gantry_nvmf_rotate_key(const char *nqn, const char *key, struct gantry_error
                 n++;
         }
         closedir(d);
+        explicit_bzero(cur, sizeof(cur));
+        explicit_bzero(want, sizeof(want));
         return r < 0 ? r : n;
+}
+
+int gantry_nvmf_rotate_key(const char *nqn, const char *key, struct gantry_error *err)
+{
+        struct gantry_dhchap_key k;
+        struct gantry_error kerr = { 0 };
+
+        if (gantry_dhchap_key_parse(key, strlen(key), &k, &kerr) < 0)
+                return gantry_error_set(err, EINVAL, "key for %s: %s", nqn, kerr.msg);
+        explicit_bzero(&k, sizeof(k));
+        return write_ctrl_keys(nqn, key, NULL, err);
+}
+
+int gantry_nvmf_refresh_keys(const char *volume_id, const char *key_dir, struct gantry_error *err)
+{
+        char nqn[GANTRY_NQN_MAX + 1];
+        size_t n = volume_id ? strlen(volume_id) : 0;
+
+        if (n < GANTRY_NVMF_UUID_LEN || !gantry_nvmf_is_volume_id(volume_id) ||
+            gantry_nvmf_volume_nqn(volume_id + n - GANTRY_NVMF_UUID_LEN, nqn, sizeof(nqn)) < 0)
+                return gantry_error_set(err, EINVAL, "volume_id: not a checkpoint volume ID");
+        if (!key_dir)
+                return 0;
+        return write_ctrl_keys(nqn, NULL, key_dir, err);
 }

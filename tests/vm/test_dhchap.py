@@ -257,6 +257,41 @@ class DhchapVmTest(unittest.TestCase):
         self.assertIn("authenticated with hash", dmesg()[before:])
         with open(os.path.join(stage, "probe"), "w") as f:
             f.write("authenticated")
+        ctrls = self.ctrls(v.volume_context["nqn"])
+        self.assertEqual(len(ctrls), 1)
+
+        # Rotation as an operator does it: the target first, then the key file (the Secret);
+        # the node takes the new key up at its next NodeGetVolumeStats, without a detach.
+        new = key(None)
+        self.keys["csi-new"] = new
+        self.target.call("nvmf_subsystem_add_host", nqn=v.volume_context["nqn"], host=host, dhchap_key=new)
+        with open(os.path.join(work, "dhchap", host + ".key"), "w") as f:
+            f.write(new + "\n")
+        before = len(dmesg())
+        plugin.call("NodeGetVolumeStats", csi_pb2.NodeGetVolumeStatsRequest(volume_id=v.volume_id,
+                                                                           volume_path=stage), timeout=60)
+        wait_for(lambda: "re-authenticating" in dmesg()[before:] and
+                 "authenticated with hash" in dmesg()[before:].split("re-authenticating", 1)[1],
+                 "the node's re-authentication with the rotated key")
+        self.assertNotIn("authentication failed", dmesg()[before:])
+        self.assertEqual(self.ctrls(v.volume_context["nqn"]), ctrls, "no detach")
+        with open("/sys/class/nvme/%s/dhchap_secret" % ctrls[0]) as f:
+            self.assertEqual(f.read().strip(), new)
+        with open(os.path.join(stage, "probe")) as f:
+            self.assertEqual(f.read(), "authenticated")
+        self.assertIn("event=node.nvmf_key_rotated", plugin.read_log())
+        # a second stats call has nothing to rotate
+        plugin.call("NodeGetVolumeStats", csi_pb2.NodeGetVolumeStatsRequest(volume_id=v.volume_id,
+                                                                           volume_path=stage), timeout=60)
+        self.assertEqual(plugin.read_log().count("event=node.nvmf_key_rotated"), 1)
+        plugin.call("NodeUnstageVolume", csi_pb2.NodeUnstageVolumeRequest(volume_id=v.volume_id,
+                                                                        staging_target_path=stage), timeout=120)
+        # the next connection authenticates with the new key
+        before = len(dmesg())
+        plugin.call("NodeStageVolume", req, timeout=120)
+        self.assertIn("authenticated with hash", dmesg()[before:])
+        with open(os.path.join(stage, "probe")) as f:
+            self.assertEqual(f.read(), "authenticated")
         plugin.call("NodeUnstageVolume", csi_pb2.NodeUnstageVolumeRequest(volume_id=v.volume_id,
                                                                         staging_target_path=stage), timeout=120)
         plugin.call("ControllerUnpublishVolume",
