@@ -4,12 +4,14 @@
  *   gantryctl plan ...   sizing calculators (plan_report.c, plan_model.c)
  *   gantryctl sim  ...   the placement simulator (sim_*.c)
  *   gantryctl tier ...   tiering copies: status, promote (tier_cmd.c)
+ *   gantryctl dhchap ... DH-HMAC-CHAP key rotation on the targets (dhchap_cmd.c)
  *
  * Exit codes: 0 success, 1 failure while running, 2 bad usage or input.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "dhchap_cmd.h"
 #include "plan_report.h"
 #include "sim_cmd.h"
 #include "tier_cmd.h"
@@ -19,6 +21,7 @@ static void usage(FILE *f)
         fprintf(f, "usage: gantryctl plan [flags]   sizing: dataset reads, capacity, checkpoints\n"
                    "       gantryctl sim  [flags]   placement simulator against the max-flow bound\n"
                    "       gantryctl tier status|promote [flags]   tiering copies: progress, promote an image\n"
+                   "       gantryctl dhchap rotate [flags]   a host's new DH-HMAC-CHAP key on the targets\n"
                    "       gantryctl --version\n"
                    "Run a command with --help for its flags.\n");
 }
@@ -35,6 +38,8 @@ int main(int argc, char **argv)
                 return gantry_sim_main(argc - 2, argv + 2);
         if (strcmp(argv[1], "tier") == 0)
                 return gantry_tier_main(argc - 2, argv + 2);
+        if (strcmp(argv[1], "dhchap") == 0)
+                return gantry_dhchap_main(argc - 2, argv + 2);
         if (strcmp(argv[1], "--version") == 0) {
                 printf("gantryctl %s\n", GANTRY_VERSION);
                 return 0;

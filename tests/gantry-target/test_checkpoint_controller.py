@@ -4,6 +4,7 @@ write to a stand-in configfs directory (the host has no configfs); the VM
 test (tests/vm/) does the same against the kernel's nvmet."""
 import os
 import shutil
+import subprocess
 import tempfile
 import sys
 import unittest
@@ -13,7 +14,7 @@ import grpc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ckpt_helpers import TargetsTestCase, create_req, publish_req, write_config  # noqa: E402
-from csi_client import Plugin  # noqa: E402
+from csi_client import BUILD_DIR, Plugin  # noqa: E402
 from targetproc import Target  # noqa: E402
 from csi_client import csi_pb2  # noqa: E402
 
@@ -104,11 +105,37 @@ class CheckpointControllerTest(TargetsTestCase):
         self.call("ControllerPublishVolume", publish_req(v.volume_id, "gpu-2", ctx=v.volume_context))
         self.call("ControllerUnpublishVolume",
                   csi_pb2.ControllerUnpublishVolumeRequest(volume_id=v.volume_id, node_id="gpu-2"))
+        # gantryctl dhchap rotate: a new key, kept in a new file first, set on the target that
+        # allows the host with a key (tgt-a), not on the others; never printed
+        out = os.path.join(self.dir, "gpu-1.newkey")
+        p = subprocess.run([os.path.join(BUILD_DIR, "bin", "gantryctl"), "dhchap", "rotate", "--node", "gpu-1",
+                            "--key-out", out, "--config", os.path.join(self.dir, "gantry.json")],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(os.stat(out).st_mode & 0o777, 0o600)
+        with open(out) as f:
+            new = f.read().strip()
+        self.assertNotEqual(new, key)
+        with open(os.path.join(self.a.cfs, "hosts", host, "dhchap_key")) as f:
+            self.assertEqual(f.read(), new)
+        with open(os.path.join(self.a.cfs, "hosts", host, "dhchap_ctrl_key")) as f:
+            self.assertEqual(f.read(), ctrl, "the controller key stays")
+        self.assertIn("target tgt-a: rotated", p.stdout)
+        self.assertIn("target tgt-b: host %s has no key there" % host, p.stdout)
+        self.assertNotIn(new[10:-1], p.stdout + p.stderr)
+        # an existing --key-out is never overwritten, and then nothing changes
+        p = subprocess.run([os.path.join(BUILD_DIR, "bin", "gantryctl"), "dhchap", "rotate", "--node", "gpu-1",
+                            "--key-out", out, "--config", os.path.join(self.dir, "gantry.json")],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("nothing was changed", p.stderr)
+        with open(os.path.join(self.a.cfs, "hosts", host, "dhchap_key")) as f:
+            self.assertEqual(f.read(), new)
         for log in (self.plugin.log_path, self.a.log):
             with open(log) as f:
                 text = f.read()
-            self.assertNotIn(key[10:-1], text)
-            self.assertNotIn(ctrl[10:-1], text)
+            for k in (key, ctrl, new):
+                self.assertNotIn(k[10:-1], text)
 
     def test_https_target_with_ca_file(self):
         self.assertTrue(self.c.url.startswith("https://"))
