@@ -255,6 +255,19 @@ class CheckpointVmTest(unittest.TestCase):
             self.assertIn("nqn.2014-08.io.gantry:node:" + NODE, e.exception.details())
             self.assertIn("CONFIG_NVME_TARGET_AUTH", e.exception.details())
             self.assertEqual(self.target.call("nvmf_get_subsystems", nqn=v.volume_context["nqn"])[0]["hosts"], [])
+            # the node refuses too, by itself: 6.1's NVMe host has no nvme_auth
+            keyfile = os.path.join(WORK, "dhchap", self.host + ".key")
+            with open(keyfile, "w") as f:
+                f.write("DHHC-1:00:ia6zGodOr4SEG0Zzaw398rpY0wqipUWj4jWjUh4HWUz6aQ2n:\n")
+            try:
+                with self.assertRaises(grpc.RpcError) as e:
+                    self.plugin.call("NodeStageVolume", self.stage_req(vol=v), timeout=120)
+                self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+                self.assertIn("CONFIG_NVME_HOST_AUTH", e.exception.details())
+                self.assertIn(self.host, e.exception.details())
+                self.assertFalse(mounted(self.stage))
+            finally:
+                os.unlink(keyfile)
         finally:
             self.plugin.call("DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=v.volume_id), timeout=60)
 
