@@ -362,7 +362,7 @@ static int parse_node(json_t *o, struct gantry_node_config *n, struct gantry_err
 
 static int parse_root(json_t *root, struct gantry_config *c, struct gantry_error *err)
 {
-        static const char *const keys[] = { "logLevel", "clusters", "targets", "node", NULL };
+        static const char *const keys[] = { "logLevel", "clusters", "targets", "node", "dhchapKeyDir", NULL };
         json_t *v, *item;
         size_t i;
         int r;
@@ -371,6 +371,10 @@ static int parse_root(json_t *root, struct gantry_config *c, struct gantry_error
                 return gantry_error_set(err, EINVAL, "(top level): must be a JSON object");
         if ((r = check_keys(root, "", keys, err)) < 0)
                 return r;
+        if ((r = get_string(root, "dhchapKeyDir", "", 0, &c->dhchap_key_dir, err)) < 0)
+                return r;
+        if (c->dhchap_key_dir && c->dhchap_key_dir[0] != '/')
+                return gantry_error_set(err, EINVAL, "dhchapKeyDir: must be an absolute path");
         v = json_object_get(root, "logLevel");
         if (v && (!json_is_string(v) || gantry_log_level_parse(json_string_value(v), &c->log_level) < 0))
                 return gantry_error_set(err, EINVAL, "logLevel: must be debug, info, warn or error");
@@ -550,6 +554,7 @@ void gantry_config_free(struct gantry_config *c)
         }
         free(c->node.topology);
         free(c->node.crush_location);
+        free(c->dhchap_key_dir);
         free(c->node.read_from_replica);
         free(c->node.host_nqn);
         free_list(c->node.kernel_modules, c->node.n_kernel_modules);

@@ -126,6 +126,14 @@ struct gantry_config {
         struct gantry_target_config *targets;
         size_t n_targets;
         struct gantry_node_config node;
+        /*
+         * DH-HMAC-CHAP keys, one file per host NQN ("<host NQN>.key", and
+         * "<host NQN>.ctrl.key" for bidirectional authentication): the
+         * controller makes them (0600) at the first publish to a host; the node
+         * plugin reads its own. NULL: no volume with auth other than none can be
+         * published or staged.
+         */
+        char *dhchap_key_dir;
 };
 
 /*

@@ -3,7 +3,13 @@
  *
  *   gantry-target --listen 0.0.0.0:8009 --lvstore gantry=/var/lib/gantry-target/gantry
  *                 [--configfs /sys/kernel/config/nvmet] [--state FILE]
- *                 [--token-file FILE] [--tls-cert PEM --tls-key PEM] [--log-level LEVEL]
+ *                 --token-file FILE | --insecure-no-auth
+ *                 [--tls-cert PEM --tls-key PEM] [--log-level LEVEL]
+ *
+ * The JSON-RPC creates, exports and deletes volumes and sets the hosts'
+ * DH-HMAC-CHAP keys, so the agent refuses to start without a bearer token
+ * unless --insecure-no-auth says, in the command line, that anyone who
+ * reaches the port may do all of that.
  *
  * At start it reads its state file and applies it to configfs again (after a
  * reboot configfs is empty), then serves JSON-RPC until SIGTERM or SIGINT.
@@ -36,7 +42,11 @@ static void usage(FILE *f)
                 "  --state FILE           desired state, re-applied at start\n"
                 "                         (default /var/lib/gantry-target/state.json)\n"
                 "  --lvstore NAME=DIR     a logical volume store: backing files live in DIR\n"
-                "  --token-file FILE      require \"Authorization: Bearer <contents>\"\n"
+                "  --token-file FILE      require \"Authorization: Bearer <contents>\" (required\n"
+                "                         unless --insecure-no-auth)\n"
+                "  --insecure-no-auth     serve the JSON-RPC to anyone who reaches it: any client\n"
+                "                         can then create, export, read or delete every volume\n"
+                "                         and set hosts' keys (tests and demos only)\n"
                 "  --tls-cert FILE        serve HTTPS with this PEM certificate ...\n"
                 "  --tls-key FILE         ... and this PEM key\n"
                 "  --metrics-addr H:P     serve Prometheus metrics (drains, restores) at http://H:P/metrics\n"
@@ -132,6 +142,7 @@ int main(int argc, char **argv)
                 { "tls-key", required_argument, NULL, 'K' }, { "log-level", required_argument, NULL, 'L' },
                 { "durable", required_argument, NULL, 'D' },
                 { "metrics-addr", required_argument, NULL, 'M' },
+                { "insecure-no-auth", no_argument, NULL, 'I' },
                 { "version", no_argument, NULL, 'V' },       { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -147,6 +158,7 @@ int main(int argc, char **argv)
         struct stat st;
         sigset_t set;
         int c, r, sig, port = 0, rc = 1;
+        bool insecure = false;
 
         ctx.configfs = "/sys/kernel/config/nvmet";
         ctx.state_path = "/var/lib/gantry-target/state.json";
@@ -163,6 +175,7 @@ int main(int argc, char **argv)
                         }
                         break;
                 case 't': token_file = optarg; break;
+                case 'I': insecure = true; break;
                 case 'D': durable_file = optarg; break;
                 case 'M': metrics_addr = optarg; break;
                 case 'C': cert_file = optarg; break;
@@ -183,6 +196,21 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return 2;
         }
+        if (!token_file && !insecure) {
+                fprintf(stderr, "gantry-target: refusing to serve the JSON-RPC without authentication: "
+                        "give --token-file FILE (the bearer token gantry-csi sends), or "
+                        "--insecure-no-auth to let anyone who reaches the port manage every volume\n");
+                rc = 2;
+                goto out;
+        }
+        if (token_file && insecure) {
+                fprintf(stderr, "gantry-target: --token-file and --insecure-no-auth contradict each other\n");
+                rc = 2;
+                goto out;
+        }
+        if (insecure)
+                log_warn("target.insecure_no_auth", "note=\"JSON-RPC open to anyone who reaches the port: "
+                         "any client can create, export, read or delete every volume\"");
         if ((token_file && (r = read_small_file(token_file, &token)) < 0) ||
             (cert_file && (r = read_small_file(cert_file, &cert)) < 0) ||
             (key_file && (r = read_small_file(key_file, &key)) < 0)) {
@@ -204,6 +232,11 @@ int main(int argc, char **argv)
         if (!ctx.configfs_real)
                 log_warn("target.configfs_standin", "root=%s note=not_configfs_no_kernel_target",
                          ctx.configfs);
+        ctx.dhchap_supported = tgt_nvmet_dhchap_probe(&ctx);
+        if (!ctx.dhchap_supported)
+                log_warn("target.dhchap_unsupported", "configfs=%s note=\"kernel target without "
+                         "DH-HMAC-CHAP (CONFIG_NVME_TARGET_AUTH): hosts with a key are refused; only "
+                         "auth: none volumes can be exported\"", ctx.configfs);
         if (durable_file && (r = tgt_durable_load(durable_file, &ctx.durable, &err)) < 0) {
                 fprintf(stderr, "gantry-target: --durable %s\n", err.msg);
                 goto out;
@@ -236,8 +269,12 @@ int main(int argc, char **argv)
                 fprintf(stderr, "gantry-target: %s\n", err.msg);
                 goto out;
         }
-        log_info("target.listening", "port=%d tls=%d auth=%s lvstores=%zu state=%s durable=%s", port,
-                 cert != NULL, token ? "bearer" : "none", ctx.n_lvstores, ctx.state_path,
+        if (ctx.metrics)
+                gantry_metrics_gauge_set(ctx.metrics, "gantry_target_dhchap_supported",
+                                         "Whether the kernel target can authenticate hosts with DH-HMAC-CHAP", NULL,
+                                         ctx.dhchap_supported ? 1 : 0);
+        log_info("target.listening", "port=%d tls=%d auth=%s dhchap=%d lvstores=%zu state=%s durable=%s", port,
+                 cert != NULL, token ? "bearer" : "none", ctx.dhchap_supported, ctx.n_lvstores, ctx.state_path,
                  ctx.durable ? ctx.durable->cluster_id : "none");
         do
                 r = sigwait(&set, &sig);

@@ -287,6 +287,56 @@ static void gc_hosts(struct tgt_context *ctx)
         closedir(d);
 }
 
+bool tgt_nvmet_dhchap_probe(struct tgt_context *ctx)
+{
+        char dir[PATH_MAX], path[PATH_MAX];
+        bool existed, ok;
+
+        if (!ctx->configfs_real)
+                return true;
+        pathf(dir, sizeof(dir), "%s/hosts/nqn.2014-08.io.gantry:dhchap-probe", ctx->configfs);
+        existed = access(dir, F_OK) == 0;
+        if (!existed && mkdir(dir, 0755) < 0)
+                return false;
+        pathf(path, sizeof(path), "%s/dhchap_key", dir);
+        ok = access(path, F_OK) == 0;
+        if (!existed && rmdir(dir) < 0)
+                log_warn("target.dhchap_probe_cleanup_failed", "dir=%s error=\"%s\"", dir, strerror(errno));
+        return ok;
+}
+
+/*
+ * Sets the DH-HMAC-CHAP keys of host group @path (host NQN @host) from the
+ * state: nvmet then refuses a connect from that NQN without the key. A
+ * changed key replaces the old one (a rotation: established connections
+ * stay, the next authentication needs the new key). A controller key, once
+ * set, stays until the host group goes: a host that does not ask for
+ * bidirectional authentication is not hurt by it. Errors name the host and
+ * never the key.
+ */
+static int apply_host_keys(struct tgt_context *ctx, const char *path, const char *host, struct gantry_error *err)
+{
+        json_t *k = json_object_get(json_object_get(ctx->state, "host_keys"), host);
+        const char *key = json_string_value(json_object_get(k, "dhchap_key"));
+        const char *ctrl = json_string_value(json_object_get(k, "dhchap_ctrl_key"));
+        char attr[PATH_MAX];
+        int r;
+
+        if (!key)
+                return 0;
+        pathf(attr, sizeof(attr), "%s/dhchap_key", path);
+        if (ctx->configfs_real && access(attr, F_OK) < 0)
+                return gantry_error_set(err, EOPNOTSUPP, "host %s: this target's kernel has no DH-HMAC-CHAP "
+                                        "(nvmet without CONFIG_NVME_TARGET_AUTH: no dhchap_key attribute); "
+                                        "use a kernel with it or a StorageClass with auth: none", host);
+        if ((r = set_attr(ctx, path, "dhchap_key", key)) < 0)
+                return gantry_error_set(err, r, "host %s: setting its DH-HMAC-CHAP key: %s", host, strerror(-r));
+        if (ctrl && (r = set_attr(ctx, path, "dhchap_ctrl_key", ctrl)) < 0)
+                return gantry_error_set(err, r, "host %s: setting its DH-HMAC-CHAP controller key: %s", host,
+                                        strerror(-r));
+        return 0;
+}
+
 static int apply_hosts(struct tgt_context *ctx, const char *sub, json_t *subsys,
                        struct gantry_error *err)
 {
@@ -304,7 +354,12 @@ static int apply_hosts(struct tgt_context *ctx, const char *sub, json_t *subsys,
                 const char *host = json_string_value(h);
                 pathf(path, sizeof(path), "%s/hosts/%s", ctx->configfs, host);
                 pathf(link, sizeof(link), "%s/allowed_hosts/%s", sub, host);
-                if ((r = mkdir_ok(path)) < 0 || (r = symlink_ok(path, link)) < 0)
+                if ((r = mkdir_ok(path)) < 0)
+                        return gantry_error_set(err, r, "allowing host %s: %s", host, strerror(-r));
+                /* the key before the link: the host is never allowed without it */
+                if ((r = apply_host_keys(ctx, path, host, err)) < 0)
+                        return r;
+                if ((r = symlink_ok(path, link)) < 0)
                         return gantry_error_set(err, r, "allowing host %s: %s", host, strerror(-r));
         }
         pathf(dir, sizeof(dir), "%s/allowed_hosts", sub);

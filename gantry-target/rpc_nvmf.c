@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dhchap_key.h"
 #include "log.h"
 #include "rpc_internal.h"
 
@@ -176,21 +177,107 @@ int tgt_rpc_nvmf_subsystem_remove_listener(struct tgt_context *ctx, json_t *p, j
         return listener_change(ctx, p, false, ret, err);
 }
 
+/* Whether any subsystem of the state allows @host. */
+static bool host_allowed_anywhere(struct tgt_context *ctx, const char *host)
+{
+        json_t *s, *h;
+        const char *nqn;
+        size_t i;
+
+        json_object_foreach(tgt_state_subsystems(ctx), nqn, s)
+                json_array_foreach(json_object_get(s, "hosts"), i, h)
+                        if (strcmp(json_string_value(h), host) == 0)
+                                return true;
+        return false;
+}
+
+/*
+ * Decodes the optional "dhchap_key" and "dhchap_ctrlr_key" (SPDK's names;
+ * here the DHHC-1 text itself, not a keyring name) of an add_host. Both
+ * NULL: no authentication asked. Errors name the field, never the key.
+ */
+static int decode_host_keys(json_t *p, const char **ret_key, const char **ret_ctrl, struct gantry_error *err)
+{
+        const char *key, *ctrl;
+        struct gantry_dhchap_key k;
+        struct gantry_error kerr = { 0 };
+        int r;
+
+        if ((r = tgt_param_str(p, "", "dhchap_key", false, GANTRY_DHCHAP_KEY_TEXT_MAX + 1, &key, err)) < 0 ||
+            (r = tgt_param_str(p, "", "dhchap_ctrlr_key", false, GANTRY_DHCHAP_KEY_TEXT_MAX + 1, &ctrl, err)) < 0)
+                return r;
+        if (ctrl && !key)
+                return gantry_error_set(err, EINVAL, "dhchap_ctrlr_key: needs dhchap_key too");
+        if (key && gantry_dhchap_key_parse(key, strlen(key), &k, &kerr) < 0)
+                return gantry_error_set(err, EINVAL, "dhchap_key: %s", kerr.msg);
+        if (ctrl && gantry_dhchap_key_parse(ctrl, strlen(ctrl), &k, &kerr) < 0)
+                return gantry_error_set(err, EINVAL, "dhchap_ctrlr_key: %s", kerr.msg);
+        if (key && ctrl && gantry_dhchap_key_equal(key, ctrl))
+                return gantry_error_set(err, EINVAL, "dhchap_ctrlr_key: must differ from dhchap_key");
+        explicit_bzero(&k, sizeof(k));
+        *ret_key = key;
+        *ret_ctrl = ctrl;
+        return 0;
+}
+
+/*
+ * Records @host's keys in the state (old: the copy to roll back to). A new
+ * key replaces the old one: that is a rotation. A host that has keys here
+ * cannot be allowed without one, since nvmet asks every connection from a
+ * host with a key for it.
+ */
+static int set_host_keys(struct tgt_context *ctx, const char *host, const char *key, const char *ctrl,
+                         struct gantry_error *err)
+{
+        json_t *all = tgt_state_host_keys(ctx), *cur, *k;
+
+        if (!all)
+                return gantry_error_set(err, ENOMEM, "out of memory");
+        cur = json_object_get(all, host);
+        if (!key) {
+                if (cur)
+                        return gantry_error_set(err, ENOTEMPTY, "host: %s authenticates with DH-HMAC-CHAP on this "
+                                                "target (nvmet keeps one key per host); it cannot also be "
+                                                "allowed without a key", host);
+                return 0;
+        }
+        if (!ctx->dhchap_supported)
+                return gantry_error_set(err, EOPNOTSUPP, "dhchap_key: host %s: this target's kernel has no "
+                                        "DH-HMAC-CHAP (nvmet without CONFIG_NVME_TARGET_AUTH); use a kernel "
+                                        "with it or a StorageClass with auth: none", host);
+        if (!ctrl && cur)
+                ctrl = json_string_value(json_object_get(cur, "dhchap_ctrl_key")); /* kept: see nvmet.c */
+        k = json_pack("{s:s}", "dhchap_key", key);
+        if (!k || (ctrl && json_object_set_new(k, "dhchap_ctrl_key", json_string(ctrl)) < 0) ||
+            json_object_set_new(all, host, k) < 0)
+                return gantry_error_set(err, ENOMEM, "out of memory");
+        return 0;
+}
+
 static int host_change(struct tgt_context *ctx, json_t *p, bool add, json_t **ret,
                        struct gantry_error *err)
 {
-        const char *nqn, *host;
-        json_t *s, *list, *h, *old;
+        const char *nqn, *host, *key = NULL, *ctrl = NULL;
+        json_t *s, *list, *h, *old, *prev;
+        bool rotated;
         size_t i;
         int r;
 
-        if ((r = tgt_param_nqn(p, "nqn", &nqn, err)) < 0 || (r = tgt_param_nqn(p, "host", &host, err)) < 0)
+        if ((r = tgt_param_nqn(p, "nqn", &nqn, err)) < 0 || (r = tgt_param_nqn(p, "host", &host, err)) < 0 ||
+            (add && (r = decode_host_keys(p, &key, &ctrl, err)) < 0))
                 return r;
         if (!(s = tgt_rpc_find_subsystem(ctx, nqn, err)))
                 return add ? -ENODEV : (*ret = json_true(), 0);
         old = json_deep_copy(ctx->state);
         if (!old)
                 return gantry_error_set(err, ENOMEM, "out of memory");
+        prev = json_object_get(json_object_get(ctx->state, "host_keys"), host);
+        rotated = key && prev && !gantry_dhchap_key_equal(key, json_string_value(json_object_get(prev, "dhchap_key")));
+        if (add && (r = set_host_keys(ctx, host, key, ctrl, err)) < 0) {
+                json_decref(ctx->state);
+                ctx->state = old;
+                return r;
+        }
         s = json_object_get(tgt_state_subsystems(ctx), nqn);
         list = json_object_get(s, "hosts");
         json_array_foreach(list, i, h)
@@ -200,9 +287,16 @@ static int host_change(struct tgt_context *ctx, json_t *p, bool add, json_t **re
                 json_array_append_new(list, json_string(host));
         else if (!add && i < json_array_size(list))
                 json_array_remove(list, i);
+        if (!add && !host_allowed_anywhere(ctx, host))
+                json_object_del(tgt_state_host_keys(ctx), host); /* its host group goes too */
+        /* nvmet's host group is shared by every subsystem allowing the host: one apply rotates it for all */
         if ((r = tgt_rpc_commit(ctx, old, nqn, false, err)) < 0)
                 return r;
-        log_info(add ? "target.host_added" : "target.host_removed", "nqn=%s host=%s", nqn, host);
+        if (add)
+                log_info("target.host_added", "nqn=%s host=%s auth=%s%s", nqn, host,
+                         !key ? "none" : ctrl ? "dhchap-bidirectional" : "dhchap", rotated ? " key=rotated" : "");
+        else
+                log_info("target.host_removed", "nqn=%s host=%s", nqn, host);
         *ret = json_true();
         return 0;
 }
@@ -344,8 +438,15 @@ int tgt_rpc_nvmf_get_subsystems(struct tgt_context *ctx, json_t *p, json_t **ret
                 if (want && strcmp(want, nqn) != 0)
                         continue;
                 hosts = json_array();
-                json_array_foreach(json_object_get(s, "hosts"), i, h)
-                        json_array_append_new(hosts, json_pack("{s:O}", "nqn", h));
+                json_array_foreach(json_object_get(s, "hosts"), i, h) {
+                        json_t *k = json_object_get(json_object_get(ctx->state, "host_keys"),
+                                                    json_string_value(h));
+                        /* which authentication, never the keys */
+                        json_array_append_new(hosts, json_pack("{s:O, s:s}", "nqn", h, "dhchap",
+                                                               !k ? "none"
+                                                               : json_object_get(k, "dhchap_ctrl_key")
+                                                                       ? "bidirectional" : "unidirectional"));
+                }
                 o = json_pack("{s:s, s:s, s:O, s:O, s:O, s:o, s:O, s:O}", "nqn", nqn, "subtype", "NVMe",
                               "serial_number", json_object_get(s, "serial_number"), "model_number",
                               json_object_get(s, "model_number"), "allow_any_host",

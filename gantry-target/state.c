@@ -149,6 +149,15 @@ json_t *tgt_state_subsystems(const struct tgt_context *ctx)
         return json_object_get(ctx->state, "subsystems");
 }
 
+json_t *tgt_state_host_keys(struct tgt_context *ctx)
+{
+        json_t *k = json_object_get(ctx->state, "host_keys");
+
+        if (!k && json_object_set_new(ctx->state, "host_keys", json_object()) == 0)
+                k = json_object_get(ctx->state, "host_keys");
+        return k;
+}
+
 json_t *tgt_state_find_bdev(const struct tgt_context *ctx, const char *name, const char **ret_key)
 {
         json_t *bdevs = tgt_state_bdevs(ctx), *b;

@@ -69,6 +69,7 @@ struct tgt_context {
         struct tgt_durable *durable; /* NULL: no durable tier, no drains */
         struct tgt_drainer *drainer; /* the drain worker, when durable */
         struct gantry_metrics *metrics; /* drains and restores (--metrics-addr), or NULL */
+        bool dhchap_supported; /* nvmet has hosts/<nqn>/dhchap_key (probed at start) */
 };
 
 /* ---- state.c: the desired state document ---- */
@@ -86,6 +87,14 @@ int tgt_state_drop_unfinished(struct tgt_context *ctx, struct gantry_error *err)
 /* The "bdevs" / "subsystems" objects of the state (borrowed). */
 json_t *tgt_state_bdevs(const struct tgt_context *ctx);
 json_t *tgt_state_subsystems(const struct tgt_context *ctx);
+/*
+ * The "host_keys" object of the state, made when absent (borrowed; NULL only
+ * out of memory): { host NQN: { "dhchap_key": DHHC-1 text, "dhchap_ctrl_key":
+ * DHHC-1 text (bidirectional only) } }. nvmet keeps one key pair per host
+ * across all subsystems, and so does the state. These are secrets: the state
+ * file is 0600 and no RPC answer or log line carries them.
+ */
+json_t *tgt_state_host_keys(struct tgt_context *ctx);
 /* The bdev whose name, uuid or "lvs/lvol" alias is @name; NULL when none. Sets *ret_key. */
 json_t *tgt_state_find_bdev(const struct tgt_context *ctx, const char *name, const char **ret_key);
 /* Whether a namespace of any subsystem uses bdev @key. */
@@ -133,6 +142,12 @@ bool tgt_nvmet_is_configfs(const char *path);
  */
 int tgt_nvmet_apply(struct tgt_context *ctx, const char *nqn, json_t *subsys,
                     struct gantry_error *err) GANTRY_MUST_CHECK;
+/*
+ * Whether the kernel target can authenticate hosts with DH-HMAC-CHAP
+ * (CONFIG_NVME_TARGET_AUTH): a host group made to probe it has a
+ * dhchap_key attribute. A stand-in configfs (tests) answers true.
+ */
+bool tgt_nvmet_dhchap_probe(struct tgt_context *ctx);
 /* Removes subsystem @nqn from configfs (ports, hosts, namespaces). Absent is success. */
 int tgt_nvmet_remove(struct tgt_context *ctx, const char *nqn, struct gantry_error *err) GANTRY_MUST_CHECK;
 /*

@@ -16,8 +16,11 @@
 #include <string.h>
 
 #include "csi_call.h"
+#include "log.h"
+#include "metrics.h"
 #include "node_internal.h"
 #include "node_api.h"
+#include "nvmf.h"
 #include "usage_service.h"
 
 int gantry_node_stage(struct gantry_csi_call *call, const ProtobufCMessage *request,
@@ -112,6 +115,29 @@ int gantry_node_probe(const struct gantry_config *config, int64_t deadline_ms,
         return gantry_node_modules_check(err);
 }
 
+static struct gantry_metrics *node_metrics;
+
+/*
+ * Says once, at start (after the modules are loaded), whether this node's
+ * kernel can authenticate NVMe connections: a log line and the gauge
+ * gantry_node_dhchap_supported. A stage of an auth: dhchap* volume checks
+ * again and fails with FAILED_PRECONDITION where it cannot.
+ */
+static void report_dhchap(void)
+{
+        bool ok = gantry_nvmf_host_dhchap_supported();
+
+        if (ok)
+                log_info("node.dhchap", "supported=1");
+        else
+                log_warn("node.dhchap", "supported=0 note=\"kernel without NVMe DH-HMAC-CHAP "
+                         "(CONFIG_NVME_HOST_AUTH): only auth: none checkpoint volumes can attach here\"");
+        if (node_metrics)
+                gantry_metrics_gauge_set(node_metrics, "gantry_node_dhchap_supported",
+                                         "Whether this node's kernel can authenticate NVMe-oF connections "
+                                         "with DH-HMAC-CHAP", NULL, ok ? 1 : 0);
+}
+
 int gantry_node_init(const struct gantry_config *config, const char *node_id,
                      const char *kubeconfig, struct gantry_error *err)
 {
@@ -134,6 +160,7 @@ int gantry_node_init(const struct gantry_config *config, const char *node_id,
         gantry_node_request_setup(config, node_id);
         gantry_node_rbd_set_parallel(config->node.max_parallel_maps);
         gantry_node_modules_load(&config->node); /* failures: logged, and Probe says not ready */
+        report_dhchap();
         for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
                 if (gantry_csi_register(handlers[i].name, handlers[i].handler) < 0)
                         return gantry_error_set(err, ENOENT, "cannot register %s", handlers[i].name);

@@ -38,6 +38,34 @@ struct stage_req {
         struct gantry_nvmf_volume vol;
 };
 
+/*
+ * The DH-HMAC-CHAP keys of this host for @v, from the key files the
+ * controller made at publish (dhchapKeyDir): errors name the host, the
+ * subsystem and the file, never the key.
+ */
+static int stage_load_keys(const char *dir, bool bidirectional, struct gantry_nvmf_volume *v,
+                           struct gantry_error *err)
+{
+        char key[GANTRY_DHCHAP_KEY_TEXT_MAX + 1], ctrl[GANTRY_DHCHAP_KEY_TEXT_MAX + 1] = "";
+        int r;
+
+        if (!dir)
+                return gantry_error_set(err, ENOKEY, "volume_context.auth: host %s, subsystem %s: the volume "
+                                        "needs DH-HMAC-CHAP but dhchapKeyDir is not set in the driver config",
+                                        v->host_nqn, v->nqn);
+        r = gantry_dhchap_key_file_load(dir, v->host_nqn, ".key", false, key, err);
+        if (r == 0 && bidirectional)
+                r = gantry_dhchap_key_file_load(dir, v->host_nqn, ".ctrl.key", false, ctrl, err);
+        if (r == 0)
+                r = gantry_nvmf_volume_set_keys(v, key, bidirectional ? ctrl : NULL, "volume_context.auth", err);
+        explicit_bzero(key, sizeof(key));
+        explicit_bzero(ctrl, sizeof(ctrl));
+        if (r == -ENOENT)
+                return gantry_error_set(err, ENOKEY, "volume_context.auth: host %s, subsystem %s: %s (was the "
+                                        "volume published to this node?)", v->host_nqn, v->nqn, err->msg);
+        return r;
+}
+
 static int check_stage(struct gantry_csi_call *call, const Csi__V1__NodeStageVolumeRequest *req,
                        struct stage_req *s, struct gantry_error *err)
 {
@@ -83,12 +111,23 @@ static int check_stage(struct gantry_csi_call *call, const Csi__V1__NodeStageVol
                 values[i] = req->volume_context[i]->value;
         }
         if (s->nvmf) {
+                const char *auth = gantry_csi_map_get(ctx, n, "auth");
+
                 s->spec.readonly = s->cap.readonly_mode; /* what mount_fs and bind read */
-                return gantry_nvmf_volume_parse(
-                        keys, values, n,
-                        gantry_csi_map_get((void *const *)req->publish_context,
-                                            req->n_publish_context, "hostNQN"),
-                        gantry_node_id(), &s->vol, err);
+                if ((r = gantry_nvmf_volume_parse(
+                             keys, values, n,
+                             gantry_csi_map_get((void *const *)req->publish_context, req->n_publish_context,
+                                                "hostNQN"),
+                             gantry_node_id(), &s->vol, err)) < 0)
+                        return r;
+                /* no "auth": a volume made before authentication existed */
+                if (!auth || strcmp(auth, "none") == 0)
+                        return 0;
+                if (strcmp(auth, "dhchap") != 0 && strcmp(auth, "dhchap-bidirectional") != 0)
+                        return gantry_error_set(err, EINVAL, "volume_context.auth: dhchap, "
+                                                "dhchap-bidirectional or none");
+                return stage_load_keys(call->config->dhchap_key_dir, strcmp(auth, "dhchap-bidirectional") == 0,
+                                       &s->vol, err);
         }
         return gantry_node_rbd_spec_parse(keys, values, n,
                                           gantry_csi_map_get(sec, req->n_secrets, "userID"),
@@ -181,6 +220,11 @@ static int stage_nvmf(struct gantry_csi_call *call, const struct stage_req *s,
                                                             : "nvme-tcp",
                                                     err)) < 0)
                         return r;
+        if (s->vol.dhchap_key[0] && !gantry_nvmf_host_dhchap_supported())
+                return gantry_error_set(err, ENOPKG, "volume_context.auth: host %s, subsystem %s: this node's "
+                                        "kernel cannot authenticate with DH-HMAC-CHAP (no nvme_auth: "
+                                        "CONFIG_NVME_HOST_AUTH); use a kernel with it or a StorageClass "
+                                        "with auth: none", s->vol.host_nqn, s->vol.nqn);
         if ((r = gantry_node_mkdir_p(s->staging)) < 0)
                 return gantry_error_set(err, r, "staging_target_path: %s", strerror(-r));
         if ((r = gantry_nvmf_attach(&s->vol, call->deadline_ms, device, sizeof(device), &report, err)) < 0)
@@ -254,10 +298,12 @@ int gantry_node_stage(struct gantry_csi_call *call, const ProtobufCMessage *requ
         (void)response;
         if ((r = check_stage(call, req, &s, err)) < 0)
                 return r;
-        if ((r = gantry_node_lock_try(s.volume_id, err)) < 0)
-                return r;
-        r = stage_locked(call, &s, err);
-        gantry_node_lock_release(s.volume_id);
+        if ((r = gantry_node_lock_try(s.volume_id, err)) == 0) {
+                r = stage_locked(call, &s, err);
+                gantry_node_lock_release(s.volume_id);
+        }
+        explicit_bzero(s.vol.dhchap_key, sizeof(s.vol.dhchap_key));
+        explicit_bzero(s.vol.dhchap_ctrl_key, sizeof(s.vol.dhchap_ctrl_key));
         return r;
 }
 

@@ -75,6 +75,13 @@ static int stats(struct gantry_csi_call *call, const char *volume_id, const char
         if (r == 0)
                 return gantry_error_set(err, ENOENT, "volume_path: %s: no volume is mounted there",
                                         path);
+        if (gantry_nvmf_is_volume_id(volume_id) && call->config->dhchap_key_dir) {
+                struct gantry_error kerr = { 0 };
+                /* a rotated key is taken up here, without a detach; a failure is the stats' business only */
+                if (gantry_nvmf_refresh_keys(volume_id, call->config->dhchap_key_dir, &kerr) < 0)
+                        log_warn("node.nvmf_key_refresh_failed", "volume_id=%s error=\"%s\"", volume_id,
+                                 kerr.msg);
+        }
         csi__v1__volume_condition__init(cond);
         if (gantry_node_dev_path(dev, device, sizeof(device)) < 0) {
                 cond->abnormal = 1;

@@ -7,14 +7,61 @@
  * The host NQN follows from the CSI node id (common/nvmf_names.h); it is
  * also handed to the node in the publish context as "hostNQN", so the node
  * plugin connects with exactly the NQN that was allowed.
+ *
+ * A volume whose volume_context says auth: dhchap (the default of new
+ * volumes) or dhchap-bidirectional is allowed only with the host's
+ * DH-HMAC-CHAP key (and the controller's), made at the first publish to that
+ * host in the driver config's dhchapKeyDir. The keys go to the target in the
+ * add_host call (over its authenticated JSON-RPC), never in the publish
+ * context: the node plugin reads its own key file.
  */
 #include <errno.h>
 #include <string.h>
+
+#include "dhchap_key.h"
 
 #include "checkpoint_internal.h"
 #include "log.h"
 #include "node_registry.h"
 #include "target_client.h"
+
+/*
+ * The add_host parameters for @host: with its keys when the volume's
+ * volume_context asks for authentication. Volumes made before
+ * authentication existed have no "auth" and keep working without.
+ */
+static int add_host_params(const struct gantry_csi_call *call,
+                           const Csi__V1__ControllerPublishVolumeRequest *req, const char *nqn,
+                           const char *host, json_t **ret, struct gantry_error *err)
+{
+        const char *auth = gantry_csi_map_get((void *const *)req->volume_context, req->n_volume_context, "auth");
+        char key[GANTRY_DHCHAP_KEY_TEXT_MAX + 1], ctrl[GANTRY_DHCHAP_KEY_TEXT_MAX + 1];
+        bool bidi;
+        json_t *p;
+        int r;
+
+        if (!auth || strcmp(auth, "none") == 0) {
+                *ret = json_pack("{s:s, s:s}", "nqn", nqn, "host", host);
+                return *ret ? 0 : gantry_error_set(err, ENOMEM, "out of memory");
+        }
+        if (strcmp(auth, "dhchap") != 0 && strcmp(auth, "dhchap-bidirectional") != 0)
+                return gantry_error_set(err, EINVAL, "volume_context.auth: dhchap, dhchap-bidirectional or none");
+        bidi = strcmp(auth, "dhchap-bidirectional") == 0;
+        if (!call->config->dhchap_key_dir)
+                return gantry_error_set(err, ENOKEY, "volume_context.auth: %s needs dhchapKeyDir in the driver "
+                                        "config (host %s, subsystem %s)", auth, host, nqn);
+        if ((r = gantry_dhchap_key_file_load(call->config->dhchap_key_dir, host, ".key", true, key, err)) < 0 ||
+            (bidi && (r = gantry_dhchap_key_file_load(call->config->dhchap_key_dir, host, ".ctrl.key", true, ctrl,
+                                                      err)) < 0))
+                return r;
+        p = json_pack("{s:s, s:s, s:s}", "nqn", nqn, "host", host, "dhchap_key", key);
+        if (p && bidi && json_object_set_new(p, "dhchap_ctrlr_key", json_string(ctrl)) < 0)
+                json_decref(p), p = NULL;
+        explicit_bzero(key, sizeof(key));
+        explicit_bzero(ctrl, sizeof(ctrl));
+        *ret = p;
+        return p ? 0 : gantry_error_set(err, ENOMEM, "out of memory");
+}
 
 int gantry_checkpoint_publish_volume(struct gantry_csi_call *call,
                                      const Csi__V1__ControllerPublishVolumeRequest *req,
@@ -24,7 +71,7 @@ int gantry_checkpoint_publish_volume(struct gantry_csi_call *call,
         Csi__V1__ControllerPublishVolumeResponse__PublishContextEntry *e;
         char host[GANTRY_NQN_MAX + 1];
         struct ckpt_ref ref;
-        json_t *subsys = NULL, *res = NULL, *h;
+        json_t *subsys = NULL, *res = NULL, *h, *params = NULL;
         size_t i;
         int r;
 
@@ -49,10 +96,12 @@ int gantry_checkpoint_publish_volume(struct gantry_csi_call *call,
                         goto out;
                 }
         }
-        r = gantry_target_call(ref.target, "nvmf_subsystem_add_host",
-                               json_pack("{s:s, s:s}", "nqn", ref.nqn, "host", host), ckpt_timeout_ms(call),
-                               &res, err);
+        if ((r = add_host_params(call, req, ref.nqn, host, &params, err)) < 0)
+                goto out;
+        r = gantry_target_call(ref.target, "nvmf_subsystem_add_host", params, ckpt_timeout_ms(call), &res, err);
         json_decref(res);
+        if (r == -EOPNOTSUPP) /* the target's kernel cannot authenticate: its message says so */
+                r = -ENOPKG, err->err = ENOPKG;
         if (r < 0 && r != -EEXIST)
                 goto out;
         r = 0;

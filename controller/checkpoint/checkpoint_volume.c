@@ -33,12 +33,14 @@ struct ckpt_params {
         const char *lvs;
         bool thin;
         const char *fs_type;
+        const char *auth; /* dhchap (default), dhchap-bidirectional, none */
 };
 
 static int parse_params(void *const *entries, size_t n, struct ckpt_params *p, struct gantry_error *err)
 {
         memset(p, 0, sizeof(*p));
         p->lvs = CKPT_DEFAULT_LVS;
+        p->auth = "dhchap";
         for (size_t i = 0; i < n; i++) {
                 const struct ckpt_map_entry *e = entries[i];
                 const char *k = e->key ? e->key : "", *v = e->value ? e->value : "";
@@ -54,6 +56,12 @@ static int parse_params(void *const *entries, size_t n, struct ckpt_params *p, s
                         if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
                                 return gantry_error_set(err, EINVAL, "parameters.thinProvision: true or false");
                         p->thin = strcmp(v, "true") == 0;
+                } else if (strcmp(k, "auth") == 0) {
+                        if (strcmp(v, "dhchap") != 0 && strcmp(v, "dhchap-bidirectional") != 0 &&
+                            strcmp(v, "none") != 0)
+                                return gantry_error_set(err, EINVAL, "parameters.auth: dhchap (default), "
+                                                        "dhchap-bidirectional or none");
+                        p->auth = v;
                 } else if (strcmp(k, "fsType") == 0) {
                         if (strcmp(v, "ext4") != 0 && strcmp(v, "xfs") != 0)
                                 return gantry_error_set(err, EINVAL, "parameters.fsType: ext4 or xfs");
@@ -384,7 +392,8 @@ static int add_context(struct gantry_csi_call *call, Csi__V1__Volume *v, const c
 }
 
 static int fill_volume(struct gantry_csi_call *call, const struct ckpt_ref *ref, int64_t size,
-                       const char *fs_type, Csi__V1__CreateVolumeResponse *resp, struct gantry_error *err)
+                       const char *fs_type, const char *auth, Csi__V1__CreateVolumeResponse *resp,
+                       struct gantry_error *err)
 {
         const struct gantry_target_config *t = ref->target;
         Csi__V1__Volume *v = gantry_csi_call_alloc(call, sizeof(*v));
@@ -405,7 +414,8 @@ static int fill_volume(struct gantry_csi_call *call, const struct ckpt_ref *ref,
             add_context(call, v, "targetID", t->id) < 0 || add_context(call, v, "nqn", ref->nqn) < 0 ||
             add_context(call, v, "addresses", addrs) < 0 || add_context(call, v, "nguid", ref->nguid) < 0 ||
             add_context(call, v, "uuid", ref->uuid) < 0 ||
-            add_context(call, v, "fsType", fs_type ? fs_type : "ext4") < 0)
+            add_context(call, v, "fsType", fs_type ? fs_type : "ext4") < 0 ||
+            add_context(call, v, "auth", auth) < 0)
                 return gantry_error_set(err, ENOMEM, "out of memory");
         resp->volume = v;
         return 0;
@@ -574,7 +584,7 @@ int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1_
         ckpt_ref_init(best, uuid, &ref);
         if ((r = ensure_volume(call, &ref, &p, req->volume_content_source ? &src : NULL, restore, size, err)) < 0)
                 goto out;
-        r = fill_volume(call, &ref, size, fs_type, resp, err);
+        r = fill_volume(call, &ref, size, fs_type, p.auth, resp, err);
         if (r == 0)
                 resp->volume->content_source = req->volume_content_source; /* the request outlives the answer */
         if (r == 0)

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "dhchap_key.h"
 #include "error.h"
 #include "nvmf_names.h"
 
@@ -46,7 +47,44 @@ struct gantry_nvmf_volume {
         size_t n_paths;
         char host_nqn[GANTRY_NQN_MAX + 1];
         char host_id[GANTRY_NVMF_UUID_LEN + 1];
+        /* DH-HMAC-CHAP (secrets: never logged; "" when the volume has auth: none) */
+        char dhchap_key[GANTRY_DHCHAP_KEY_TEXT_MAX + 1];      /* the host's key */
+        char dhchap_ctrl_key[GANTRY_DHCHAP_KEY_TEXT_MAX + 1]; /* the controller's: bidirectional */
 };
+
+/*
+ * Sets @v's DH-HMAC-CHAP keys (DHHC-1 text; @ctrl_key may be NULL) after
+ * checking them; errors name the field (@what, e.g. "secrets.dhchapKey") and
+ * the host, never the key. Wipe @v with explicit_bzero when done.
+ */
+int gantry_nvmf_volume_set_keys(struct gantry_nvmf_volume *v, const char *key, const char *ctrl_key,
+                                const char *what, struct gantry_error *err) GANTRY_MUST_CHECK;
+
+/*
+ * Whether this host's kernel can authenticate with DH-HMAC-CHAP
+ * (CONFIG_NVME_HOST_AUTH): nvme-core then depends on the nvme_auth module,
+ * present under /sys/module once nvme-fabrics is loaded.
+ */
+bool gantry_nvmf_host_dhchap_supported(void);
+
+/*
+ * Rotates the host key of every controller connected to subsystem @nqn to
+ * @key (DHHC-1 text): written to the controller's dhchap_secret attribute,
+ * the kernel re-authenticates at once with it, the connection and the mounted
+ * volume stay. The target must hold the new key first. Returns the number of
+ * controllers rotated, or -errno with @err (naming @nqn, never the key).
+ */
+int gantry_nvmf_rotate_key(const char *nqn, const char *key, struct gantry_error *err);
+
+/*
+ * The node's half of a rotation, run by NodeGetVolumeStats (which the kubelet
+ * calls every minute or so): every controller of checkpoint volume
+ * @volume_id that authenticates with a key other than the one now in its
+ * host's file of @key_dir (the Secret, updated by the operator after the
+ * targets) gets the file's key (see gantry_nvmf_rotate_key). Returns the
+ * number rotated (0: nothing to do, or no @key_dir), or -errno with @err.
+ */
+int gantry_nvmf_refresh_keys(const char *volume_id, const char *key_dir, struct gantry_error *err);
 
 /*
  * Fills @ret from a checkpoint volume_context (@ctx_keys/@ctx_values, @n_ctx

@@ -127,6 +127,11 @@ static nvme_ctrl_t find_ctrl(nvme_root_t root, const char *nqn, const struct gan
 
 static const char *connect_error(int e)
 {
+        /* the kernel's answers to a failed DH-HMAC-CHAP, said for what they mean here */
+        if (e == ENOKEY)
+                return "authentication required: the target wants a DH-HMAC-CHAP key this host was not given";
+        if (e == EKEYREJECTED)
+                return "authentication failed: the DH-HMAC-CHAP key (or the controller's) was rejected";
         return e >= ENVME_CONNECT_RESOLVE ? nvme_errno_to_string(e) : strerror(e);
 }
 
@@ -175,15 +180,31 @@ static size_t connect_paths(const struct gantry_nvmf_volume *v, struct gantry_nv
                         log_warn("node.nvmf_connect_failed", "nqn=%s path=%s error=%d", v->nqn, pr->addr, e);
                         continue;
                 }
+                if (v->dhchap_key[0])
+                        nvme_ctrl_set_dhchap_host_key(c, v->dhchap_key);
+                if (v->dhchap_ctrl_key[0])
+                        nvme_ctrl_set_dhchap_key(c, v->dhchap_ctrl_key);
                 nvmf_default_config(&cfg);
                 cfg.reconnect_delay = GANTRY_NVMF_RECONNECT_DELAY_S;
                 cfg.fast_io_fail_tmo = GANTRY_NVMF_FAST_IO_FAIL_TMO_S;
                 cfg.ctrl_loss_tmo = GANTRY_NVMF_CTRL_LOSS_TMO_S;
                 if (nvmf_add_ctrl(host, c, &cfg) < 0) {
                         int e = errno;
-                        snprintf(why, why_size, "%s:%s:%s: %s", p->transport, p->traddr, p->trsvcid,
-                                 connect_error(e));
-                        path_failed(pr, connect_error(e));
+                        const char *what = connect_error(e);
+
+                        /*
+                         * libnvme 1.3 turns the kernel's ENOKEY / EKEYREJECTED into "failed to
+                         * write": say what it can mean for this volume (the target's kernel log
+                         * says which it was).
+                         */
+                        if (e == ENVME_CONNECT_WRITE)
+                                what = v->dhchap_key[0]
+                                               ? "connect refused: target unreachable, host not allowed, or "
+                                                 "its DH-HMAC-CHAP key (or the controller's) rejected"
+                                               : "connect refused: target unreachable, host not allowed, or "
+                                                 "the target requires a DH-HMAC-CHAP key this host was not given";
+                        snprintf(why, why_size, "%s:%s:%s: %s", p->transport, p->traddr, p->trsvcid, what);
+                        path_failed(pr, what);
                         log_warn("node.nvmf_connect_failed",
                                  "nqn=%s path=%s transport=%s error=%d reason=\"%s\"", v->nqn, pr->addr,
                                  p->transport, e, pr->why);
@@ -511,4 +532,120 @@ int gantry_nvmf_detach_volume(const char *volume_id, int64_t deadline_ms, struct
             gantry_nvmf_volume_nqn(volume_id + n - GANTRY_NVMF_UUID_LEN, nqn, sizeof(nqn)) < 0)
                 return gantry_error_set(err, EINVAL, "volume_id: not a checkpoint volume ID");
         return detach_subsystem(nqn, deadline_ms, err);
+}
+
+int gantry_nvmf_volume_set_keys(struct gantry_nvmf_volume *v, const char *key, const char *ctrl_key,
+                                const char *what, struct gantry_error *err)
+{
+        struct gantry_dhchap_key k;
+        struct gantry_error kerr = { 0 };
+
+        if (!key || gantry_dhchap_key_parse(key, strlen(key), &k, &kerr) < 0)
+                return gantry_error_set(err, EINVAL, "%s: host %s, subsystem %s: %s", what, v->host_nqn, v->nqn,
+                                        key ? kerr.msg : "no DH-HMAC-CHAP key given");
+        if (ctrl_key && gantry_dhchap_key_parse(ctrl_key, strlen(ctrl_key), &k, &kerr) < 0)
+                return gantry_error_set(err, EINVAL, "%s (controller key): host %s, subsystem %s: %s", what,
+                                        v->host_nqn, v->nqn, kerr.msg);
+        explicit_bzero(&k, sizeof(k));
+        snprintf(v->dhchap_key, sizeof(v->dhchap_key), "%s", key);
+        snprintf(v->dhchap_ctrl_key, sizeof(v->dhchap_ctrl_key), "%s", ctrl_key ? ctrl_key : "");
+        /* a key file's newline is not part of the key */
+        v->dhchap_key[strcspn(v->dhchap_key, "\n")] = '\0';
+        v->dhchap_ctrl_key[strcspn(v->dhchap_ctrl_key, "\n")] = '\0';
+        return 0;
+}
+
+bool gantry_nvmf_host_dhchap_supported(void)
+{
+        return access("/sys/module/nvme_auth", F_OK) == 0;
+}
+
+/*
+ * Writes a DH-HMAC-CHAP host key to the controllers of subsystem @nqn:
+ * @key to every one, or (@key NULL) to each that authenticates with a key
+ * other than the one in its host's file of @key_dir. The kernel
+ * re-authenticates a controller at once when its dhchap_secret is written.
+ * Returns how many were written, or -errno with @err (never the key).
+ */
+static int write_ctrl_keys(const char *nqn, const char *key, const char *key_dir, struct gantry_error *err)
+{
+        char path[PATH_MAX], hpath[PATH_MAX], sub[GANTRY_NQN_MAX + 2], host[GANTRY_NQN_MAX + 2];
+        char cur[GANTRY_DHCHAP_KEY_TEXT_MAX + 2], want[GANTRY_DHCHAP_KEY_TEXT_MAX + 1];
+        struct dirent *e;
+        int n = 0, r = 0;
+        DIR *d;
+
+        d = opendir("/sys/class/nvme");
+        if (!d)
+                return gantry_error_set(err, errno, "/sys/class/nvme: %s", strerror(errno));
+        while ((e = readdir(d))) {
+                const char *k = key;
+                int fd;
+                ssize_t w;
+
+                if (strncmp(e->d_name, "nvme", 4) != 0)
+                        continue;
+                snprintf(path, sizeof(path), "/sys/class/nvme/%s/subsysnqn", e->d_name);
+                if (gantry_attr_read(path, sub, sizeof(sub)) < 0 || strcmp(sub, nqn) != 0)
+                        continue;
+                snprintf(path, sizeof(path), "/sys/class/nvme/%s/dhchap_secret", e->d_name);
+                if (!key) { /* refresh: only controllers that authenticate, and only on a change */
+                        snprintf(hpath, sizeof(hpath), "/sys/class/nvme/%s/hostnqn", e->d_name);
+                        if (gantry_attr_read(path, cur, sizeof(cur)) < 0 || strcmp(cur, "none") == 0 ||
+                            gantry_attr_read(hpath, host, sizeof(host)) < 0)
+                                continue;
+                        r = gantry_dhchap_key_file_load(key_dir, host, ".key", false, want, err);
+                        if (r < 0)
+                                break;
+                        k = want;
+                        if (gantry_dhchap_key_equal(cur, want))
+                                continue;
+                }
+                fd = open(path, O_WRONLY | O_CLOEXEC);
+                if (fd < 0) {
+                        r = gantry_error_set(err, errno == ENOENT ? ENOPKG : errno,
+                                             "controller %s of %s: cannot set its DH-HMAC-CHAP key: %s",
+                                             e->d_name, nqn, errno == ENOENT ? "kernel without "
+                                             "CONFIG_NVME_HOST_AUTH" : strerror(errno));
+                        break;
+                }
+                w = write(fd, k, strlen(k));
+                if (w < 0) {
+                        r = gantry_error_set(err, errno, "controller %s of %s: the new DH-HMAC-CHAP key was "
+                                             "refused: %s", e->d_name, nqn, strerror(errno));
+                        close(fd);
+                        break;
+                }
+                close(fd);
+                log_info("node.nvmf_key_rotated", "nqn=%s ctrl=%s", nqn, e->d_name);
+                n++;
+        }
+        closedir(d);
+        explicit_bzero(cur, sizeof(cur));
+        explicit_bzero(want, sizeof(want));
+        return r < 0 ? r : n;
+}
+
+int gantry_nvmf_rotate_key(const char *nqn, const char *key, struct gantry_error *err)
+{
+        struct gantry_dhchap_key k;
+        struct gantry_error kerr = { 0 };
+
+        if (gantry_dhchap_key_parse(key, strlen(key), &k, &kerr) < 0)
+                return gantry_error_set(err, EINVAL, "key for %s: %s", nqn, kerr.msg);
+        explicit_bzero(&k, sizeof(k));
+        return write_ctrl_keys(nqn, key, NULL, err);
+}
+
+int gantry_nvmf_refresh_keys(const char *volume_id, const char *key_dir, struct gantry_error *err)
+{
+        char nqn[GANTRY_NQN_MAX + 1];
+        size_t n = volume_id ? strlen(volume_id) : 0;
+
+        if (n < GANTRY_NVMF_UUID_LEN || !gantry_nvmf_is_volume_id(volume_id) ||
+            gantry_nvmf_volume_nqn(volume_id + n - GANTRY_NVMF_UUID_LEN, nqn, sizeof(nqn)) < 0)
+                return gantry_error_set(err, EINVAL, "volume_id: not a checkpoint volume ID");
+        if (!key_dir)
+                return 0;
+        return write_ctrl_keys(nqn, NULL, key_dir, err);
 }

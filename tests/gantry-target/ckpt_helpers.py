@@ -18,8 +18,11 @@ LEAF = "network.topology.nvidia.com/leaf"
 
 
 def write_config(path, targets):
-    """targets: list of (id, url, token_file, [(traddr, trsvcid), ...], leaf[, ca_file])."""
-    cfg = {"targets": []}
+    """targets: list of (id, url, token_file, [(traddr, trsvcid), ...], leaf[, ca_file]).
+    The DH-HMAC-CHAP key directory is "dhchap" beside the config file."""
+    keydir = os.path.join(os.path.dirname(os.path.abspath(path)), "dhchap")
+    os.makedirs(keydir, mode=0o700, exist_ok=True)
+    cfg = {"targets": [], "dhchapKeyDir": keydir}
     for tid, url, tok, addrs, leaf, *ca in targets:
         t = {"id": tid, "url": url,
              "addresses": [{"transport": "tcp", "traddr": a, "trsvcid": s} for a, s in addrs]}
@@ -55,9 +58,12 @@ def create_req(name, size=16 << 20, leaf=None, **params):
     return req
 
 
-def publish_req(volume_id, node_id):
+def publish_req(volume_id, node_id, ctx=None):
+    """@ctx: the volume_context (the external-attacher passes the PV's)."""
     req = csi_pb2.ControllerPublishVolumeRequest(volume_id=volume_id, node_id=node_id)
     req.volume_capability.CopyFrom(mount_cap())
+    for k, v in (ctx or {}).items():
+        req.volume_context[k] = v
     return req
 
 

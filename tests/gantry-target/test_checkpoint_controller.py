@@ -4,6 +4,7 @@ write to a stand-in configfs directory (the host has no configfs); the VM
 test (tests/vm/) does the same against the kernel's nvmet."""
 import os
 import shutil
+import subprocess
 import tempfile
 import sys
 import unittest
@@ -13,7 +14,7 @@ import grpc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ckpt_helpers import TargetsTestCase, create_req, publish_req, write_config  # noqa: E402
-from csi_client import Plugin  # noqa: E402
+from csi_client import BUILD_DIR, Plugin  # noqa: E402
 from targetproc import Target  # noqa: E402
 from csi_client import csi_pb2  # noqa: E402
 
@@ -51,6 +52,91 @@ class CheckpointControllerTest(TargetsTestCase):
         code, msg = self.code_of("CreateVolume", create_req("pvc-leaf2", size=64 << 20, leaf="leaf-2"))
         self.assertEqual(code, grpc.StatusCode.ALREADY_EXISTS, msg)
 
+    def test_publish_with_dhchap_keys(self):
+        """auth: dhchap (the default) makes the host's key in dhchapKeyDir at the first publish and
+        hands it to the target only; dhchap-bidirectional the controller's too; none none. A bad
+        auth parameter is refused by name. No key in an answer, the publish context or a log."""
+        keydir = os.path.join(self.dir, "dhchap")
+        host = "nqn.2014-08.io.gantry:node:gpu-1"
+        code, msg = self.code_of("CreateVolume", create_req("pvc-badauth", leaf="leaf-1", auth="chap"))
+        self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT, msg)
+        self.assertIn("parameters.auth", msg)
+        vols = {}
+        for name, auth in (("pvc-auth-default", None), ("pvc-auth-bidi", "dhchap-bidirectional"),
+                           ("pvc-auth-none", "none")):
+            req = create_req(name, leaf="leaf-1", **({"auth": auth} if auth else {}))
+            v = self.call("CreateVolume", req).volume
+            self.addCleanup(self.delete, v.volume_id)
+            vols[name] = v
+        self.assertEqual(vols["pvc-auth-default"].volume_context["auth"], "dhchap")
+        self.assertEqual(vols["pvc-auth-none"].volume_context["auth"], "none")
+
+        v = vols["pvc-auth-default"]
+        resp = self.call("ControllerPublishVolume", publish_req(v.volume_id, "gpu-1", ctx=v.volume_context))
+        self.addCleanup(self.call, "ControllerUnpublishVolume",
+                        csi_pb2.ControllerUnpublishVolumeRequest(volume_id=v.volume_id, node_id="gpu-1"))
+        self.assertEqual(dict(resp.publish_context), {"hostNQN": host})
+        with open(os.path.join(keydir, host + ".key")) as f:
+            key = f.read().strip()
+        self.assertEqual(os.stat(os.path.join(keydir, host + ".key")).st_mode & 0o777, 0o600)
+        self.assertTrue(key.startswith("DHHC-1:00:"), "a DHHC-1 key")
+        with open(os.path.join(self.a.cfs, "hosts", host, "dhchap_key")) as f:
+            self.assertEqual(f.read(), key)
+        self.assertEqual(self.a.call("nvmf_get_subsystems", nqn=v.volume_context["nqn"])[0]["hosts"],
+                         [{"nqn": host, "dhchap": "unidirectional"}])
+
+        v = vols["pvc-auth-bidi"]
+        self.call("ControllerPublishVolume", publish_req(v.volume_id, "gpu-1", ctx=v.volume_context))
+        self.addCleanup(self.call, "ControllerUnpublishVolume",
+                        csi_pb2.ControllerUnpublishVolumeRequest(volume_id=v.volume_id, node_id="gpu-1"))
+        with open(os.path.join(keydir, host + ".ctrl.key")) as f:
+            ctrl = f.read().strip()
+        with open(os.path.join(self.a.cfs, "hosts", host, "dhchap_key")) as f:
+            self.assertEqual(f.read(), key, "the same host key for every volume of the host")
+        with open(os.path.join(self.a.cfs, "hosts", host, "dhchap_ctrl_key")) as f:
+            self.assertEqual(f.read(), ctrl)
+
+        # a host with a key on this target cannot take an auth: none volume there (nvmet: one key per host)
+        v = vols["pvc-auth-none"]
+        code, msg = self.code_of("ControllerPublishVolume", publish_req(v.volume_id, "gpu-1", ctx=v.volume_context))
+        self.assertEqual(code, grpc.StatusCode.FAILED_PRECONDITION, msg)
+        self.assertIn(host, msg)
+        # another node with auth: none is allowed without a key
+        self.call("ControllerPublishVolume", publish_req(v.volume_id, "gpu-2", ctx=v.volume_context))
+        self.call("ControllerUnpublishVolume",
+                  csi_pb2.ControllerUnpublishVolumeRequest(volume_id=v.volume_id, node_id="gpu-2"))
+        # gantryctl dhchap rotate: a new key, kept in a new file first, set on the target that
+        # allows the host with a key (tgt-a), not on the others; never printed
+        out = os.path.join(self.dir, "gpu-1.newkey")
+        p = subprocess.run([os.path.join(BUILD_DIR, "bin", "gantryctl"), "dhchap", "rotate", "--node", "gpu-1",
+                            "--key-out", out, "--config", os.path.join(self.dir, "gantry.json")],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(os.stat(out).st_mode & 0o777, 0o600)
+        with open(out) as f:
+            new = f.read().strip()
+        self.assertNotEqual(new, key)
+        with open(os.path.join(self.a.cfs, "hosts", host, "dhchap_key")) as f:
+            self.assertEqual(f.read(), new)
+        with open(os.path.join(self.a.cfs, "hosts", host, "dhchap_ctrl_key")) as f:
+            self.assertEqual(f.read(), ctrl, "the controller key stays")
+        self.assertIn("target tgt-a: rotated", p.stdout)
+        self.assertIn("target tgt-b: host %s has no key there" % host, p.stdout)
+        self.assertNotIn(new[10:-1], p.stdout + p.stderr)
+        # an existing --key-out is never overwritten, and then nothing changes
+        p = subprocess.run([os.path.join(BUILD_DIR, "bin", "gantryctl"), "dhchap", "rotate", "--node", "gpu-1",
+                            "--key-out", out, "--config", os.path.join(self.dir, "gantry.json")],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("nothing was changed", p.stderr)
+        with open(os.path.join(self.a.cfs, "hosts", host, "dhchap_key")) as f:
+            self.assertEqual(f.read(), new)
+        for log in (self.plugin.log_path, self.a.log):
+            with open(log) as f:
+                text = f.read()
+            for k in (key, ctrl, new):
+                self.assertNotIn(k[10:-1], text)
+
     def test_https_target_with_ca_file(self):
         self.assertTrue(self.c.url.startswith("https://"))
         v = self.call("CreateVolume", create_req("pvc-tls", leaf="leaf-3")).volume
@@ -66,7 +152,7 @@ class CheckpointControllerTest(TargetsTestCase):
         self.assertEqual(resp.publish_context["hostNQN"], "nqn.2014-08.io.gantry:node:gpu-1")
         self.call("ControllerPublishVolume", publish_req(v.volume_id, "gpu-1"))
         self.assertEqual(self.a.call("nvmf_get_subsystems", nqn=nqn)[0]["hosts"],
-                         [{"nqn": "nqn.2014-08.io.gantry:node:gpu-1"}])
+                         [{"nqn": "nqn.2014-08.io.gantry:node:gpu-1", "dhchap": "none"}])
         self.assertTrue(os.path.islink(os.path.join(self.a.cfs, "subsystems", nqn, "allowed_hosts",
                                                     "nqn.2014-08.io.gantry:node:gpu-1")))
         code, msg = self.code_of("ControllerPublishVolume", publish_req(v.volume_id, "gpu-2"))

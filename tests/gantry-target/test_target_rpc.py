@@ -7,11 +7,13 @@ import os
 import resource
 import shutil
 import signal
+import stat
+import subprocess
 import unittest
 import urllib.error
 import urllib.parse
 
-from targetproc import RpcError, Target
+from targetproc import BIN, RpcError, Target
 
 NQN = "nqn.2026-11.io.gantry:test-vol"
 HOST = "nqn.2014-08.io.gantry:node:gpu-1"
@@ -60,7 +62,7 @@ class TargetRpcTest(unittest.TestCase):
         self.t.call("nvmf_delete_subsystem", nqn=NQN + "-other")
         subs = self.t.call("nvmf_get_subsystems")
         self.assertEqual(len(subs), 1)
-        self.assertEqual(subs[0]["hosts"], [{"nqn": HOST}])
+        self.assertEqual(subs[0]["hosts"], [{"nqn": HOST, "dhchap": "none"}])
         self.assertEqual(len(subs[0]["namespaces"]), 1)
         self.assertEqual(subs[0]["listen_addresses"][0]["traddr"], "127.0.0.1")
         # the alias names the same bdev
@@ -197,6 +199,120 @@ class TargetRpcTest(unittest.TestCase):
         self.assertEqual(conn.getresponse().status, 413)
         conn.close()
         self.assertEqual(self.t.raw(body)[0], 200)
+
+
+def dhchap_key(seed, n=32):
+    """A valid DHHC-1 key (transform 00) with a made-up secret; the CRC-32 by zlib, independently of Gantry."""
+    import base64
+    import struct
+    import zlib
+    secret = bytes((seed * 31 + i * 7) & 255 for i in range(n))
+    return "DHHC-1:00:%s:" % base64.b64encode(secret + struct.pack("<I", zlib.crc32(secret))).decode()
+
+
+class TargetDhchapTest(unittest.TestCase):
+    """Hosts allowed with a DH-HMAC-CHAP key: what lands in (stand-in)
+    configfs, what answers and logs show (never the key), rotation, and the
+    refusals. The kernel's own refusal of a host without the key is tested
+    in the VM (tests/vm/test_dhchap.py)."""
+
+    def setUp(self):
+        self.t = Target()
+        self.addCleanup(self.t.cleanup)
+        self.t.start()
+        self.t.call("nvmf_create_subsystem", nqn=NQN)
+        self.t.call("nvmf_create_subsystem", nqn=NQN + "-2")
+        self.host_dir = os.path.join(self.t.cfs, "hosts", HOST)
+
+    def read(self, name):
+        with open(os.path.join(self.host_dir, name)) as f:
+            return f.read()
+
+    def test_keys_rotation_and_secrecy(self):
+        k1, c1, k2 = dhchap_key(1), dhchap_key(2), dhchap_key(3)
+        self.t.call("nvmf_subsystem_add_host", nqn=NQN, host=HOST, dhchap_key=k1)
+        self.assertEqual(self.read("dhchap_key"), k1)
+        self.assertFalse(os.path.exists(os.path.join(self.host_dir, "dhchap_ctrl_key")))
+        self.assertTrue(os.path.islink(os.path.join(self.t.cfs, "subsystems", NQN, "allowed_hosts", HOST)))
+        self.assertEqual(self.t.call("nvmf_get_subsystems", nqn=NQN)[0]["hosts"],
+                         [{"nqn": HOST, "dhchap": "unidirectional"}])
+        # idempotent
+        self.t.call("nvmf_subsystem_add_host", nqn=NQN, host=HOST, dhchap_key=k1)
+        # bidirectional on the second subsystem: nvmet's host group (and key) is shared
+        self.t.call("nvmf_subsystem_add_host", nqn=NQN + "-2", host=HOST, dhchap_key=k1, dhchap_ctrlr_key=c1)
+        self.assertEqual(self.read("dhchap_ctrl_key"), c1)
+        self.assertEqual(self.t.call("nvmf_get_subsystems", nqn=NQN)[0]["hosts"][0]["dhchap"], "bidirectional")
+        # rotation: the new key replaces the old one for every subsystem; the controller key stays
+        self.t.call("nvmf_subsystem_add_host", nqn=NQN, host=HOST, dhchap_key=k2)
+        self.assertEqual(self.read("dhchap_key"), k2)
+        self.assertEqual(self.read("dhchap_ctrl_key"), c1)
+        # a host with a key cannot also be allowed without one
+        with self.assertRaises(RpcError) as e:
+            self.t.call("nvmf_subsystem_add_host", nqn=NQN + "-2", host=HOST)
+        self.assertEqual(e.exception.code, -39)  # ENOTEMPTY: a precondition, not "exists"
+        self.assertIn(HOST, e.exception.message)
+        # a restart (configfs emptied, as by a reboot) puts the current key back
+        self.t.stop()
+        shutil.rmtree(self.t.cfs)
+        os.makedirs(self.t.cfs)
+        self.t.start()
+        self.assertEqual(self.read("dhchap_key"), k2)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.t.dir, "state.json")).st_mode), 0o600)
+        # removed from every subsystem: the host group and its keys go
+        self.t.call("nvmf_subsystem_remove_host", nqn=NQN, host=HOST)
+        self.assertTrue(os.path.exists(self.host_dir), "still allowed by the second subsystem")
+        self.t.call("nvmf_subsystem_remove_host", nqn=NQN + "-2", host=HOST)
+        self.assertFalse(os.path.exists(self.host_dir))
+        with open(os.path.join(self.t.dir, "state.json")) as f:
+            state = f.read()
+        for k in (k1, k2, c1):
+            self.assertNotIn(k, state)
+        # now it may be allowed without a key
+        self.t.call("nvmf_subsystem_add_host", nqn=NQN, host=HOST)
+        with open(self.t.log) as f:
+            log = f.read()
+        for k in (k1, k2, c1):
+            self.assertNotIn(k[10:-1], log, "a key was logged")
+        self.assertIn("key=rotated", log)
+
+    def test_bad_keys_refused_by_field_without_quoting_them(self):
+        good = dhchap_key(4)
+        damaged = good[:12] + ("A" if good[12] != "A" else "B") + good[13:]
+        cases = [
+            ({"dhchap_key": "DHHC-1:00:short:"}, "dhchap_key:"),
+            ({"dhchap_key": damaged}, "dhchap_key: dhchap key: CRC-32"),
+            ({"dhchap_key": good, "dhchap_ctrlr_key": "nope"}, "dhchap_ctrlr_key:"),
+            ({"dhchap_ctrlr_key": good}, "dhchap_ctrlr_key: needs dhchap_key"),
+            ({"dhchap_key": good, "dhchap_ctrlr_key": good}, "must differ"),
+            ({"dhchap_key": 7}, "dhchap_key"),
+        ]
+        for params, text in cases:
+            with self.subTest(params=params):
+                with self.assertRaises(RpcError) as e:
+                    self.t.call("nvmf_subsystem_add_host", nqn=NQN, host=HOST, **params)
+                self.assertEqual(e.exception.code, -32602)
+                self.assertIn(text, e.exception.message)
+                self.assertNotIn(good[10:-1], e.exception.message)
+                self.assertNotIn(damaged[10:-1], e.exception.message)
+        self.assertFalse(os.path.exists(self.host_dir), "nothing is done on a refused call")
+
+
+class TargetStartTest(unittest.TestCase):
+    def test_refuses_to_start_without_authentication(self):
+        d = Target(token=None)
+        self.addCleanup(d.cleanup)
+        p = subprocess.run([BIN, "--listen", "127.0.0.1:0", "--configfs", d.cfs, "--state",
+                            os.path.join(d.dir, "state.json"), "--lvstore", "gantry=" + d.lvs],
+                           capture_output=True, text=True, timeout=20)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--token-file", p.stderr)
+        self.assertIn("--insecure-no-auth", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(d.dir, "state.json")))
+        # the explicit flag starts it, with a warning, and nothing asks for a token
+        d.start()
+        self.assertEqual(d.call("nvmf_get_subsystems"), [])
+        with open(d.log) as f:
+            self.assertIn("event=target.insecure_no_auth", f.read())
 
 
 class TargetTlsTest(unittest.TestCase):

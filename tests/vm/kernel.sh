@@ -10,13 +10,42 @@
 # and holds vmlinuz and root/lib/modules/<kver>/. It is keyed by the kernel
 # version, so a newer Debian kernel lands beside the old one; a file lock
 # makes concurrent runs (normal and ASan builds, other test suites) fetch once.
-# Env: GANTRY_VM_KVER pins a version (e.g. 6.1.0-56-amd64) instead of asking apt.
+# Env: GANTRY_VM_KVER pins a version (e.g. 6.1.0-56-amd64) instead of asking apt,
+# or is "backports": the newest linux-image-6.12.*+deb12-amd64 of the
+# bookworm-backports suite, the first Debian kernel for bookworm built with
+# NVMe in-band authentication (CONFIG_NVME_HOST_AUTH, CONFIG_NVME_TARGET_AUTH)
+# that the DH-HMAC-CHAP test needs. The suite is added to apt's sources
+# (same mirror as bookworm's) and its list fetched when apt knows none of it.
 set -euo pipefail
 
 cache=${GANTRY_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gantry/vm}
 mkdir -p "$cache"
 
 kver=${GANTRY_VM_KVER:-}
+
+# The backports kernel packages apt knows, newest first.
+backports_kernels() {
+        apt-cache madison 2>/dev/null $(apt-cache pkgnames linux-image-6.12 2>/dev/null |
+                grep -E '^linux-image-6\.12\.[0-9]+\+deb12-amd64$') |
+                awk -F' *[|] *' '$3 ~ /bookworm-backports/ {print $1}' | sort -V -r | uniq
+}
+if [ "$kver" = backports ]; then
+        if [ -z "$(backports_kernels)" ]; then
+                src=/etc/apt/sources.list.d/gantry-bookworm-backports.sources
+                mirror=$(awk '/^URIs:/ && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null)
+                if [ ! -e "$src" ]; then
+                        [ "$(id -u)" -eq 0 ] || { echo "kernel.sh: adding bookworm-backports to apt needs root" >&2; exit 1; }
+                        printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+                                "${mirror:-http://deb.debian.org/debian}" >"$src"
+                fi
+                echo "kernel.sh: fetching the package list of bookworm-backports" >&2
+                timeout 300 apt-get update -q -o Dir::Etc::sourcelist="$src" -o Dir::Etc::sourceparts=- \
+                        -o APT::Get::List-Cleanup=0 >&2
+        fi
+        pkg=$(backports_kernels | head -1)
+        [ -n "$pkg" ] || { echo "kernel.sh: bookworm-backports has no linux-image-6.12.*+deb12-amd64" >&2; exit 1; }
+        kver=${pkg#linux-image-}
+fi
 if [ -z "$kver" ]; then
         pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
                 awk '/Depends: linux-image-[0-9]/{print $2; exit}')

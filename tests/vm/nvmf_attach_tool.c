@@ -8,6 +8,10 @@
  *                                                  (and on stderr the paths missing, if any)
  *   nvmf_attach_tool detach /dev/nvmeXnY
  *   nvmf_attach_tool detach-volume VOLUME_ID        (the unstage retry's safety net)
+ *   nvmf_attach_tool rotate NQN KEYFILE             (DH-HMAC-CHAP key of NQN's controllers)
+ * attach authenticates with the DH-HMAC-CHAP keys in the files named by
+ * $GANTRY_DHCHAP_KEY_FILE (and $GANTRY_DHCHAP_CTRL_KEY_FILE: bidirectional),
+ * when set: keys never on a command line.
  *
  * Exit status 0 on success; otherwise the error message on stderr.
  */
@@ -18,7 +22,22 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "attr_file.h"
 #include "nvmf.h"
+
+/* The key in the file named by environment variable @var into @buf; NULL when unset. */
+static const char *key_from_env(const char *var, char *buf, size_t size)
+{
+        const char *path = getenv(var);
+
+        if (!path || !*path)
+                return NULL;
+        if (gantry_attr_read(path, buf, size) < 0) {
+                fprintf(stderr, "%s: cannot read %s\n", var, path);
+                exit(2);
+        }
+        return buf;
+}
 
 static int64_t deadline(int seconds)
 {
@@ -50,7 +69,13 @@ int main(int argc, char **argv)
                         keys[n] = argv[i];
                         values[n++] = eq + 1;
                 }
+                char key[128], ctrl[128];
+                const char *k = key_from_env("GANTRY_DHCHAP_KEY_FILE", key, sizeof(key));
+                const char *ck = key_from_env("GANTRY_DHCHAP_CTRL_KEY_FILE", ctrl, sizeof(ctrl));
+
                 r = gantry_nvmf_volume_parse(keys, values, n, argv[2], NULL, &v, &err);
+                if (r == 0 && (k || ck))
+                        r = gantry_nvmf_volume_set_keys(&v, k, ck, "GANTRY_DHCHAP_KEY_FILE", &err);
                 if (r == 0)
                         r = gantry_nvmf_attach(&v, deadline(20), dev, sizeof(dev), &report, &err);
                 if (r < 0) {
@@ -76,6 +101,21 @@ int main(int argc, char **argv)
                         fprintf(stderr, "detach: %s (%s)\n", err.msg, strerror(-r));
                         return 1;
                 }
+                return 0;
+        }
+        if (argc == 4 && strcmp(argv[1], "rotate") == 0) {
+                char key[128];
+
+                if (gantry_attr_read(argv[3], key, sizeof(key)) < 0) {
+                        fprintf(stderr, "rotate: cannot read %s\n", argv[3]);
+                        return 2;
+                }
+                r = gantry_nvmf_rotate_key(argv[2], key, &err);
+                if (r <= 0) {
+                        fprintf(stderr, "rotate: %s\n", r < 0 ? err.msg : "no controller of that subsystem");
+                        return 1;
+                }
+                printf("%d\n", r);
                 return 0;
         }
         if (argc == 3 && strcmp(argv[1], "detach-volume") == 0) {

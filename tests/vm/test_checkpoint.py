@@ -26,6 +26,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "gantry-target"))
 sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
 from ckpt_helpers import create_req, publish_req, write_config  # noqa: E402
+
+# The VM's default kernel (bookworm's 6.1) has no DH-HMAC-CHAP: these volumes
+# keep today's behaviour; tests/vm/test_dhchap.py runs on the backports kernel.
+_create_req = create_req
+
+
+def create_req(*args, **kw):  # noqa: F811
+    kw.setdefault("auth", "none")
+    return _create_req(*args, **kw)
+
 from csi_client import BUILD_DIR, Plugin, csi_pb2  # noqa: E402
 from targetproc import Target  # noqa: E402
 
@@ -228,6 +238,38 @@ class CheckpointVmTest(unittest.TestCase):
         self.assertIn("is not allowed, hostnqn: nqn.2014-08.io.gantry:node:intruder", sh("dmesg").stdout)
         self.assertFalse([n for n in os.listdir("/sys/block") if n.startswith("nvme")])
         self.assertFalse(mounted(self.stage))
+
+    def test_3b_auth_refused_on_a_kernel_without_it(self):
+        """6.1's nvmet has no DH-HMAC-CHAP: a volume asking for it (the default) is refused at
+        publish with an error naming the host and the missing kernel feature; auth: none works."""
+        with open(self.target.log) as f:
+            self.assertIn("event=target.dhchap_unsupported", f.read())
+        self.assertEqual(self.metric("gantry_node_dhchap_supported"), 0)
+        v = self.plugin.call("CreateVolume", create_req("pvc-vm-auth", size=16 << 20, auth="dhchap"),
+                             timeout=60).volume
+        try:
+            with self.assertRaises(grpc.RpcError) as e:
+                self.plugin.call("ControllerPublishVolume", publish_req(v.volume_id, NODE, ctx=v.volume_context),
+                                 timeout=60)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+            self.assertIn("nqn.2014-08.io.gantry:node:" + NODE, e.exception.details())
+            self.assertIn("CONFIG_NVME_TARGET_AUTH", e.exception.details())
+            self.assertEqual(self.target.call("nvmf_get_subsystems", nqn=v.volume_context["nqn"])[0]["hosts"], [])
+            # the node refuses too, by itself: 6.1's NVMe host has no nvme_auth
+            keyfile = os.path.join(WORK, "dhchap", self.host + ".key")
+            with open(keyfile, "w") as f:
+                f.write("DHHC-1:00:ia6zGodOr4SEG0Zzaw398rpY0wqipUWj4jWjUh4HWUz6aQ2n:\n")
+            try:
+                with self.assertRaises(grpc.RpcError) as e:
+                    self.plugin.call("NodeStageVolume", self.stage_req(vol=v), timeout=120)
+                self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+                self.assertIn("CONFIG_NVME_HOST_AUTH", e.exception.details())
+                self.assertIn(self.host, e.exception.details())
+                self.assertFalse(mounted(self.stage))
+            finally:
+                os.unlink(keyfile)
+        finally:
+            self.plugin.call("DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=v.volume_id), timeout=60)
 
     def test_4_restart_reapplies_state(self):
         self.target.stop()

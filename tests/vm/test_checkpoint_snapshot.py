@@ -29,6 +29,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "gantry-target"))
 sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
 from ckpt_helpers import create_req, publish_req, write_config  # noqa: E402
+
+# The VM's default kernel (bookworm's 6.1) has no DH-HMAC-CHAP: these volumes
+# keep today's behaviour; tests/vm/test_dhchap.py runs on the backports kernel.
+_create_req = create_req
+
+
+def create_req(*args, **kw):  # noqa: F811
+    kw.setdefault("auth", "none")
+    return _create_req(*args, **kw)
+
 from csi_client import Plugin, csi_pb2  # noqa: E402
 from targetproc import Target  # noqa: E402
 
