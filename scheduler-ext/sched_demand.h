@@ -57,7 +57,3 @@ struct gantry_sched_demand {
  */
 int gantry_sched_demand_from_pod(struct gantry_sched_cache *cache, const json_t *pod,
                                  struct gantry_sched_demand *ret_demand, struct gantry_error *err);
-
-/* Shared parsers (common/bandwidth_demand.c): Gbps text; a whole-unit quantity (NULL = 0). */
-int gantry_sched_parse_gbps(const char *field, const char *s, double *ret, struct gantry_error *err);
-int gantry_sched_parse_count(const char *field, const json_t *q, int *ret, struct gantry_error *err);

@@ -100,6 +100,10 @@ bool gantry_sched_state_pod_deleted(struct gantry_sched_state *st, const char *u
  * dropped. The watch only refreshes pods remembered this way. */
 void gantry_sched_state_remember_pod(struct gantry_sched_state *st, const json_t *pod);
 
+/* The node labels' parsers (common/bandwidth_demand.c): Gbps text; a
+ * whole-unit quantity (NULL = 0). */
+int gantry_sched_parse_gbps(const char *field, const char *s, double *ret, struct gantry_error *err);
+int gantry_sched_parse_count(const char *field, const json_t *q, int *ret, struct gantry_error *err);
 /* Node spec from a Node object (strings borrowed from @node). 0 or -EINVAL. */
 int gantry_sched_node_spec(const json_t *node, const struct gantry_sched_defaults *defaults,
                            struct gantry_node_spec *ret_spec, struct gantry_error *err);
