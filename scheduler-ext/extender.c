@@ -481,7 +481,7 @@ static int handle_args(struct gantry_extender *ext, enum gantry_extender_verb ve
         }
         if (verb == GANTRY_VERB_FILTER)
                 gantry_sched_state_remember_pod(ext->state, a.pod);
-        r = gantry_sched_demand_from_pod(ext->state, a.pod, &d, &err);
+        r = gantry_sched_demand_from_pod(gantry_sched_state_cache(ext->state), a.pod, &d, &err);
         if (r < 0) {
                 /* a pod Gantry cannot read: the protocol's Error, not a bad request */
                 args_free(&a);
@@ -532,7 +532,8 @@ static int handle_bind(struct gantry_extender *ext, const char *body, size_t len
                  * binding would charge nothing, so kube-scheduler filters again */
                 r = gantry_error_set(&err, ENOENT, "pod %s/%s: not seen in filter; retry", ns, name);
         else
-                r = gantry_sched_demand_from_pod(ext->state, pod, &d, &err);
+                r = gantry_sched_demand_from_pod(gantry_sched_state_cache(ext->state), pod, &d,
+                                                 &err);
         if (r == 0) {
                 snprintf(d.uid, sizeof(d.uid), "%s", uid);
                 d.d.uid = d.uid;

@@ -34,9 +34,9 @@ static int int_field(const json_t *o, const char *k)
 }
 
 /* The size a Job asks for: parallelism (default 1), capped by completions. */
-static int job_size(struct gantry_sched_state *st, const char *ns, const char *name)
+static int job_size(struct gantry_sched_cache *cache, const char *ns, const char *name)
 {
-        json_t *job = gantry_sched_state_get(st, GANTRY_OBJ_JOB, ns, name);
+        json_t *job = gantry_sched_cache_get(cache, GANTRY_OBJ_JOB, ns, name);
         const json_t *spec = json_object_get(job, "spec");
         int p, c;
 
@@ -52,9 +52,9 @@ static int job_size(struct gantry_sched_state *st, const char *ns, const char *n
         return p;
 }
 
-static int pod_group_size(struct gantry_sched_state *st, const char *ns, const char *name)
+static int pod_group_size(struct gantry_sched_cache *cache, const char *ns, const char *name)
 {
-        json_t *pg = gantry_sched_state_get(st, GANTRY_OBJ_POD_GROUP, ns, name);
+        json_t *pg = gantry_sched_cache_get(cache, GANTRY_OBJ_POD_GROUP, ns, name);
         int n = int_field(json_object_get(pg, "spec"), "minMember");
 
         json_decref(pg);
@@ -84,7 +84,7 @@ static void gang_key(char *key, size_t size, const char *job_key, const char *ns
                 snprintf(key, size, "%s/%s/%s", ns, kind, name);
 }
 
-int gantry_sched_gang_of_pod(struct gantry_sched_state *st, const json_t *pod, const char *ns,
+int gantry_sched_gang_of_pod(struct gantry_sched_cache *cache, const json_t *pod, const char *ns,
                              const char *job_key, char *key, size_t size, int *ret_size,
                              bool *ret_spread, struct gantry_error *err)
 {
@@ -103,10 +103,10 @@ int gantry_sched_gang_of_pod(struct gantry_sched_state *st, const json_t *pod, c
                 if (!*job_key && !job)
                         return 0; /* a size without a gang to size */
                 gang_key(key, size, job_key, ns, "Job", job);
-        } else if (job && st && (n = job_size(st, ns, job)) > 0) {
+        } else if (job && cache && (n = job_size(cache, ns, job)) > 0) {
                 gang_key(key, size, job_key, ns, "Job", job);
-        } else if ((group = s_(labels, GANTRY_LABEL_POD_GROUP)) && *group && st &&
-                   (n = pod_group_size(st, ns, group)) > 0) {
+        } else if ((group = s_(labels, GANTRY_LABEL_POD_GROUP)) && *group && cache &&
+                   (n = pod_group_size(cache, ns, group)) > 0) {
                 gang_key(key, size, job_key, ns, "PodGroup", group);
         } else if ((v = s_(ann, GANTRY_ANN_KUEUE_COUNT)) &&
                    (group = s_(labels, GANTRY_LABEL_KUEUE_GROUP)) && *group) {

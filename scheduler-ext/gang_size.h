@@ -1,6 +1,6 @@
 /*
  * Which gang a pod belongs to, and how many members the gang has, from the
- * pod and the objects gantry-scheduler caches (sched_state.h). In order:
+ * pod and the objects gantry-scheduler caches (sched_cache.h). In order:
  *
  *   1. annotation gantry.io/job-size: "N"
  *   2. the owning Job's spec.parallelism (the pod's controller ownerReference
@@ -23,7 +23,7 @@
 #include <jansson.h>
 
 #include "error.h"
-#include "sched_state.h"
+#include "sched_cache.h"
 
 #define GANTRY_ANN_JOB_SIZE "gantry.io/job-size"
 #define GANTRY_ANN_GANG_SPREAD "gantry.io/gang-spread"
@@ -37,6 +37,6 @@
  * (@size bytes) and its size and spread flag, returns 1. No gang: 0.
  * A malformed gantry.io/job-size: -EINVAL with @err naming it.
  */
-int gantry_sched_gang_of_pod(struct gantry_sched_state *st, const json_t *pod, const char *ns,
+int gantry_sched_gang_of_pod(struct gantry_sched_cache *cache, const json_t *pod, const char *ns,
                              const char *job_key, char *key, size_t size, int *ret_size,
                              bool *ret_spread, struct gantry_error *err);

@@ -14,7 +14,7 @@
 #define s_(o, k) json_string_value(json_object_get((o), (k)))
 
 /* The demand computation's view of the informer cache. */
-static json_t *state_lookup(void *userdata, enum gantry_bw_kind kind, const char *namespace,
+static json_t *cache_lookup(void *userdata, enum gantry_bw_kind kind, const char *namespace,
                             const char *name)
 {
         static const enum gantry_obj_kind map[] = {
@@ -23,7 +23,7 @@ static json_t *state_lookup(void *userdata, enum gantry_bw_kind kind, const char
                 [GANTRY_BW_STORAGE_CLASS] = GANTRY_OBJ_STORAGE_CLASS,
         };
 
-        return gantry_sched_state_get(userdata, map[kind], namespace, name);
+        return gantry_sched_cache_get(userdata, map[kind], namespace, name);
 }
 
 static int add_flow(struct gantry_sched_demand *d, const char *backend, double gbps,
@@ -45,7 +45,7 @@ static int add_flow(struct gantry_sched_demand *d, const char *backend, double g
         return 0;
 }
 
-int gantry_sched_demand_from_pod(struct gantry_sched_state *st, const json_t *pod,
+int gantry_sched_demand_from_pod(struct gantry_sched_cache *cache, const json_t *pod,
                                  struct gantry_sched_demand *ret_demand, struct gantry_error *err)
 {
         const json_t *md = json_object_get(pod, "metadata");
@@ -79,7 +79,7 @@ int gantry_sched_demand_from_pod(struct gantry_sched_state *st, const json_t *po
 
                 if (!own || !*own)
                         own = s_(ann, GANTRY_LABEL_JOB);
-                r = gantry_sched_gang_of_pod(st, pod, ns, own && *own ? d->job : "", gang,
+                r = gantry_sched_gang_of_pod(cache, pod, ns, own && *own ? d->job : "", gang,
                                              sizeof(gang), &d->gang_size, &d->gang_spread, err);
                 if (r < 0)
                         return gantry_error_prefix(err, d->name);
@@ -90,7 +90,7 @@ int gantry_sched_demand_from_pod(struct gantry_sched_state *st, const json_t *po
 
         /* the same computation the node plugin caps with (common/bandwidth_demand.c) */
         snprintf(who, sizeof(who), "pod %s", d->name);
-        if ((r = gantry_bw_demand_of_pod(pod, st ? state_lookup : NULL, st, who, &bw, err)) < 0)
+        if ((r = gantry_bw_demand_of_pod(pod, cache ? cache_lookup : NULL, cache, who, &bw, err)) < 0)
                 return r;
         d->d.gpus = bw.gpus;
         for (int t = 0; t < GANTRY_BW_TIER_COUNT; t++) {

@@ -28,7 +28,7 @@
 #include "bandwidth_demand.h"
 #include "error.h"
 #include "placement.h"
-#include "sched_state.h"
+#include "sched_cache.h"
 
 #define GANTRY_ANN_DATASET_READ GANTRY_BW_ANN_DATASET_READ
 #define GANTRY_ANN_CHECKPOINT_WRITE GANTRY_BW_ANN_CHECKPOINT_WRITE
@@ -50,13 +50,10 @@ struct gantry_sched_demand {
 };
 
 /*
- * Derives the demand of @pod (a v1 Pod) with the PVCs, PVs and StorageClasses
- * cached in @st (may be NULL: annotations and GPUs only). Returns 0, or
- * -EINVAL with @err naming the pod and the field (a bad annotation).
+ * Derives the demand of @pod (a v1 Pod) with the PVCs, PVs, StorageClasses,
+ * Jobs and PodGroups in @cache (may be NULL: annotations and GPUs only).
+ * Returns 0, or -EINVAL with @err naming the pod and the field (a bad
+ * annotation).
  */
-int gantry_sched_demand_from_pod(struct gantry_sched_state *st, const json_t *pod,
+int gantry_sched_demand_from_pod(struct gantry_sched_cache *cache, const json_t *pod,
                                  struct gantry_sched_demand *ret_demand, struct gantry_error *err);
-
-/* Shared parsers (common/bandwidth_demand.c): Gbps text; a whole-unit quantity (NULL = 0). */
-int gantry_sched_parse_gbps(const char *field, const char *s, double *ret, struct gantry_error *err);
-int gantry_sched_parse_count(const char *field, const json_t *q, int *ret, struct gantry_error *err);

@@ -42,7 +42,9 @@ static void gang_of(struct gantry_sched_state *st, const json_t *pod, char *key,
                 own = str_at(json_object_get(md, "annotations"), GANTRY_LABEL_JOB);
         if (own && *own)
                 snprintf(job, sizeof(job), "%s/%s", ns, own);
-        if (gantry_sched_gang_of_pod(st, pod, ns, job, key, size, &n, &spread, NULL) <= 0 || n < 2)
+        if (gantry_sched_gang_of_pod(gantry_sched_state_cache(st), pod, ns, job, key, size, &n,
+                                     &spread, NULL) <= 0 ||
+            n < 2)
                 key[0] = '\0';
 }
 

@@ -23,7 +23,7 @@ struct gantry_sched_state {
         pthread_mutex_t lock; /* guards everything below */
         struct gantry_sched_defaults defaults;
         struct strmap *declared_leaves;             /* leaf -> (void *)1 */
-        struct strmap *objs[GANTRY_OBJ_KIND_COUNT]; /* key -> json_t * (owned) */
+        struct gantry_sched_cache *cache;           /* has its own lock */
         /* pods remembered from filter requests: a ring of UIDs */
         char *remembered[REMEMBERED_PODS_MAX];
         size_t next_remembered;
@@ -44,34 +44,9 @@ struct gantry_sched_state {
         struct gantry_gangs *gangs; /* borrowed; may be NULL */
 };
 
-static const char *const kind_names[GANTRY_OBJ_KIND_COUNT] = {
-        [GANTRY_OBJ_NODE] = "Node",
-        [GANTRY_OBJ_POD] = "Pod",
-        [GANTRY_OBJ_PVC] = "PersistentVolumeClaim",
-        [GANTRY_OBJ_PV] = "PersistentVolume",
-        [GANTRY_OBJ_STORAGE_CLASS] = "StorageClass",
-        [GANTRY_OBJ_JOB] = "Job",
-        [GANTRY_OBJ_POD_GROUP] = "PodGroup",
-};
-
-static bool namespaced(enum gantry_obj_kind kind)
-{
-        return kind == GANTRY_OBJ_PVC || kind == GANTRY_OBJ_JOB || kind == GANTRY_OBJ_POD_GROUP;
-}
-
 void gantry_sched_state_set_gangs(struct gantry_sched_state *st, struct gantry_gangs *gangs)
 {
         st->gangs = gangs;
-}
-
-int gantry_sched_obj_kind_parse(const char *kind, enum gantry_obj_kind *ret_kind)
-{
-        for (int k = 0; k < GANTRY_OBJ_KIND_COUNT; k++)
-                if (kind && strcmp(kind, kind_names[k]) == 0) {
-                        *ret_kind = k;
-                        return 0;
-                }
-        return -EINVAL;
 }
 
 int gantry_sched_state_new(struct gantry_cluster *cluster, struct gantry_sched_state **ret_state)
@@ -88,8 +63,7 @@ int gantry_sched_state_new(struct gantry_cluster *cluster, struct gantry_sched_s
         r |= strmap_new(&st->remembered_pods);
         r |= strmap_new(&st->deleted_pods);
         r |= strmap_new(&st->waiting_pods);
-        for (int k = 0; k < GANTRY_OBJ_KIND_COUNT; k++)
-                r |= strmap_new(&st->objs[k]);
+        r |= gantry_sched_cache_new(&st->cache);
         if (r) {
                 gantry_sched_state_free(st);
                 return -ENOMEM;
@@ -107,8 +81,7 @@ void gantry_sched_state_free(struct gantry_sched_state *st)
 {
         if (!st)
                 return;
-        for (int k = 0; k < GANTRY_OBJ_KIND_COUNT; k++)
-                strmap_free_with(st->objs[k], value_decref);
+        gantry_sched_cache_free(st->cache);
         strmap_free_with(st->remembered_pods, value_decref);
         strmap_free(st->deleted_pods);
         for (size_t i = 0; i < DELETED_PODS_MAX; i++)
@@ -125,6 +98,11 @@ void gantry_sched_state_free(struct gantry_sched_state *st)
 struct gantry_cluster *gantry_sched_state_cluster(struct gantry_sched_state *st)
 {
         return st->cluster;
+}
+
+struct gantry_sched_cache *gantry_sched_state_cache(struct gantry_sched_state *st)
+{
+        return st->cache;
 }
 
 void gantry_sched_state_set_defaults(struct gantry_sched_state *st,
@@ -285,7 +263,7 @@ static void record_waiting_pods(struct gantry_sched_state *st, const char *node)
         pods = strmap_remove(st->waiting_pods, node);
         pthread_mutex_unlock(&st->lock);
         json_object_foreach(pods, uid, pod) {
-                if (gantry_sched_demand_from_pod(st, pod, &d, &err) == 0)
+                if (gantry_sched_demand_from_pod(st->cache, pod, &d, &err) == 0)
                         gantry_cluster_record(st->cluster, &d.d, node, &err);
         }
         pthread_mutex_unlock(&st->waiting_lock);
@@ -373,7 +351,7 @@ static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *
                 remember(st, obj, false);
                 return 0;
         }
-        if ((r = gantry_sched_demand_from_pod(st, obj, &d, err)) < 0)
+        if ((r = gantry_sched_demand_from_pod(st->cache, obj, &d, err)) < 0)
                 return r;
         r = gantry_cluster_record(st->cluster, &d.d, node, err);
         if (r == 0 && st->gangs)
@@ -394,59 +372,6 @@ static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *
         return 0;
 }
 
-/* Key of a cached object: "namespace/name" or "name". */
-static void obj_key(const char *namespace, const char *name, char *buf, size_t size)
-{
-        if (namespace)
-                snprintf(buf, size, "%s/%s", namespace, name);
-        else
-                snprintf(buf, size, "%s", name);
-}
-
-/* A Job as the gang code reads it: its name and sizes, not its pod template
- * (a cluster may hold thousands of Jobs). */
-static json_t *slim_job(const json_t *job)
-{
-        const json_t *md = json_object_get(job, "metadata"), *spec = json_object_get(job, "spec");
-
-        return json_pack("{s:{s:O*,s:O*},s:{s:O*,s:O*}}", "metadata", "name",
-                         json_object_get(md, "name"), "namespace", json_object_get(md, "namespace"),
-                         "spec", "parallelism", json_object_get(spec, "parallelism"),
-                         "completions", json_object_get(spec, "completions"));
-}
-
-static int apply_cached(struct gantry_sched_state *st, enum gantry_obj_kind kind, bool deleted,
-                        const json_t *obj, struct gantry_error *err)
-{
-        const json_t *md = json_object_get(obj, "metadata");
-        const char *name = json_string_value(json_object_get(md, "name"));
-        const char *ns = namespaced(kind) ? json_string_value(json_object_get(md, "namespace"))
-                                                : NULL;
-        char key[2 * GANTRY_PLACEMENT_NAME_MAX + 2];
-        json_t *old;
-        int r = 0;
-
-        if (!name || !*name || (namespaced(kind) && (!ns || !*ns)))
-                return gantry_error_set(err, EINVAL, "%s: metadata.name/namespace: missing",
-                                        kind_names[kind]);
-        if (strlen(name) > GANTRY_PLACEMENT_NAME_MAX || (ns && strlen(ns) > GANTRY_PLACEMENT_NAME_MAX))
-                return gantry_error_set(err, EINVAL, "%s: metadata.name: too long", kind_names[kind]);
-        obj_key(ns, name, key, sizeof(key));
-        pthread_mutex_lock(&st->lock);
-        old = strmap_remove(st->objs[kind], key);
-        if (!deleted) {
-                json_t *copy = kind == GANTRY_OBJ_JOB ? slim_job(obj) : json_deep_copy(obj);
-
-                if (!copy || strmap_put(st->objs[kind], key, copy) < 0) {
-                        json_decref(copy);
-                        r = gantry_error_set(err, ENOMEM, "out of memory");
-                }
-        }
-        pthread_mutex_unlock(&st->lock);
-        json_decref(old);
-        return r;
-}
-
 int gantry_sched_state_apply(struct gantry_sched_state *st, enum gantry_obj_kind kind,
                              bool deleted, const json_t *obj, struct gantry_error *err)
 {
@@ -462,26 +387,10 @@ int gantry_sched_state_apply(struct gantry_sched_state *st, enum gantry_obj_kind
         case GANTRY_OBJ_STORAGE_CLASS:
         case GANTRY_OBJ_JOB:
         case GANTRY_OBJ_POD_GROUP:
-                return apply_cached(st, kind, deleted, obj, err);
+                return gantry_sched_cache_apply(st->cache, kind, deleted, obj, err);
         default:
                 return gantry_error_set(err, EINVAL, "kind: not followed");
         }
-}
-
-json_t *gantry_sched_state_get(struct gantry_sched_state *st, enum gantry_obj_kind kind,
-                               const char *namespace, const char *name)
-{
-        char key[2 * GANTRY_PLACEMENT_NAME_MAX + 2];
-        json_t *v;
-
-        if (!name || strlen(name) > GANTRY_PLACEMENT_NAME_MAX ||
-            (namespace && strlen(namespace) > GANTRY_PLACEMENT_NAME_MAX))
-                return NULL;
-        obj_key(namespaced(kind) ? namespace : NULL, name, key, sizeof(key));
-        pthread_mutex_lock(&st->lock);
-        v = json_incref(strmap_get(st->objs[kind], key));
-        pthread_mutex_unlock(&st->lock);
-        return v;
 }
 
 json_t *gantry_sched_state_get_pod(struct gantry_sched_state *st, const char *uid)

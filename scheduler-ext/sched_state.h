@@ -2,8 +2,9 @@
  * gantry-scheduler's view of the cluster, fed by Kubernetes objects: it turns
  * Nodes into the placement library's model (topology labels), bound Pods into
  * ledger entries, and keeps the PVCs, PVs and StorageClasses a pod's demand
- * is derived from (sched_demand.c). Objects come from the API client's
- * informers, from a --state file, or from a filter request's Nodes.
+ * is derived from (in a sched_cache.h, which sched_demand.c reads). Objects
+ * come from the API client's informers, from a --state file, or from a
+ * filter request's Nodes.
  *
  * Node labels read:
  *   network.topology.nvidia.com/leaf, .../spine, .../accelerator  (Topograph)
@@ -22,6 +23,7 @@
 
 #include "error.h"
 #include "placement.h"
+#include "sched_cache.h"
 
 #define GANTRY_LABEL_LEAF "network.topology.nvidia.com/leaf"
 #define GANTRY_LABEL_SPINE "network.topology.nvidia.com/spine"
@@ -29,17 +31,6 @@
 #define GANTRY_LABEL_NIC_GBPS "gantry.io/nic-gbps"
 #define GANTRY_LABEL_TRANSPORTS "gantry.io/nvmeof-transports"
 #define GANTRY_RESOURCE_GPU "nvidia.com/gpu"
-
-enum gantry_obj_kind {
-        GANTRY_OBJ_NODE = 0,
-        GANTRY_OBJ_POD,
-        GANTRY_OBJ_PVC,
-        GANTRY_OBJ_PV,
-        GANTRY_OBJ_STORAGE_CLASS,
-        GANTRY_OBJ_JOB,       /* batch/v1 Job: a gang's size (gang_size.c) */
-        GANTRY_OBJ_POD_GROUP, /* scheduling.x-k8s.io PodGroup: a gang's size */
-        GANTRY_OBJ_KIND_COUNT,
-};
 
 /* Defaults the topology file may set for what labels do not say. */
 struct gantry_sched_defaults {
@@ -58,14 +49,13 @@ void gantry_sched_state_free(struct gantry_sched_state *st);
 
 /* The cluster it feeds (borrowed). */
 struct gantry_cluster *gantry_sched_state_cluster(struct gantry_sched_state *st);
+/* The cache of the objects a pod's demand is read from (owned by the state). */
+struct gantry_sched_cache *gantry_sched_state_cache(struct gantry_sched_state *st);
 
 void gantry_sched_state_set_defaults(struct gantry_sched_state *st,
                                      const struct gantry_sched_defaults *d);
 /* Marks @leaf as described by the topology file (its defaults are not applied). */
 int gantry_sched_state_declare_leaf(struct gantry_sched_state *st, const char *leaf);
-
-/* "Node" -> GANTRY_OBJ_NODE ...; -EINVAL for a kind it does not follow. */
-int gantry_sched_obj_kind_parse(const char *kind, enum gantry_obj_kind *ret_kind);
 
 /*
  * Applies one object: @deleted false for ADDED/MODIFIED, true for DELETED.
@@ -95,13 +85,6 @@ struct gantry_gangs;
 void gantry_sched_state_set_gangs(struct gantry_sched_state *st, struct gantry_gangs *gangs);
 
 /*
- * Looks up a cached object: a PVC, Job or PodGroup by namespace+name, a PV or StorageClass by
- * name (@namespace NULL). Returns a new reference (json_decref it) or NULL.
- */
-json_t *gantry_sched_state_get(struct gantry_sched_state *st, enum gantry_obj_kind kind,
-                               const char *namespace, const char *name);
-
-/*
  * The pod with @uid, as last seen (from the watch or a filter request), or
  * NULL. A new reference. Pods seen in filter requests are kept so that bind
  * (which carries only names and the UID) can find their demand.
@@ -117,6 +100,10 @@ bool gantry_sched_state_pod_deleted(struct gantry_sched_state *st, const char *u
  * dropped. The watch only refreshes pods remembered this way. */
 void gantry_sched_state_remember_pod(struct gantry_sched_state *st, const json_t *pod);
 
+/* The node labels' parsers (common/bandwidth_demand.c): Gbps text; a
+ * whole-unit quantity (NULL = 0). */
+int gantry_sched_parse_gbps(const char *field, const char *s, double *ret, struct gantry_error *err);
+int gantry_sched_parse_count(const char *field, const json_t *q, int *ret, struct gantry_error *err);
 /* Node spec from a Node object (strings borrowed from @node). 0 or -EINVAL. */
 int gantry_sched_node_spec(const json_t *node, const struct gantry_sched_defaults *defaults,
                            struct gantry_node_spec *ret_spec, struct gantry_error *err);

@@ -95,7 +95,7 @@ static int demand_of(struct fx *f, const char *metadata_extra, const char *claim
                  metadata_extra ? "," : "", metadata_extra ? metadata_extra : "", claims_json);
         pod = json_loads(text, 0, NULL);
         assert_non_null(pod);
-        r = gantry_sched_demand_from_pod(f->st, pod, d, err);
+        r = gantry_sched_demand_from_pod(gantry_sched_state_cache(f->st), pod, d, err);
         json_decref(pod);
         return r;
 }

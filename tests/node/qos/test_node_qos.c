@@ -431,7 +431,8 @@ static void check_equal(const char *pod_text, const char *const *volume_ids, siz
                 assert_int_equal(gantry_sched_state_apply(st, kind, false, o, &err), 0);
                 json_array_append_new(all, o);
         }
-        assert_int_equal(gantry_sched_demand_from_pod(st, pod, &d, &err), 0);
+        assert_int_equal(
+                gantry_sched_demand_from_pod(gantry_sched_state_cache(st), pod, &d, &err), 0);
         assert_int_equal(d.d.n_flows, n_vol);
         for (size_t i = 0; i < n_vol; i++) {
                 struct gantry_qos_request req;
