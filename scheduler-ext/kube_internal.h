@@ -161,8 +161,6 @@ void kube_waker_wake(struct kube_waker *w); /* sets stop, interrupts */
 bool kube_waker_stopped(struct kube_waker *w);
 /* Sleeps @ms or until woken. Returns -ECANCELED when stopped, else 0. */
 int kube_waker_sleep(struct kube_waker *w, long ms);
-/* The CLOCK_MONOTONIC time @ms from now, for pthread_cond_timedwait. */
-void kube_deadline(struct timespec *ret_ts, long ms);
 
 /* ------------------------------------------------------- kube_watch_decode.c */
 
