@@ -304,7 +304,7 @@ struct transfer {
         const struct kube_request *req;
         CURL *e;
         long status;    /* stream: known once the headers are in */
-        struct kube_buf body;
+        struct gantry_buf body;
         bool overflow;  /* a buffered body went over its limit */
         int cb_error;   /* why a write callback aborted */
 };
@@ -318,7 +318,7 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userp)
         if (t->req->stream && t->status / 100 == 2)
                 r = t->req->on_body(t->req->ctx, data, n);
         else
-                r = kube_buf_append(&t->body, data, n);
+                r = gantry_buf_append(&t->body, data, n);
         if (r < 0) {
                 t->cb_error = r;
                 t->overflow = r == -EMSGSIZE && !(t->req->stream && t->status / 100 == 2);
