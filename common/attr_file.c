@@ -1,5 +1,6 @@
 /*
- * Reading one small text value, or a whole small file; see attr_file.h.
+ * Reading one small text value, or a whole small file, and replacing a small
+ * file atomically; see attr_file.h.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -119,4 +120,24 @@ int gantry_block_dev_name(dev_t dev, char *buf, size_t size)
         if ((size_t)snprintf(buf, size, "%s", base ? base + 1 : target) >= size)
                 return -ENAMETOOLONG;
         return 0;
+}
+
+int gantry_file_write_atomic(const char *path, const char *data, size_t len)
+{
+        char tmp[PATH_MAX + 8];
+        int fd, r;
+
+        if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+                return -ENAMETOOLONG;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        if (write(fd, data, len) != (ssize_t)len || fsync(fd) < 0) {
+                r = errno ? -errno : -EIO;
+                close(fd);
+                unlink(tmp);
+                return r;
+        }
+        close(fd);
+        return rename(tmp, path) < 0 ? -errno : 0;
 }

@@ -10,6 +10,10 @@
  * certificate or key): gantry_file_read(), for the extender's API client and
  * its HTTPS server. And the kernel's name of a block device, from the sysfs
  * link /sys/dev/block/MAJ:MIN (the node plugin's krbd and NVMe paths).
+ *
+ * And the write side for the node plugin's own small records (the stage
+ * marker, the QoS cap records): gantry_file_write_atomic() replaces a file
+ * whole or not at all, so a plugin killed mid-write never reads half a one.
  */
 #pragma once
 
@@ -44,3 +48,12 @@ int gantry_file_read(const char *path, size_t max, char **ret_data, size_t *ret_
  * when the device is gone, -ENAMETOOLONG when @size is too small.
  */
 int gantry_block_dev_name(dev_t dev, char *buf, size_t size) GANTRY_MUST_CHECK;
+
+/*
+ * Replaces @path with the @len bytes of @data atomically: writes
+ * "@path.tmp" (mode 0600, never through a symlink), fsyncs it and renames it
+ * over @path. Returns 0, or -errno: the open(), write(), fsync() or rename()
+ * error (-EIO for a short write), -ENAMETOOLONG when "@path.tmp" exceeds
+ * PATH_MAX. On a failed write the temporary file is removed.
+ */
+int gantry_file_write_atomic(const char *path, const char *data, size_t len) GANTRY_MUST_CHECK;

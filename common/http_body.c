@@ -11,15 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "http_body.h"
-
-static double now_seconds(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int append(struct gantry_http_body *b, const char *data, size_t n)
 {
@@ -62,7 +55,7 @@ int gantry_http_body_feed(struct MHD_Connection *conn, void **con_cls, size_t li
                 if (!b)
                         return -ENOMEM;
                 b->limit = limit;
-                b->start = now_seconds();
+                b->start = gantry_now_s();
                 *con_cls = b;
                 return GANTRY_HTTP_BODY_READING;
         }

@@ -7,20 +7,13 @@
 #include <time.h>
 
 #include "bucket.h"
+#include "clock.h"
 
 struct gantry_copier_bucket {
         pthread_mutex_t lock;
         uint64_t rate; /* bytes/s, 0: unlimited */
         uint64_t tat;  /* theoretical arrival time of the next byte, ns */
 };
-
-uint64_t gantry_copier_now_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 int gantry_copier_bucket_new(uint64_t bytes_per_s, struct gantry_copier_bucket **ret)
 {
@@ -80,7 +73,7 @@ uint64_t gantry_copier_bucket_reserve(struct gantry_copier_bucket *b, uint64_t n
 
 int gantry_copier_bucket_take(struct gantry_copier_bucket *b, uint64_t bytes, const atomic_bool *cancel)
 {
-        uint64_t now = gantry_copier_now_ns();
+        uint64_t now = gantry_now_ns();
         uint64_t until = now + gantry_copier_bucket_reserve(b, now, bytes);
         struct timespec ts;
         uint64_t step;
@@ -92,7 +85,7 @@ int gantry_copier_bucket_take(struct gantry_copier_bucket *b, uint64_t bytes, co
                 ts.tv_sec = (time_t)(step / 1000000000ull);
                 ts.tv_nsec = (long)(step % 1000000000ull);
                 nanosleep(&ts, NULL);
-                now = gantry_copier_now_ns();
+                now = gantry_now_ns();
         }
         return cancel && atomic_load(cancel) ? -ECANCELED : 0;
 }

@@ -43,5 +43,3 @@ uint64_t gantry_copier_bucket_reserve(struct gantry_copier_bucket *b, uint64_t n
  */
 int gantry_copier_bucket_take(struct gantry_copier_bucket *b, uint64_t bytes, const atomic_bool *cancel);
 
-/* CLOCK_MONOTONIC in nanoseconds (the clock of every tier timestamp). */
-uint64_t gantry_copier_now_ns(void);

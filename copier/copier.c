@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "copier.h"
 
 #define PERSIST_OBJECTS_DEFAULT 16u
@@ -123,7 +124,7 @@ static void progress_locked(struct gantry_copier_copy *c, uint64_t now, struct g
 
 void gantry_copier_copy_progress(struct gantry_copier_copy *c, struct gantry_copier_progress *ret)
 {
-        uint64_t now = gantry_copier_now_ns();
+        uint64_t now = gantry_now_ns();
 
         pthread_mutex_lock(&c->lock);
         progress_locked(c, now, ret);
@@ -327,17 +328,6 @@ static int persist(struct gantry_copier_copy *c, const struct gantry_copier_prog
         return r < 0 ? r : 0;
 }
 
-static void deadline(struct timespec *ts, unsigned ms)
-{
-        clock_gettime(CLOCK_MONOTONIC, ts);
-        ts->tv_sec += ms / 1000;
-        ts->tv_nsec += (long)(ms % 1000) * 1000000;
-        if (ts->tv_nsec >= 1000000000) {
-                ts->tv_sec++;
-                ts->tv_nsec -= 1000000000;
-        }
-}
-
 /* The caller's thread while workers copy: persists every K objects or T ms. */
 static void coordinate(struct gantry_copier_copy *c, char *text)
 {
@@ -345,7 +335,7 @@ static void coordinate(struct gantry_copier_copy *c, char *text)
         struct timespec until;
         int r;
 
-        deadline(&until, c->o.persist_every_ms);
+        gantry_clock_deadline(&until, c->o.persist_every_ms);
         pthread_mutex_lock(&c->lock);
         while (c->workers_left > 0) {
                 if (c->err || atomic_load(&c->cancel)) {
@@ -359,18 +349,18 @@ static void coordinate(struct gantry_copier_copy *c, char *text)
                 if (r != ETIMEDOUT && c->since_persist < c->o.persist_every_objects)
                         continue;
                 if (c->since_persist == 0) {
-                        deadline(&until, c->o.persist_every_ms);
+                        gantry_clock_deadline(&until, c->o.persist_every_ms);
                         continue;
                 }
                 c->since_persist = 0;
-                progress_locked(c, gantry_copier_now_ns(), &p);
+                progress_locked(c, gantry_now_ns(), &p);
                 gantry_copier_position_encode(&c->pos, text, GANTRY_COPIER_POSITION_MAX);
                 pthread_mutex_unlock(&c->lock);
                 r = persist(c, &p, text);
                 pthread_mutex_lock(&c->lock);
                 if (r < 0 && !c->err)
                         c->err = r;
-                deadline(&until, c->o.persist_every_ms);
+                gantry_clock_deadline(&until, c->o.persist_every_ms);
         }
         pthread_mutex_unlock(&c->lock);
 }
@@ -388,7 +378,7 @@ int gantry_copier_copy_run(struct gantry_copier_copy *c)
         if ((r = plan(c)) < 0)
                 goto out;
         pthread_mutex_lock(&c->lock);
-        c->start_ns = gantry_copier_now_ns();
+        c->start_ns = gantry_now_ns();
         gantry_copier_rate_start(&c->rate, c->start_ns, c->p.bytes_done);
         c->workers_left = c->o.in_flight;
         pthread_mutex_unlock(&c->lock);
@@ -409,7 +399,7 @@ int gantry_copier_copy_run(struct gantry_copier_copy *c)
         r = c->err;
         if (r == 0 && atomic_load(&c->cancel) && !gantry_copier_position_complete(&c->pos))
                 r = -ECANCELED;
-        progress_locked(c, gantry_copier_now_ns(), &p);
+        progress_locked(c, gantry_now_ns(), &p);
         gantry_copier_position_encode(&c->pos, text, GANTRY_COPIER_POSITION_MAX);
         pthread_mutex_unlock(&c->lock);
         /* the last position: complete, or where a cancel stopped (a later run resumes there) */

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "csi_internal.h"
 #include "log.h"
 #include "status.h"
@@ -192,14 +193,6 @@ static void call_free(struct call_ctx *c)
         free(c);
 }
 
-static int64_t now_monotonic_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* grpc's own monotonic clock has another epoch: go through the time left. */
 static int64_t deadline_to_monotonic_ms(gpr_timespec deadline)
 {
@@ -209,7 +202,7 @@ static int64_t deadline_to_monotonic_ms(gpr_timespec deadline)
                 return INT64_MAX;
         left = gpr_time_sub(gpr_convert_clock_type(deadline, GPR_CLOCK_MONOTONIC),
                             gpr_now(GPR_CLOCK_MONOTONIC));
-        return now_monotonic_ms() + (int64_t)left.tv_sec * 1000 + left.tv_nsec / 1000000;
+        return gantry_now_ms() + (int64_t)left.tv_sec * 1000 + left.tv_nsec / 1000000;
 }
 
 int64_t gantry_csi_bound_deadline_ms(int64_t deadline_ms, int64_t now_ms, int max_call_seconds)
@@ -225,7 +218,7 @@ int64_t gantry_csi_call_remaining_ms(const struct gantry_csi_call *call)
 
         if (call->deadline_ms == INT64_MAX)
                 return INT64_MAX;
-        now = now_monotonic_ms();
+        now = gantry_now_ms();
         return call->deadline_ms > now ? call->deadline_ms - now : 0;
 }
 
@@ -259,7 +252,7 @@ static enum gantry_grpc_code handle(struct call_ctx *c, struct gantry_csi_arena 
                 .method = m->name,
                 .config = c->server->opts.config,
                 .deadline_ms = gantry_csi_bound_deadline_ms(deadline_to_monotonic_ms(c->deadline),
-                                                            now_monotonic_ms(),
+                                                            gantry_now_ms(),
                                                             c->server->opts.max_call_seconds),
                 .arena = arena,
         };
@@ -301,7 +294,7 @@ static enum gantry_grpc_code handle(struct call_ctx *c, struct gantry_csi_arena 
                 code = GANTRY_GRPC_UNIMPLEMENTED;
                 goto out;
         }
-        if (call.deadline_ms != INT64_MAX && call.deadline_ms <= now_monotonic_ms()) {
+        if (call.deadline_ms != INT64_MAX && call.deadline_ms <= gantry_now_ms()) {
                 gantry_error_set(err, ETIMEDOUT, "deadline exceeded before the call started");
                 code = GANTRY_GRPC_DEADLINE_EXCEEDED;
                 goto out;
@@ -412,7 +405,7 @@ static void on_new_call(struct call_ctx *c)
         struct gantry_csi_arena *arena = gantry_csi_arena_new();
         struct gantry_error err = { 0 };
         enum gantry_grpc_code code;
-        struct timespec t0, t1;
+        uint64_t t0;
         char quoted[GANTRY_ERROR_MSG_MAX + 8];
         size_t index = (size_t)(c->method - s->methods);
         double seconds;
@@ -422,7 +415,7 @@ static void on_new_call(struct call_ctx *c)
                 log_error("csi.rearm_failed", "method=%s", c->method->name);
         pthread_mutex_unlock(&s->lock);
 
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        t0 = gantry_now_ns();
         if (!arena) {
                 gantry_error_set(&err, ENOMEM, "out of memory");
                 code = GANTRY_GRPC_RESOURCE_EXHAUSTED;
@@ -430,8 +423,7 @@ static void on_new_call(struct call_ctx *c)
                 code = handle(c, arena, &c->response_payload, &err);
         }
         gantry_csi_arena_free(arena);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        seconds = (double)(gantry_now_ns() - t0) / 1e9;
         record(s, c->method, code, seconds);
         if (code == GANTRY_GRPC_OK)
                 log_info("csi.call", "method=%s code=OK ms=%.1f", c->method->name, seconds * 1e3);

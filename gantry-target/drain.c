@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "copier.h"
 #include "log.h"
 #include "target_internal.h"
@@ -513,7 +514,7 @@ static void *worker(void *arg)
                 log_info(strcmp(j->field, "drain") == 0 ? "target.drain_started" : "target.restore_started",
                          "bdev=%s image=%s size=%llu resume=%s", j->key, j->image, (unsigned long long)j->size,
                          j->position[0] ? j->position : "no");
-                t0 = gantry_copier_now_ns();
+                t0 = gantry_now_ns();
                 r = run(w, j, &p, &why);
                 if (r == -ECANCELED) {
                         bool stopping, gone;
@@ -532,7 +533,7 @@ static void *worker(void *arg)
                                                  e2.msg);
                         }
                 }
-                finish(w, j, r, &p, (double)(gantry_copier_now_ns() - t0) / 1e9, &why);
+                finish(w, j, r, &p, (double)(gantry_now_ns() - t0) / 1e9, &why);
         }
         free(j);
         return NULL;

@@ -19,39 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "byte_buf.h"
 #include "usage_report.h"
 
 #define MAX_URLS 4096
 #define MAX_BODY (64 * 1024 * 1024)
 
-struct body {
-        char *data;
-        size_t len;
-        bool too_big;
-};
-
-static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-        struct body *b = ud;
-        size_t n = size * nmemb;
-        char *d;
-
-        if (b->len + n > MAX_BODY) {
-                b->too_big = true;
-                return 0;
-        }
-        d = realloc(b->data, b->len + n + 1);
-        if (!d)
-                return 0;
-        memcpy(d + b->len, ptr, n);
-        b->data = d;
-        b->len += n;
-        b->data[b->len] = '\0';
-        return n;
-}
-
 /* GETs @url into *ret; returns 0 or -errno with @err. */
-static int fetch(const char *url, long timeout_s, struct body *ret, struct gantry_error *err)
+static int fetch(const char *url, long timeout_s, struct gantry_buf *ret, struct gantry_error *err)
 {
         CURL *c = curl_easy_init();
         char cerr[CURL_ERROR_SIZE] = "";
@@ -61,7 +36,7 @@ static int fetch(const char *url, long timeout_s, struct body *ret, struct gantr
         if (!c)
                 return gantry_error_set(err, ENOMEM, "%s: cannot make a curl handle", url);
         curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, gantry_buf_curl_write);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, ret);
         curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
@@ -70,7 +45,7 @@ static int fetch(const char *url, long timeout_s, struct body *ret, struct gantr
         rc = curl_easy_perform(c);
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
         curl_easy_cleanup(c);
-        if (ret->too_big)
+        if (ret->too_large)
                 return gantry_error_set(err, E2BIG, "%s: more than %d bytes", url, MAX_BODY);
         if (rc != CURLE_OK)
                 return gantry_error_set(err, EIO, "%s: %s", url, *cerr ? cerr : curl_easy_strerror(rc));
@@ -156,7 +131,7 @@ int gantry_usage_main(int argc, char **argv)
         curl_global_init(CURL_GLOBAL_DEFAULT);
         for (size_t i = 0; i < n_urls; i++) {
                 struct gantry_error err = { 0 };
-                struct body b = { 0 };
+                struct gantry_buf b = { .max = MAX_BODY };
                 int r = fetch(urls[i], timeout_s, &b, &err);
 
                 if (r == 0)

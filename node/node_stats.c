@@ -15,6 +15,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
+#include "clock.h"
 #include "csi_call.h"
 #include "log.h"
 #include "node_internal.h"
@@ -141,7 +142,7 @@ int gantry_node_volume_stats(struct gantry_csi_call *call, const ProtobufCMessag
 /* Waits until @device is at least @want bytes; returns its size. */
 static int wait_size(const char *device, uint64_t want, int64_t deadline_ms, uint64_t *ret_size)
 {
-        int64_t end = gantry_node_now_ms() + EXPAND_SIZE_WAIT_MS;
+        int64_t end = gantry_now_ms() + EXPAND_SIZE_WAIT_MS;
         uint64_t size = 0;
         int r;
 
@@ -150,7 +151,7 @@ static int wait_size(const char *device, uint64_t want, int64_t deadline_ms, uin
         for (;;) {
                 if ((r = gantry_node_blockdev_size(device, &size)) < 0)
                         return r;
-                if (size >= want || gantry_node_now_ms() >= end)
+                if (size >= want || gantry_now_ms() >= end)
                         break;
                 nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000000 }, NULL);
         }

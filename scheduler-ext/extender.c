@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "extender.h"
 #include "gang.h"
 #include "json_out.h"
@@ -53,10 +54,7 @@ const char *gantry_extender_verb_name(enum gantry_extender_verb verb)
 
 double gantry_extender_now(void)
 {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return ts.tv_sec + ts.tv_nsec / 1e9;
+        return gantry_now_s();
 }
 
 int gantry_extender_new(struct gantry_sched_state *state, const struct gantry_extender_options *opts,

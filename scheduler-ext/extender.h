@@ -87,5 +87,5 @@ bool gantry_extender_ready(struct gantry_extender *ext, char *why, size_t size);
 /* Refreshes the model gauges in the metrics registry (before a /metrics render). */
 void gantry_extender_update_gauges(struct gantry_extender *ext);
 
-/* Monotonic clock in seconds, the time base of reservations. */
+/* gantry_now_s(): the monotonic clock in seconds, the time base of reservations. */
 double gantry_extender_now(void);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "clock.h"
 #include "kube_internal.h"
 #include "log.h"
 #include "metrics.h"
@@ -87,23 +88,12 @@ bool kube_waker_stopped(struct kube_waker *w)
         return stop;
 }
 
-void kube_deadline(struct timespec *ret_ts, long ms)
-{
-        clock_gettime(CLOCK_MONOTONIC, ret_ts);
-        ret_ts->tv_sec += ms / 1000;
-        ret_ts->tv_nsec += (ms % 1000) * 1000000L;
-        if (ret_ts->tv_nsec >= 1000000000L) {
-                ret_ts->tv_sec++;
-                ret_ts->tv_nsec -= 1000000000L;
-        }
-}
-
 int kube_waker_sleep(struct kube_waker *w, long ms)
 {
         struct timespec until;
         int r = 0;
 
-        kube_deadline(&until, ms);
+        gantry_clock_deadline(&until, ms);
         pthread_mutex_lock(&w->lock);
         while (!w->stop && r != ETIMEDOUT)
                 r = pthread_cond_timedwait(&w->cond, &w->lock, &until);
@@ -314,7 +304,7 @@ struct transfer {
         const struct kube_request *req;
         CURL *e;
         long status;    /* stream: known once the headers are in */
-        struct kube_buf body;
+        struct gantry_buf body;
         bool overflow;  /* a buffered body went over its limit */
         int cb_error;   /* why a write callback aborted */
 };
@@ -328,7 +318,7 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userp)
         if (t->req->stream && t->status / 100 == 2)
                 r = t->req->on_body(t->req->ctx, data, n);
         else
-                r = kube_buf_append(&t->body, data, n);
+                r = gantry_buf_append(&t->body, data, n);
         if (r < 0) {
                 t->cb_error = r;
                 t->overflow = r == -EMSGSIZE && !(t->req->stream && t->status / 100 == 2);
@@ -440,7 +430,7 @@ int kube_http_do(struct kube_http *h, const struct kube_request *req,
         struct transfer t = { .req = req, .body.max = req->max_body ? req->max_body : KUBE_DEFAULT_MAX_BODY };
         struct curl_blob ca, cert, key;
         struct curl_slist *headers = NULL, *connect_to = NULL;
-        struct timespec t0, t1;
+        uint64_t t0, t1;
         char errbuf[CURL_ERROR_SIZE] = "", *url = NULL, *auth;
         bool cancelled = false;
         CURLcode c;
@@ -517,12 +507,12 @@ int kube_http_do(struct kube_http *h, const struct kube_request *req,
                 curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
 
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        t0 = gantry_now_ns();
         if (req->waker)
                 c = perform_interruptible(req->waker, e, &cancelled);
         else
                 c = curl_easy_perform(e);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
+        t1 = gantry_now_ns();
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
 
         /* the token is gone from memory before anything else happens */
@@ -534,7 +524,7 @@ int kube_http_do(struct kube_http *h, const struct kube_request *req,
         handle_put(h, e, !req->waker);
         free(url);
         count_request(h, req, c == CURLE_OK ? status : 0,
-                      (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+                      (double)(t1 - t0) / 1e9);
 
         if (cancelled) {
                 free(t.body.data);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "kube_internal.h"
 #include "log.h"
 #include "metrics.h"
@@ -684,7 +685,7 @@ int gantry_kube_informer_wait_synced(struct gantry_kube_informer *informer, int 
         struct timespec until;
         int r = 0;
 
-        kube_deadline(&until, timeout_ms);
+        gantry_clock_deadline(&until, timeout_ms);
         pthread_mutex_lock(&informer->lock);
         while (!informer->state.synced && !informer->state.failed && r != ETIMEDOUT)
                 r = pthread_cond_timedwait(&informer->cond, &informer->lock, &until);

@@ -13,6 +13,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "byte_buf.h"
 #include "error.h"
 #include "kube_client.h"
 
@@ -161,26 +162,15 @@ void kube_waker_wake(struct kube_waker *w); /* sets stop, interrupts */
 bool kube_waker_stopped(struct kube_waker *w);
 /* Sleeps @ms or until woken. Returns -ECANCELED when stopped, else 0. */
 int kube_waker_sleep(struct kube_waker *w, long ms);
-/* The CLOCK_MONOTONIC time @ms from now, for pthread_cond_timedwait. */
-void kube_deadline(struct timespec *ret_ts, long ms);
 
 /* ------------------------------------------------------- kube_watch_decode.c */
-
-/* A growable byte buffer with a limit, always NUL-terminated. */
-struct kube_buf {
-        char *data;
-        size_t len, cap, max;
-};
-
-/* Appends @n bytes; -EMSGSIZE past @max (nothing appended), -ENOMEM. */
-int kube_buf_append(struct kube_buf *b, const char *data, size_t n);
 
 /*
  * Splits a watch stream into lines (one JSON event each) as bytes arrive,
  * keeping at most @max bytes of an unfinished line.
  */
 struct kube_lines {
-        struct kube_buf b;
+        struct gantry_buf b;
 };
 
 void kube_lines_init(struct kube_lines *l, size_t max);

@@ -12,28 +12,6 @@
 
 #include "kube_internal.h"
 
-int kube_buf_append(struct kube_buf *b, const char *data, size_t n)
-{
-        if (b->len + n > b->max)
-                return -EMSGSIZE;
-        if (b->len + n + 1 > b->cap) {
-                size_t cap = b->cap ? b->cap : 4096;
-                char *nb;
-
-                while (cap < b->len + n + 1)
-                        cap *= 2;
-                nb = realloc(b->data, cap);
-                if (!nb)
-                        return -ENOMEM;
-                b->data = nb;
-                b->cap = cap;
-        }
-        memcpy(b->data + b->len, data, n);
-        b->len += n;
-        b->data[b->len] = '\0';
-        return 0;
-}
-
 void kube_lines_init(struct kube_lines *l, size_t max)
 {
         memset(l, 0, sizeof(*l));
@@ -49,12 +27,12 @@ void kube_lines_clear(struct kube_lines *l)
 int kube_lines_feed(struct kube_lines *l, const char *data, size_t len,
                     int (*fn)(void *ctx, char *line, size_t n), void *ctx)
 {
-        struct kube_buf *b = &l->b;
+        struct gantry_buf *b = &l->b;
 
         while (len > 0) {
                 const char *nl = memchr(data, '\n', len);
                 size_t n = nl ? (size_t)(nl - data) : len;
-                int r = kube_buf_append(b, data, n);
+                int r = gantry_buf_append(b, data, n);
 
                 if (r < 0)
                         return r;

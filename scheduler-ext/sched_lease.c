@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "kube_client.h"
 #include "log.h"
 #include "sched_lease.h"
@@ -32,14 +33,6 @@ struct gantry_sched_lease {
         double seen_at;
         double renewed_at; /* our last successful write as holder */
 };
-
-static double mono_now(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* The Lease's MicroTime: RFC 3339 with microseconds, UTC. */
 static void micro_time(char *buf, size_t size)
@@ -88,7 +81,7 @@ static int try_acquire_or_renew(struct gantry_sched_lease *l)
         struct gantry_error err = { 0 };
         json_t *cur = NULL, *spec, *body = NULL, *out = NULL;
         const char *holder, *rv;
-        double now = mono_now();
+        double now = gantry_now_s();
         bool ours;
         int r;
 
@@ -194,7 +187,7 @@ static void *run(void *arg)
                 if (!leading && r == 1) {
                         leading = true;
                         set_leading(l, true);
-                } else if (leading && r != 1 && mono_now() - l->renewed_at > l->o.renew_deadline) {
+                } else if (leading && r != 1 && gantry_now_s() - l->renewed_at > l->o.renew_deadline) {
                         leading = false;
                         set_leading(l, false);
                 } else if (leading && r == 0) {

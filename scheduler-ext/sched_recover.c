@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "extender.h"
 #include "gang.h"
 #include "gang_size.h"
@@ -103,20 +104,12 @@ static void requeue_pending(struct gantry_kube_client *kube, struct gantry_sched
         json_decref(list);
 }
 
-static double mono_now(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 void gantry_sched_recover(struct gantry_kube_client *kube, struct gantry_sched_state *st,
                           struct gantry_gangs *gangs, struct gantry_extender *ext,
                           struct gantry_sched_recovery *ret)
 {
         struct gantry_sched_recovery rec = { 0 };
-        double t0 = mono_now();
+        double t0 = gantry_now_s();
 
         if (gangs) {
                 rec.planned = gantry_gangs_recover(gangs, gantry_extender_now());
@@ -125,7 +118,7 @@ void gantry_sched_recover(struct gantry_kube_client *kube, struct gantry_sched_s
         gantry_extender_set_ready(ext, true, NULL);
         if (kube && gangs)
                 requeue_pending(kube, st, gangs, &rec);
-        rec.seconds = mono_now() - t0;
+        rec.seconds = gantry_now_s() - t0;
         log_info("sched.recovered", "partial_gangs_planned=%zu partial_gangs_waiting=%zu "
                  "pods_requeued=%zu requeue_failures=%zu seconds=%.3f",
                  rec.planned, rec.left, rec.requeued, rec.failed, rec.seconds);

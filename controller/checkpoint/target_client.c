@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "attr_file.h"
+#include "byte_buf.h"
 #include "log.h"
 
 #define MAX_RESPONSE (4 * 1024 * 1024)
@@ -21,32 +22,6 @@ static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init(void)
 {
         curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-struct buffer {
-        char *data;
-        size_t len;
-        int overflow;
-};
-
-static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-        struct buffer *b = ud;
-        size_t n = size * nmemb;
-        char *p;
-
-        if (b->len + n > MAX_RESPONSE) {
-                b->overflow = 1;
-                return 0;
-        }
-        p = realloc(b->data, b->len + n + 1);
-        if (!p)
-                return 0;
-        memcpy(p + b->len, ptr, n);
-        b->data = p;
-        b->len += n;
-        b->data[b->len] = '\0';
-        return n;
 }
 
 /* "Authorization: Bearer <token>" from @path, in @buf. */
@@ -84,7 +59,7 @@ int gantry_target_call(const struct gantry_target_config *t, const char *method,
 {
         char auth[MAX_TOKEN + 64], errbuf[CURL_ERROR_SIZE] = "";
         struct curl_slist *headers = NULL;
-        struct buffer body = { 0 };
+        struct gantry_buf body = { .max = MAX_RESPONSE };
         json_t *req, *resp = NULL, *result;
         static int next_id;
         char *text = NULL;
@@ -119,7 +94,7 @@ int gantry_target_call(const struct gantry_target_config *t, const char *method,
         curl_easy_setopt(curl, CURLOPT_URL, t->url);
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, text);
         curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
+        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, gantry_buf_curl_write);
         curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
         curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
         curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);

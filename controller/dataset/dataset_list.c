@@ -67,6 +67,9 @@ struct walk {
         int (*visit)(struct walk *w, const char *name, const char *uuid);
         void *ctx;
         struct gantry_error *err;
+        void *page;  /* the answer's Entry pointers (each list's own type), max of them */
+        size_t n;    /* entries in the page */
+        char *next;  /* the next page's token, NULL on the last page */
 };
 
 static int walk_entry(const char *name, const char *uuid, void *ctx)
@@ -190,35 +193,32 @@ static int walk_all(struct walk *w, const char *token, char **ret_next)
 
 /*
  * What ListVolumes and ListSnapshots share before the walk: the page size
- * from max_entries (0: LIST_MAX), and the array of a page's entries (each
- * list's Entry pointers) from the call's arena.
+ * from max_entries (0: LIST_MAX), and the page (w->page: each list's Entry
+ * pointers) from the call's arena.
  */
-static int list_begin(struct walk *w, int32_t max, void **ret_entries)
+static int list_begin(struct walk *w, int32_t max)
 {
-        void *entries;
-
         if (max < 0)
                 return gantry_error_set(w->err, EINVAL, "max_entries: must not be negative");
         w->max = max == 0 || max > LIST_MAX ? LIST_MAX : (size_t)max;
-        entries = gantry_csi_call_alloc(w->call, w->max * sizeof(void *));
-        if (!entries)
-                return -ENOMEM;
-        *ret_entries = entries;
-        return 0;
+        w->page = gantry_csi_call_alloc(w->call, w->max * sizeof(void *));
+        return w->page ? 0 : -ENOMEM;
+}
+
+/* One page of a list: list_begin(), then the walk from @token (w->next: where it stopped). */
+static int list_page(struct walk *w, int32_t max, const char *token)
+{
+        int r = list_begin(w, max);
+
+        return r < 0 ? r : walk_all(w, token, &w->next);
 }
 
 /* ---- ListVolumes ---- */
 
-struct volume_list {
-        Csi__V1__ListVolumesResponse__Entry **entries;
-        size_t n;
-};
-
 static int visit_volume(struct walk *w, const char *name, const char *uuid)
 {
-        struct volume_list *l = w->ctx;
+        Csi__V1__ListVolumesResponse__Entry **page = w->page, *entry;
         struct gantry_journal_entry e;
-        Csi__V1__ListVolumesResponse__Entry *entry;
         Csi__V1__Volume *vol;
         rbd_image_t img;
         uint64_t size = 0;
@@ -241,30 +241,23 @@ static int visit_volume(struct walk *w, const char *name, const char *uuid)
         if ((r = gantry_dataset_new_volume(w->call, w->t, &e, size, NULL, &vol)) < 0)
                 return r;
         entry->volume = vol;
-        l->entries[l->n++] = entry;
+        page[w->n++] = entry;
         return 1;
 }
 
 int gantry_dataset_list_volumes(struct gantry_csi_call *call, const Csi__V1__ListVolumesRequest *req,
                                 Csi__V1__ListVolumesResponse *resp, struct gantry_error *err)
 {
-        struct volume_list l = { 0 };
         struct walk w = { .call = call, .kind = GANTRY_JOURNAL_VOLUME, .visit = visit_volume,
-                          .ctx = &l, .err = err };
-        char *next = NULL;
-        void *entries;
+                          .err = err };
         int r;
 
-        if ((r = list_begin(&w, req->max_entries, &entries)) < 0)
+        if ((r = list_page(&w, req->max_entries, req->starting_token)) < 0)
                 return r;
-        l.entries = entries;
-        r = walk_all(&w, req->starting_token, &next);
-        if (r < 0)
-                return r;
-        resp->entries = l.entries;
-        resp->n_entries = l.n;
-        if (next)
-                resp->next_token = next;
+        resp->entries = w.page;
+        resp->n_entries = w.n;
+        if (w.next)
+                resp->next_token = w.next;
         return 0;
 }
 
@@ -272,13 +265,13 @@ int gantry_dataset_list_volumes(struct gantry_csi_call *call, const Csi__V1__Lis
 
 struct snapshot_list {
         const char *source_volume_id; /* filter, may be empty */
-        Csi__V1__ListSnapshotsResponse__Entry **entries;
-        size_t n;
 };
 
-static int add_snapshot(struct gantry_csi_call *call, struct snapshot_list *l,
-                        const struct gantry_dataset_target *t, const struct gantry_journal_entry *e)
+static int add_snapshot(struct walk *w, const struct gantry_dataset_target *t,
+                        const struct gantry_journal_entry *e)
 {
+        struct gantry_csi_call *call = w->call;
+        Csi__V1__ListSnapshotsResponse__Entry **page = w->page;
         Csi__V1__ListSnapshotsResponse__Entry *entry = gantry_csi_call_alloc(call, sizeof(*entry));
         Csi__V1__Snapshot *snap = gantry_csi_call_alloc(call, sizeof(*snap));
         int r;
@@ -290,7 +283,7 @@ static int add_snapshot(struct gantry_csi_call *call, struct snapshot_list *l,
         if ((r = gantry_dataset_fill_snapshot(call, t, e, snap)) < 0)
                 return r;
         entry->snapshot = snap;
-        l->entries[l->n++] = entry;
+        page[w->n++] = entry;
         return 1;
 }
 
@@ -308,7 +301,7 @@ static int visit_snapshot(struct walk *w, const char *name, const char *uuid)
                 return r;
         if (*l->source_volume_id && strcmp(l->source_volume_id, e.fingerprint) != 0)
                 return 0;
-        return add_snapshot(w->call, l, w->t, &e);
+        return add_snapshot(w, w->t, &e);
 }
 
 int gantry_dataset_list_snapshots(struct gantry_csi_call *call,
@@ -318,24 +311,21 @@ int gantry_dataset_list_snapshots(struct gantry_csi_call *call,
         struct snapshot_list l = { .source_volume_id = req->source_volume_id };
         struct walk w = { .call = call, .kind = GANTRY_JOURNAL_SNAPSHOT, .visit = visit_snapshot,
                           .ctx = &l, .err = err };
-        char *next = NULL;
-        void *entries;
         int r;
 
-        if ((r = list_begin(&w, req->max_entries, &entries)) < 0)
-                return r;
-        l.entries = entries;
         if (req->snapshot_id && *req->snapshot_id) {
                 /* one snapshot by ID: an unknown ID is an empty list, not an error */
                 struct gantry_dataset_target t;
                 struct gantry_journal_entry e;
                 struct gantry_error ignore = { 0 };
 
+                if ((r = list_begin(&w, req->max_entries)) < 0)
+                        return r;
                 r = gantry_dataset_target_open(call->config, req->snapshot_id, "snapshot_id",
                                                (void *const *)req->secrets, req->n_secrets, &t, &ignore);
                 if (r == 0 && gantry_journal_read(t.io, GANTRY_JOURNAL_SNAPSHOT, t.ref.uuid, &e) == 0 &&
                     e.ready && (!*l.source_volume_id || strcmp(l.source_volume_id, e.fingerprint) == 0))
-                        r = add_snapshot(call, &l, &t, &e);
+                        r = add_snapshot(&w, &t, &e);
                 else if (r == -EINVAL || r == -ENOENT || r == 0)
                         r = 0;
                 else
@@ -343,15 +333,13 @@ int gantry_dataset_list_snapshots(struct gantry_csi_call *call,
                 gantry_dataset_target_close(&t);
                 if (r < 0)
                         return r;
-        } else {
-                r = walk_all(&w, req->starting_token, &next);
-                if (r < 0)
-                        return r;
+        } else if ((r = list_page(&w, req->max_entries, req->starting_token)) < 0) {
+                return r;
         }
-        resp->entries = l.entries;
-        resp->n_entries = l.n;
-        if (next)
-                resp->next_token = next;
+        resp->entries = w.page;
+        resp->n_entries = w.n;
+        if (w.next)
+                resp->next_token = w.next;
         return 0;
 }
 

@@ -33,6 +33,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "copy_state.h"
 #include "kube_client.h"
 #include "log.h"
@@ -63,14 +64,6 @@ static struct {
         size_t n;
         uint64_t seq;
 } cs = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static int64_t now_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Called with cs.lock held. */
 static void count_failure(const char *state)
@@ -199,7 +192,7 @@ static void want(const char *pv, const char *state, int64_t delay_ms)
         snprintf(p->state, sizeof(p->state), "%s", state);
         p->gen++;
         p->failures = 0;
-        p->due_ms = now_ms() + delay_ms;
+        p->due_ms = gantry_now_ms() + delay_ms;
         pthread_cond_broadcast(&cs.cond);
 }
 
@@ -210,7 +203,7 @@ static void *retry_thread(void *arg)
         pthread_mutex_lock(&cs.lock);
         while (!cs.stopping) {
                 struct gantry_error err = { 0 };
-                int64_t now = now_ms(), next = now + 3600 * 1000;
+                int64_t now = gantry_now_ms(), next = now + 3600 * 1000;
                 char pv[sizeof(cs.pending[0].pv)], state[sizeof(cs.pending[0].state)];
                 struct gantry_kube_client *kube = cs.kube;
                 struct pending *p = NULL;
@@ -254,7 +247,7 @@ static void *retry_thread(void *arg)
                         forget(p);
                 } else {
                         int64_t delay = BACKOFF_FIRST_MS << (p->failures < 7 ? p->failures : 7);
-                        p->due_ms = now_ms() + (delay < BACKOFF_MAX_MS ? delay : BACKOFF_MAX_MS);
+                        p->due_ms = gantry_now_ms() + (delay < BACKOFF_MAX_MS ? delay : BACKOFF_MAX_MS);
                 }
         }
         pthread_mutex_unlock(&cs.lock);

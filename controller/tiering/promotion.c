@@ -35,6 +35,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "dataset_internal.h"
 #include "copier.h"
 #include "log.h"
@@ -596,13 +597,7 @@ bool gantry_promotion_wait(const char *uuid, int64_t wait_ms)
         bool done;
         int r = 0;
 
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += (time_t)(wait_ms / 1000);
-        until.tv_nsec += (long)(wait_ms % 1000) * 1000000;
-        if (until.tv_nsec >= 1000000000) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000;
-        }
+        gantry_clock_deadline(&until, wait_ms);
 
         pthread_once(&ended_once, ended_init);
         pthread_mutex_lock(&lock);

@@ -32,9 +32,6 @@
 int gantry_node_exec(const char *const *argv, int64_t deadline_ms, const char *what,
                      struct gantry_error *err);
 
-/* CLOCK_MONOTONIC now, in ms. */
-int64_t gantry_node_now_ms(void);
-
 /* ---- mount.c: /proc/self/mountinfo and mount(2) ---- */
 
 struct node_mount {

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "host.h"
 #include "log.h"
 
@@ -55,7 +56,7 @@ static int load(const char *name, struct gantry_error *err)
 
         if (loaded(name))
                 return 0;
-        r = gantry_node_exec(argv, gantry_node_now_ms() + MODPROBE_TIMEOUT_MS, "modprobe", &e);
+        r = gantry_node_exec(argv, gantry_now_ms() + MODPROBE_TIMEOUT_MS, "modprobe", &e);
         if (r == 0 && loaded(name)) {
                 log_info("node.module_loaded", "module=%s", name);
                 return 0;

@@ -15,19 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "host.h"
 
 extern char **environ;
 
 #define TAIL_MAX 1024
-
-int64_t gantry_node_now_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Keeps the last TAIL_MAX bytes of what the child wrote (@n <= TAIL_MAX). */
 static void tail_add(char *tail, size_t *len, const char *buf, size_t n)
@@ -97,7 +90,7 @@ int gantry_node_exec(const char *const *argv, int64_t deadline_ms, const char *w
                                         strerror(-r));
         }
         for (;;) {
-                int64_t left = deadline_ms == INT64_MAX ? -1 : deadline_ms - gantry_node_now_ms();
+                int64_t left = deadline_ms == INT64_MAX ? -1 : deadline_ms - gantry_now_ms();
                 struct pollfd p = { .fd = fds[0], .events = POLLIN };
                 ssize_t n;
 

@@ -28,19 +28,12 @@
 #include <unistd.h>
 
 #include "attr_file.h"
+#include "clock.h"
 #include "log.h"
 #include "nvmf.h"
 
 /* connects and disconnects are serialised: libnvme's tree is per call, the kernel's is shared */
 static pthread_mutex_t nvmf_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int64_t now_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void pause_ms(long ms)
 {
@@ -259,7 +252,7 @@ bool gantry_nvmf_path_present(const char *ctrl, const char *nguid)
 static size_t wait_paths(const struct gantry_nvmf_volume *v, struct gantry_nvmf_attach_report *rep,
                          int64_t end_ms)
 {
-        int64_t start = now_ms();
+        int64_t start = gantry_now_ms();
         long backoff = 10;
         int polls = 0;
         size_t live;
@@ -275,7 +268,7 @@ static size_t wait_paths(const struct gantry_nvmf_volume *v, struct gantry_nvmf_
                         if (gantry_nvmf_path_present(rep->paths[i].ctrl, v->nguid))
                                 live++;
                 }
-                if (live == connected || now_ms() >= end_ms)
+                if (live == connected || gantry_now_ms() >= end_ms)
                         break;
                 pause_ms(backoff);
                 backoff = backoff * 2 > 200 ? 200 : backoff * 2;
@@ -284,7 +277,7 @@ static size_t wait_paths(const struct gantry_nvmf_volume *v, struct gantry_nvmf_
         /* how often a second path lags its namespace head, and by how much */
         if (polls)
                 log_info("node.nvmf_paths_waited", "nqn=%s ms=%lld polls=%d", v->nqn,
-                         (long long)(now_ms() - start), polls);
+                         (long long)(gantry_now_ms() - start), polls);
         live = 0;
         for (size_t i = 0; i < rep->n_paths; i++) {
                 struct gantry_nvmf_path_report *pr = &rep->paths[i];
@@ -323,14 +316,14 @@ int gantry_nvmf_attach(const struct gantry_nvmf_volume *v, int64_t deadline_ms, 
                                         "(target unreachable, or this host is not allowed: was the "
                                         "volume published to this node?): %s",
                                         v->nqn, v->host_nqn, why);
-        while ((r = find_namespace(v->nqn, v->nguid, ns, sizeof(ns))) == -ENOENT && now_ms() < deadline_ms)
+        while ((r = find_namespace(v->nqn, v->nguid, ns, sizeof(ns))) == -ENOENT && gantry_now_ms() < deadline_ms)
                 pause_ms(50);
         if (r < 0)
                 return gantry_error_set(err, r == -ENOENT ? ETIMEDOUT : -r,
                                         "volume_context.nguid: namespace %s of %s did not appear", v->nguid,
                                         v->nqn);
         /* the head exists once one path has scanned; the others' scans may still run */
-        now = now_ms();
+        now = gantry_now_ms();
         live = wait_paths(v, &rep, deadline_ms > now ? now + (deadline_ms - now) / 2 : now);
         if (live == 0)
                 return gantry_error_set(err, ETIMEDOUT,
@@ -482,7 +475,7 @@ static int detach_subsystem(const char *nqn, int64_t deadline_ms, struct gantry_
                 return gantry_error_set(err, first_errno ? first_errno : EIO, "disconnecting %s: %s", nqn,
                                         strerror(first_errno ? first_errno : EIO));
         /* truthful: success only once no namespace of it is left */
-        while (found && subsystem_has_namespace(nqn) && now_ms() < deadline_ms)
+        while (found && subsystem_has_namespace(nqn) && gantry_now_ms() < deadline_ms)
                 pause_ms(50);
         if (subsystem_has_namespace(nqn))
                 return gantry_error_set(err, EBUSY, "a namespace of %s is still present after disconnect", nqn);

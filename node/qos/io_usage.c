@@ -70,6 +70,29 @@ static int parse_u64(const char *s, size_t len, uint64_t *ret)
         return 0;
 }
 
+/*
+ * The next line of [*@pos, @end) that holds a word, split for the parsers:
+ * its first word (@tok, @tok_len) and the rest of it ([*@rest, *@rest_end)).
+ * Blank lines are skipped; false at the end of the text.
+ */
+static bool next_keyed_line(const char **pos, const char *end, const char **tok, size_t *tok_len,
+                            const char **rest, const char **rest_end)
+{
+        const char *line;
+        size_t line_len;
+
+        while (next_line(pos, end, &line, &line_len)) {
+                const char *p = line;
+
+                if (next_token(&p, line + line_len, tok, tok_len)) {
+                        *rest = p;
+                        *rest_end = line + line_len;
+                        return true;
+                }
+        }
+        return false;
+}
+
 static bool token_is(const char *tok, size_t len, const char *word)
 {
         return strlen(word) == len && memcmp(tok, word, len) == 0;
@@ -127,19 +150,14 @@ static int parse_stat_line(const char *p, const char *end, struct gantry_io_stat
 int gantry_io_usage_parse_stat(const char *text, size_t len, unsigned major, unsigned minor,
                                struct gantry_io_stat *ret_stat)
 {
-        const char *pos = text, *end = text + len, *line, *tok;
-        size_t line_len, tok_len;
+        const char *pos = text, *end = text + len, *tok, *p, *lend;
+        size_t tok_len;
 
         if (!text)
                 return -EINVAL;
-        while (next_line(&pos, end, &line, &line_len)) {
-                const char *p = line, *lend = line + line_len;
-
-                if (!next_token(&p, lend, &tok, &tok_len))
-                        continue;
+        while (next_keyed_line(&pos, end, &tok, &tok_len, &p, &lend))
                 if (device_matches(tok, tok_len, major, minor))
                         return parse_stat_line(p, lend, ret_stat);
-        }
         return -ENOENT;
 }
 
@@ -159,17 +177,13 @@ int gantry_io_usage_parse_pressure(const char *text, size_t len,
                                    struct gantry_io_pressure *ret_pressure)
 {
         struct gantry_io_pressure pr = { 0 };
-        const char *pos = text, *end = text + len, *line, *tok;
-        size_t line_len, tok_len;
+        const char *pos = text, *end = text + len, *tok, *p, *lend;
+        size_t tok_len;
         bool has_some = false;
 
         if (!text)
                 return -EINVAL;
-        while (next_line(&pos, end, &line, &line_len)) {
-                const char *p = line, *lend = line + line_len;
-
-                if (!next_token(&p, lend, &tok, &tok_len))
-                        continue;
+        while (next_keyed_line(&pos, end, &tok, &tok_len, &p, &lend)) {
                 if (token_is(tok, tok_len, "some")) {
                         if (pressure_total(p, lend, &pr.some_us) < 0)
                                 return -EINVAL;

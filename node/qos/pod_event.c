@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "kube_client.h"
 #include "log.h"
 
@@ -67,14 +68,6 @@ static struct sent sent[SENT_MAX];
 static size_t sent_next;
 static pthread_mutex_t sent_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static uint64_t now_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static uint64_t hash(uint64_t h, const char *s)
 {
         for (const char *p = s ? s : ""; ; p++) {
@@ -97,7 +90,7 @@ static void unsend(uint64_t key)
 /* Whether an event of @key went out within @window_ms; if not, notes it as sent now. */
 static bool held_back(uint64_t key, uint64_t window_ms)
 {
-        uint64_t now = now_ms();
+        uint64_t now = gantry_now_ms();
         bool held = false;
         size_t i;
 

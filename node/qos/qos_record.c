@@ -5,13 +5,13 @@
  * secret in them; written to a temporary file, synced and renamed.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "attr_file.h"
 #include "qos_internal.h"
 
 int gantry_qos_record_path(const char *state_dir, const char *target_path, char *buf, size_t size)
@@ -27,9 +27,9 @@ int gantry_qos_record_path(const char *state_dir, const char *target_path, char 
 
 int gantry_qos_record_write(const char *state_dir, const struct qos_record *rec)
 {
-        char path[GANTRY_QOS_PATH_MAX], tmp[GANTRY_QOS_PATH_MAX + 8];
+        char path[GANTRY_QOS_PATH_MAX];
         char *text = NULL;
-        int fd, n, r;
+        int n, r;
 
         if ((r = gantry_qos_record_path(state_dir, rec->target_path, path, sizeof(path))) < 0)
                 return r;
@@ -45,23 +45,9 @@ int gantry_qos_record_write(const char *state_dir, const struct qos_record *rec)
                      (unsigned long long)rec->declared.wiops);
         if (n < 0)
                 return -ENOMEM;
-        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0) {
-                r = -errno;
-                free(text);
-                return r;
-        }
-        if (write(fd, text, (size_t)n) != n || fsync(fd) < 0) {
-                r = errno ? -errno : -EIO;
-                close(fd);
-                unlink(tmp);
-                free(text);
-                return r;
-        }
+        r = gantry_file_write_atomic(path, text, (size_t)n);
         free(text);
-        close(fd);
-        return rename(tmp, path) < 0 ? -errno : 0;
+        return r;
 }
 
 static bool copy(char *dst, size_t size, const char *src)

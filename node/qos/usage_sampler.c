@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "io_usage.h"
 #include "log.h"
 #include "metrics.h"
@@ -465,14 +466,6 @@ int gantry_usage_sampler_pass(struct gantry_usage_sampler *s, uint64_t now_ms)
         return s->sampled;
 }
 
-static uint64_t monotonic_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void *run(void *arg)
 {
         struct gantry_usage_sampler *s = arg;
@@ -483,8 +476,8 @@ static void *run(void *arg)
                 uint64_t next;
 
                 pthread_mutex_unlock(&s->lock);
-                (void)gantry_usage_sampler_pass(s, monotonic_ms());
-                next = monotonic_ms() + s->o.interval_ms;
+                (void)gantry_usage_sampler_pass(s, gantry_now_ms());
+                next = gantry_now_ms() + s->o.interval_ms;
                 until.tv_sec = (time_t)(next / 1000);
                 until.tv_nsec = (long)(next % 1000) * 1000000;
                 pthread_mutex_lock(&s->lock);

@@ -32,6 +32,7 @@
 
 #include "attr_file.h"
 #include "base64.h"
+#include "clock.h"
 #include "host.h"
 #include "log.h"
 #include "rbd.h"
@@ -459,12 +460,12 @@ static bool in(const int *ids, int n, int id)
 static int wait_device_node(int id)
 {
         char path[64];
-        int64_t end = gantry_node_now_ms() + DEVICE_WAIT_MS;
+        int64_t end = gantry_now_ms() + DEVICE_WAIT_MS;
         struct stat st;
 
         snprintf(path, sizeof(path), "/dev/rbd%d", id);
         while (stat(path, &st) < 0 || !S_ISBLK(st.st_mode)) {
-                if (gantry_node_now_ms() > end)
+                if (gantry_now_ms() > end)
                         return -ENODEV;
                 nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000000 }, NULL);
         }
@@ -480,7 +481,7 @@ static int wait_device_node(int id)
  */
 static long map_timeout_seconds(int64_t deadline_ms)
 {
-        int64_t left = deadline_ms - gantry_node_now_ms() - MAP_ANSWER_MARGIN_MS;
+        int64_t left = deadline_ms - gantry_now_ms() - MAP_ANSWER_MARGIN_MS;
 
         if (left < 1000)
                 return 1;
@@ -576,7 +577,7 @@ int gantry_node_rbd_map(const struct rbd_spec *spec, const struct gantry_node_co
 int gantry_node_rbd_unmap(int id, struct gantry_error *err)
 {
         char buf[32], path[64];
-        int64_t end = gantry_node_now_ms() + UNMAP_BUSY_WAIT_MS;
+        int64_t end = gantry_now_ms() + UNMAP_BUSY_WAIT_MS;
         int r;
 
         snprintf(buf, sizeof(buf), "%d", id);
@@ -588,7 +589,7 @@ int gantry_node_rbd_unmap(int id, struct gantry_error *err)
                 if (r == 0 || r == -ENOENT)
                         break;
                 /* a closing opener (blkid, a finished mkfs) may still hold it a moment */
-                if (r != -EBUSY || gantry_node_now_ms() > end)
+                if (r != -EBUSY || gantry_now_ms() > end)
                         return gantry_error_set(err, r, "rbd unmap /dev/rbd%d: %s", id,
                                                 strerror(-r));
                 nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000000 }, NULL);

@@ -10,11 +10,11 @@
  * visible again once unmounted -- tells unstage which mapping to remove.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "attr_file.h"
 #include "host.h"
 #include "rbd.h"
 
@@ -29,25 +29,14 @@ static int marker_path(const char *staging, char *buf, size_t size)
 
 int gantry_node_rbd_marker_write(const char *staging, const struct rbd_spec *spec)
 {
-        char path[NODE_PATH_MAX], tmp[NODE_PATH_MAX + 8], text[1024];
-        int fd, n, r;
+        char path[NODE_PATH_MAX], text[1024];
+        int n, r;
 
         if ((r = marker_path(staging, path, sizeof(path))) < 0)
                 return r;
         n = snprintf(text, sizeof(text), "pool=%s\nnamespace=%s\nimage=%s\nreadonly=%d\n",
                      spec->pool, spec->rados_ns, spec->image, spec->readonly);
-        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return -errno;
-        if (write(fd, text, (size_t)n) != n || fsync(fd) < 0) {
-                r = errno ? -errno : -EIO;
-                close(fd);
-                unlink(tmp);
-                return r;
-        }
-        close(fd);
-        return rename(tmp, path) < 0 ? -errno : 0;
+        return gantry_file_write_atomic(path, text, (size_t)n);
 }
 
 /* Copies @src into @dst; a value too long for it makes the marker malformed. */

@@ -11,6 +11,7 @@
 #include <sys/sysmacros.h>
 #include <cmocka.h>
 
+#include "clock.h"
 #include "node_internal.h"
 
 static void test_mountinfo_line(void **state)
@@ -143,7 +144,7 @@ static void test_exec(void **state)
         assert_int_equal(gantry_node_exec(ok, INT64_MAX, "t", &err), 0);
         assert_int_equal(gantry_node_exec(fails, INT64_MAX, "format", &err), -EIO);
         assert_string_equal(err.msg, "format: sh exited 3: the reason");
-        assert_int_equal(gantry_node_exec(slow, gantry_node_now_ms() + 100, "grow", &err),
+        assert_int_equal(gantry_node_exec(slow, gantry_now_ms() + 100, "grow", &err),
                          -ETIMEDOUT);
         assert_int_equal(gantry_node_exec(missing, INT64_MAX, "t", &err), -ENOENT);
 }

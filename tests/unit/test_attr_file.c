@@ -154,6 +154,25 @@ static void test_file_read_whole_as_is(void **state)
         free(data);
 }
 
+static void test_file_write_atomic(void **state)
+{
+        struct dir *d = *state;
+        char tmp[sizeof(d->file) + 8], buf[32];
+
+        snprintf(tmp, sizeof(tmp), "%s.tmp", d->file);
+        assert_int_equal(gantry_file_write_atomic(d->file, "a=1\nb=2\n", 8), 0);
+        assert_int_equal(gantry_attr_read(d->file, buf, sizeof(buf)), 7);
+        assert_string_equal(buf, "a=1\nb=2");
+        /* replaced whole, and no temporary file left behind */
+        assert_int_equal(gantry_file_write_atomic(d->file, "c=3\n", 4), 0);
+        assert_int_equal(gantry_attr_read(d->file, buf, sizeof(buf)), 3);
+        assert_string_equal(buf, "c=3");
+        assert_int_equal(access(tmp, F_OK), -1);
+        /* a folder that is not there: the open() error */
+        snprintf(tmp, sizeof(tmp), "%s/missing/value", d->path);
+        assert_int_equal(gantry_file_write_atomic(tmp, "x", 1), -ENOENT);
+}
+
 static void test_file_read_not_a_file(void **state)
 {
         struct dir *d = *state;
@@ -209,6 +228,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_empty_and_missing, dir_make, dir_remove),
                 cmocka_unit_test_setup_teardown(test_file_read_whole_as_is, dir_make, dir_remove),
                 cmocka_unit_test_setup_teardown(test_file_read_not_a_file, dir_make, dir_remove),
+                cmocka_unit_test_setup_teardown(test_file_write_atomic, dir_make, dir_remove),
                 cmocka_unit_test(test_block_dev_name),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
