@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "gang.h"
 #include "sched_demand.h"
 #include "sched_state.h"
@@ -272,15 +273,6 @@ static void record_waiting_pods(struct gantry_sched_state *st, const char *node)
 
 static void remember(struct gantry_sched_state *st, const json_t *pod, bool add);
 
-/* The extender's clock (gantry_extender_now()): reservations' time base. */
-static double monotonic_now(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Notes @uid deleted, forgetting the oldest such note when the ring is full. */
 static void note_deleted(struct gantry_sched_state *st, const char *uid)
 {
@@ -341,7 +333,7 @@ static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *
                 if (deleted)
                         note_deleted(st, uid);
                 if (st->gangs)
-                        gantry_gangs_pod_gone(st->gangs, uid, monotonic_now());
+                        gantry_gangs_pod_gone(st->gangs, uid, gantry_now_s());
                 return 0;
         }
         if (!node || !*node) {
@@ -361,7 +353,7 @@ static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *
                                                                              .size = d.gang_size,
                                                                              .spread = d.gang_spread }
                                                : NULL,
-                                       &d.d, node, monotonic_now());
+                                       &d.d, node, gantry_now_s());
         if (r != -ENOENT)
                 return r;
         /* a node not (yet) in the model: charged when the node appears (or
