@@ -231,7 +231,7 @@ def measure(b, size, waits):
         rows.append((wait, base, secs, len(progress)))
         print("%-22d %12.1f %10.1f %9.2f %16d" % (wait, base, secs, secs / base, len(progress)))
         for m in progress[-3:]:
-            print("    event: %s" % m[:160])
+            print("    event: ... %s" % m[PROGRESS.search(m).start():][:120])
         sys.stdout.flush()
         b.delete_claim("promoted-%d" % i, pv["metadata"]["name"])
     print("load %s" % load())
