@@ -273,6 +273,12 @@ class StoryTest(unittest.TestCase):
         with open(clusters_config) as f:
             cfg = json.load(f)
         cfg["targets"] = entries
+        # checkpoint classes default to auth: dhchap: the controller makes
+        # each host's key here at its first publish, as with a writable
+        # gantry-dhchap directory
+        keydir = os.path.join(cls.plane.dir, "dhchap")
+        os.makedirs(keydir, mode=0o700, exist_ok=True)
+        cfg["dhchapKeyDir"] = keydir
         path = os.path.join(cls.plane.dir, "gantry.json")
         with open(path, "w") as f:
             json.dump(cfg, f)
