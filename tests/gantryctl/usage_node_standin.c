@@ -63,7 +63,7 @@ static int apply(const char *work, size_t i)
                 .policy = GANTRY_QOS_POLICY_CAP,
         };
         struct gantry_error err = { 0 };
-        char target[600], iomax[600];
+        char target[600], iomax[sizeof(ts[0].dir) + sizeof("/io.max")];
 
         snprintf(req.job, sizeof(req.job), "%s", ts[i].t.job);
         snprintf(target, sizeof(target), "%s/target-%zu", work, i);
