@@ -53,7 +53,7 @@ GPUS, NIC, UPLINK, GBPS, SIZE = 8, 800, 800, 100, 8
 BACKEND, BACKEND_GBPS = "ceph-a", 100000
 SA_NS, SA = "gantry-system", "gantry-scheduler"
 # bounded waits, all far below kube-scheduler's 5-minute flush
-SETTLE = float(os.environ.get("GANTRY_SCHED_RECOVERY_SETTLE", 90))
+SETTLE = float(os.environ.get("GANTRY_SCHED_RECOVERY_SETTLE", 180))
 RESULTS = []  # (fault, workload, bound at the fault, end state, seconds)
 
 
