@@ -4,6 +4,7 @@
 #                suite, then run it again in build-asan/ under ASan+UBSan
 #   make demo    install missing Debian packages, build, run the demo
 #   make bench   build, run the benchmarks (CTest label bench; not part of make test)
+#                and end with the table of their FIGURE lines (bench/summary.py)
 #   make fuzz    build the libFuzzer targets with clang into build-fuzz/, run each
 #                for FUZZ_SECONDS (default 60) or FUZZ_RUNS executions and merge
 #                new coverage into tests/fuzz/corpus/ (not part of make test)
@@ -33,7 +34,8 @@ test-asan:
 	cd $(ASAN_BUILD) && ctest --output-on-failure -LE bench $(CTEST_ARGS)
 
 bench: deps build
-	cd $(BUILD) && ctest --output-on-failure -V -L bench $(CTEST_ARGS)
+	cd $(BUILD) && ctest --output-on-failure -V -L bench -O bench.log $(CTEST_ARGS); \
+	  status=$$?; python3 $(CURDIR)/bench/summary.py bench.log; exit $$status
 
 fuzz: deps
 	@bash scripts/fuzz.sh

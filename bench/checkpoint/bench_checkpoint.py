@@ -38,6 +38,8 @@ def create_req(*args, **kw):  # noqa: F811
 
 from csi_client import BUILD_DIR, Plugin, csi_pb2  # noqa: E402
 from targetproc import Target  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, ".."))
+from figure import figure  # noqa: E402
 
 WORK = "/tmp/gantry-checkpoint-bench"
 SIZE_MIB = int(os.environ.get("GANTRY_BENCH_MIB", "256"))
@@ -93,6 +95,8 @@ def main():
         nvme = write_file(os.path.join(stage, "ckpt.bin"), SIZE_MIB)
         print("checkpoint write %d MiB: nvme-tcp %.1f MiB/s, tmpfs %.1f MiB/s, ratio %.2f"
               % (SIZE_MIB, nvme, base, nvme / base))
+        figure("checkpoint_write_nvme_tcp_vs_tmpfs", nvme / base, None,
+               "checkpoint write speed to an NVMe/TCP volume ÷ to tmpfs, in the VM")
 
         stages, unstages = [], []
         for _ in range(ROUNDS):

@@ -17,6 +17,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "ceph"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "gantry-target"))
 import ceph_env as env  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, ".."))
+from figure import figure  # noqa: E402
 from targetproc import Target  # noqa: E402
 
 MiB = 1 << 20
@@ -114,6 +116,12 @@ def main():
               (results[True], mb / results[True], t_import / results[True]))
         print("  fast-tier burst (%d MiB, fsync) alone %7.1f MB/s; during a drain capped at %d MB/s %7.1f MB/s"
               "  ratio %.2f" % (BURST // MiB, alone, cap, during, during / alone))
+        figure("drain_verify_vs_rbd_import", t_import / results[True], ">=0.9",
+               "speed of a drain with read-back ÷ rbd import of the same %d MiB" % (SIZE // MiB))
+        figure("drain_vs_rbd_import", t_import / results[False], None,
+               "speed of a drain without read-back ÷ rbd import")
+        figure("burst_during_capped_drain", during / alone, None,
+               "fast-tier write speed during a capped drain ÷ alone")
     finally:
         for t in targets:
             t.cleanup()

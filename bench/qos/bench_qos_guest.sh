@@ -84,7 +84,8 @@ for cap_mb in 20 50 100; do
         cap=$((cap_mb * 1000000))
         got=$(run "rbps=$cap")
         awk -v g="$got" -v c="$cap" -v m="$cap_mb" \
-                'BEGIN { printf "  cap %3d MB/s  measured %8.1f MB/s  ratio %.3f\n", m, g/1e6, g/c }'
+                'BEGIN { printf "  cap %3d MB/s  measured %8.1f MB/s  ratio %.3f\n", m, g/1e6, g/c
+                         printf "FIGURE qos_cap_%d_accuracy %.3f -- measured ÷ io.max cap of %d MB/s\n", m, g/c, m }'
 done
 
 echo "bench_qos: cost of a cap (uncapped throughput with a very high io.max line vs none)"
@@ -98,5 +99,6 @@ echo "  no line        $(mbs "$(median "${none[@]}")") (median of ${none[*]})"
 echo "  rbps=1 TB/s    $(mbs "$(median "${high[@]}")") (median of ${high[*]})"
 echo "  ratio capped / none, per back-to-back pair: ${ratios[*]}"
 echo "  ratio capped / none (median of the pairs) $(median "${ratios[@]}")"
+echo "FIGURE qos_uncapped_line_vs_none $(median "${ratios[@]}") -- throughput under an io.max line too high to bite ÷ none (the cost of a cap)"
 [ "$dev" = /dev/nullb0 ] && rmmod null_blk 2>/dev/null || { losetup -d "$dev" 2>/dev/null || true; }
 echo "PASS bench_qos" >>"${VM_RESULTS:-/dev/null}"

@@ -13,6 +13,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from figure import figure  # noqa: E402
+
 BUILD = os.environ["GANTRY_BUILD_DIR"]
 SRC = os.environ["GANTRY_SOURCE_DIR"]
 GANTRYCTL = os.path.join(BUILD, "bin", "gantryctl")
@@ -58,6 +61,8 @@ def main():
     print("Gantry/bound (delivered bandwidth): %.3f" % g)
     print("spread/bound (delivered bandwidth): %.3f" % s)
     print("Gantry/spread: %.3f" % (g / s))
+    figure("sim_delivered_gantry_vs_spread", g / s, None,
+           "read bandwidth delivered to running jobs, Gantry's placement ÷ spread")
     print("makespan / bound's makespan: gantry %.3f, spread %.3f"
           % (mean([r["makespanSeconds"] for r in per["gantry"]]) / ideal,
              mean([r["makespanSeconds"] for r in per["spread"]]) / ideal))

@@ -10,6 +10,7 @@ fixture's OSDs are 3 GiB each: 4 GiB fits, one image per cluster at a time).
 Prints figures; asserts nothing about time."""
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -17,6 +18,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "tests", "ceph"))
 import ceph_env as env  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from figure import figure  # noqa: E402
 
 TOOL = os.path.join(os.environ.get("GANTRY_BUILD_DIR", "build"), "tests", "tier-copy")
 UNITS = {"M": 1 << 20, "G": 1 << 30}
@@ -145,7 +148,10 @@ def main():
         for label, secs in rows:
             print("%-34s %9.2f %10.1f %15.2fx %13.0f %%" % (label, secs, size / secs / 1e6,
                                                             base / secs, 100 * write / secs))
-        sys.stdout.flush()
+        for label, secs in rows[1:-1]:
+            slug = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+            figure("tier_%s_%s_vs_export_import" % (slug, text), base / secs, None,
+                   "speed of %s ÷ rbd export|import, %s" % (label, text))
 
 
 if __name__ == "__main__":
