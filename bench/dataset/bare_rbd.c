@@ -5,8 +5,9 @@
  *
  *   bare_rbd MON_HOST USER KEYFILE POOL DATAPOOL SIZE_BYTES OPS CONCURRENCY
  *
- * Prints one line: "ops=N concurrency=C p50_ms=… p99_ms=… ops_per_s=…",
- * where an op is one create + remove pair.
+ * Prints one line: "ops=N concurrency=C p50_ms=… p99_ms=… ops_per_s=…
+ * lat_ms=a,b,…", where an op is one create + remove pair and lat_ms lists
+ * every pair's latency (sorted), for the caller to pool across rounds.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -118,9 +119,12 @@ int main(int argc, char **argv)
                 pthread_join(th[i], NULL);
         wall = now_ms() - t0;
         qsort(b.lat_ms, (size_t)b.ops, sizeof(double), cmp);
-        printf("ops=%d concurrency=%d p50_ms=%.2f p99_ms=%.2f ops_per_s=%.2f\n", b.ops, conc,
+        printf("ops=%d concurrency=%d p50_ms=%.2f p99_ms=%.2f ops_per_s=%.2f", b.ops, conc,
                b.lat_ms[b.ops / 2], b.lat_ms[(b.ops * 99) / 100 < b.ops ? (b.ops * 99) / 100 : b.ops - 1],
                b.ops / (wall / 1e3));
+        for (int i = 0; i < b.ops; i++)
+                printf("%s%.3f", i ? "," : " lat_ms=", b.lat_ms[i]);
+        printf("\n");
         free(b.lat_ms);
         rados_ioctx_destroy(b.io);
         rados_shutdown(rados);

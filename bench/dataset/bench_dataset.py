@@ -1,12 +1,26 @@
 """Dataset CreateVolume + DeleteVolume through gantry-csi (gRPC over the
 Unix socket, journal, locks, librbd) against the same pair done with bare
-librbd (bare_rbd.c), in the same run on the fixture's cluster, at
-concurrency 1, 8 and 32. Prints p50/p99 latency of a create+delete pair,
-throughput, and the ratio plugin/bare; then the client ops the OSDs served
-per pair (their perf counters, read through the admin sockets), which the
-machine's load does not blur. Asserts nothing about time."""
+librbd (bare_rbd.c: same pool, EC data pool, size and features, one cached
+rados handle like the plugin's), on the fixture's cluster, at concurrency
+1, 8 and 32.
+
+The machine's load swings latencies by +-50 % from one minute to the next,
+so the two are not run one after the other but in alternating rounds
+(bare, plugin, plugin, bare, bare, ... at each concurrency: both see the
+same load, and neither always goes first), every round counted. A third
+arm in each round times the gRPC hop alone: two calls that touch no Ceph
+(ControllerGetCapabilities) per pair, through the same client at the same
+concurrency. Printed per concurrency: the ratio of the pooled medians
+plugin/bare with a 95 % bootstrap interval over rounds, the per-round
+ratio's median and IQR, p99, throughput, the hop, and the machine's
+uptime; then the client ops the OSDs served per pair (their perf counters,
+through the admin sockets), which the load does not blur. Asserts nothing
+about time."""
 import concurrent.futures
+import json
 import os
+import random
+import statistics
 import subprocess
 import sys
 import time
@@ -17,7 +31,8 @@ import ceph_env as env  # noqa: E402
 from ceph_env import Plugin  # noqa: E402
 
 SIZE = 64 << 20
-LEVELS = [(1, 16), (8, 32), (32, 64)]  # (concurrency, ops)
+LEVELS = [(1, 6), (8, 16), (32, 32)]  # (concurrency, pairs per round and arm)
+ROUNDS = int(os.environ.get("GANTRY_BENCH_DATASET_ROUNDS", "10"))
 
 
 def pct(xs, p):
@@ -25,37 +40,52 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(len(xs) * p / 100))]
 
 
-def plugin_run(p, conc, ops):
-    def one(i):
-        name = "bench-%d-%d-%d" % (os.getpid(), conc, i)
+def timed(conc, n, one):
+    """Latencies (ms) of @n calls of @one(i) at @conc, and the wall time (s)."""
+    def run(i):
         t0 = time.monotonic()
-        vid = env.retry(lambda: p.call("CreateVolume", env.create_req(name, size=SIZE),
-                                       timeout=120)).volume.volume_id
-        env.retry(lambda: p.call("DeleteVolume", env.delete_req(vid), timeout=120))
+        one(i)
         return (time.monotonic() - t0) * 1e3
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(max_workers=conc) as pool:
-        lat = list(pool.map(one, range(ops)))
-    wall = time.monotonic() - t0
-    return pct(lat, 50), pct(lat, 99), ops / wall
+        lat = list(pool.map(run, range(n)))
+    return lat, time.monotonic() - t0
 
 
-def bare_run(conc, ops):
+def plugin_run(p, conc, n, tag):
+    # requests built before the clock starts, like a client's ready messages
+    reqs = [env.create_req("bench-%d-%s-%d" % (os.getpid(), tag, i), size=SIZE) for i in range(n)]
+    secrets = env.secrets()
+
+    def one(i):
+        vid = env.retry(lambda: p.call("CreateVolume", reqs[i], timeout=120)).volume.volume_id
+        env.retry(lambda: p.call("DeleteVolume", env.csi_pb2.DeleteVolumeRequest(
+            volume_id=vid, secrets=secrets), timeout=120))
+    return timed(conc, n, one)
+
+
+def hop_run(p, conc, n):
+    def one(i):
+        p.call("ControllerGetCapabilities", timeout=30)
+        p.call("ControllerGetCapabilities", timeout=30)
+    return timed(conc, n, one)
+
+
+def bare_run(conc, n):
     with open(env.CONFIG) as f:
-        import json
         mon = json.load(f)["clusters"][0]["monitors"][0]
     out = subprocess.run([os.path.join(env.csi_client.BUILD_DIR, "bin", "bench_bare_rbd"), mon,
                           "gantry", os.path.join(env.DIR, "perf", "gantry.key"), "rbd", "ecdata",
-                          str(SIZE), str(ops), str(conc)],
+                          str(SIZE), str(n), str(conc)],
                          capture_output=True, text=True, timeout=600, check=True).stdout
     kv = dict(x.split("=") for x in out.split())
-    return float(kv["p50_ms"]), float(kv["p99_ms"]), float(kv["ops_per_s"])
+    # the wall time from its own rate: the process's connect is not the pairs' work
+    return [float(x) for x in kv["lat_ms"].split(",")], n / float(kv["ops_per_s"])
 
 
 def osd_ops():
     """Client ops (reads, writes, read-modify-writes) the "perf" OSDs have served so far."""
     import glob
-    import json
     tot = {"op": 0, "op_r": 0, "op_w": 0, "op_rw": 0}
     for sock in glob.glob(os.path.join(env.DIR, "perf", "run", "ceph-osd.*.asok")):
         d = json.loads(subprocess.run(["ceph", "--admin-daemon", sock, "perf", "dump"],
@@ -73,25 +103,84 @@ def ops_per_pair(fn, n):
     return {k: (after[k] - before[k]) / n for k in before}
 
 
+def uptime():
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def bootstrap(rounds_a, rounds_b, reps=2000):
+    """95 % interval of median(pooled a)/median(pooled b), resampling whole rounds."""
+    rng = random.Random(26)
+    k = len(rounds_a)
+    out = []
+    for _ in range(reps):
+        pick = [rng.randrange(k) for _ in range(k)]
+        a = [x for i in pick for x in rounds_a[i]]
+        b = [x for i in pick for x in rounds_b[i]]
+        out.append(statistics.median(a) / statistics.median(b))
+    out.sort()
+    return out[int(reps * 0.025)], out[int(reps * 0.975) - 1]
+
+
+def quartiles(xs):
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return q[0], statistics.median(xs), q[2]
+
+
+def level(p, conc, n):
+    """ROUNDS alternating rounds at @conc: {arm: [(latencies, wall), ...]}."""
+    arms = {"bare": [], "plugin": [], "hop": []}
+    for r in range(ROUNDS):
+        order = ("bare", "plugin") if r % 2 == 0 else ("plugin", "bare")
+        for arm in order:
+            if arm == "bare":
+                arms[arm].append(bare_run(conc, n))
+            else:
+                arms[arm].append(plugin_run(p, conc, n, "%d-%d" % (conc, r)))
+        arms["hop"].append(hop_run(p, conc, n))
+    return arms
+
+
+def report(conc, n, arms):
+    pl = [lat for lat, _ in arms["plugin"]]
+    ba = [lat for lat, _ in arms["bare"]]
+    hop = [x for lat, _ in arms["hop"] for x in lat]
+    all_p = [x for lat in pl for x in lat]
+    all_b = [x for lat in ba for x in lat]
+    m_p, m_b, m_h = statistics.median(all_p), statistics.median(all_b), statistics.median(hop)
+    lo, hi = bootstrap(pl, ba)
+    q1, qm, q3 = quartiles([statistics.median(a) / statistics.median(b) for a, b in zip(pl, ba)])
+    tput_p = sum(len(lat) for lat in pl) / sum(w for _, w in arms["plugin"])
+    tput_b = sum(len(lat) for lat in ba) / sum(w for _, w in arms["bare"])
+    print("%-4d %3dx%-3d | %7.1f %7.1f %6.2f | %7.1f %7.1f %6.2f | x%.2f [%.2f-%.2f]  "
+          "x%.2f (IQR %.2f-%.2f) | %5.1f  x%.2f | p99 x%.2f tput x%.2f" % (
+              conc, ROUNDS, n, m_p, pct(all_p, 99), tput_p, m_b, pct(all_b, 99), tput_b,
+              m_p / m_b, lo, hi, qm, q1, q3, m_h, (m_p - m_h) / m_b, pct(all_p, 99) / pct(all_b, 99),
+              tput_p / tput_b))
+
+
 def main():
-    rows = []
+    results = []
     with Plugin(mode="controller", node_id=None, config=env.CONFIG,
                 extra=["--workers", "32", "--log-level", "warn"]) as p:
-        plugin_run(p, 1, 2)  # warm the cached connection
-        for conc, ops in LEVELS:
-            bare = bare_run(conc, ops)
-            plug = plugin_run(p, conc, ops)
-            rows.append((conc, ops, plug, bare))
-        n = 8  # one at a time: nothing else runs on the fixture meanwhile
-        bare_ops = ops_per_pair(lambda: bare_run(1, n), n)
-        plug_ops = ops_per_pair(lambda: plugin_run(p, 1, n), n)
-    print("dataset CreateVolume+DeleteVolume (64 MiB image, data in EC 2+1), one pair per op")
-    print("%-5s %-4s | %-28s | %-28s | ratio plugin/bare" % ("conc", "ops", "plugin p50/p99 ms, ops/s",
-                                                             "bare librbd p50/p99 ms, ops/s"))
-    for conc, ops, (p50, p99, tput), (b50, b99, btput) in rows:
-        print("%-5d %-4d | %8.1f %8.1f %8.2f   | %8.1f %8.1f %8.2f   | p50 x%.2f p99 x%.2f "
-              "throughput x%.2f" % (conc, ops, p50, p99, tput, b50, b99, btput, p50 / b50,
-                                    p99 / b99, tput / btput))
+        plugin_run(p, 1, 2, "warm")  # the cached connection, the client's channel
+        bare_run(1, 2)
+        print("before: %s" % uptime(), flush=True)
+        for conc, n in LEVELS:
+            results.append((conc, n, level(p, conc, n)))
+        after = uptime()
+        k = 8  # one at a time: nothing else runs on the fixture meanwhile
+        bare_ops = ops_per_pair(lambda: bare_run(1, k), k)
+        plug_ops = ops_per_pair(lambda: plugin_run(p, 1, k, "ops"), k)
+    print("dataset CreateVolume+DeleteVolume (64 MiB image, data in EC 2+1), one pair per op;")
+    print("rounds alternate bare/plugin (every round counted); ratio = median plugin / median bare "
+          "of all pairs, [95 % bootstrap over rounds]; per-round = median of the rounds' p50 "
+          "ratios (IQR); hop = 2 ControllerGetCapabilities through the same client, median ms; "
+          "-hop = (plugin - hop) / bare")
+    print("conc rounds    | plugin p50 p99 ms ops/s | bare librbd p50 p99 ops/s | ratio [95 %]"
+          "        per-round           | hop ms -hop  | tails")
+    for conc, n, arms in results:
+        report(conc, n, arms)
+    print("after:  %s" % after)
     print("OSD client ops per pair (one at a time): plugin %.0f (reads %.0f, writes %.0f, "
           "read-modify-writes %.0f), bare %.0f (%.0f, %.0f, %.0f): ratio x%.2f, %+.0f ops" % (
               plug_ops["op"], plug_ops["op_r"], plug_ops["op_w"], plug_ops["op_rw"], bare_ops["op"],
