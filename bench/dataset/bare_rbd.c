@@ -3,7 +3,15 @@
  * bare librbd, as the plugin does them (data in the EC pool), at a given
  * concurrency, with none of the plugin around it (no gRPC, journal, locks).
  *
- *   bare_rbd MON_HOST USER KEYFILE POOL DATAPOOL SIZE_BYTES OPS CONCURRENCY
+ *   bare_rbd MON_HOST USER KEYFILE POOL DATAPOOL SIZE_BYTES OPS CONCURRENCY [journal]
+ *
+ * With "journal", each pair also does, with bare librados, the RADOS
+ * operations the plugin's journal adds to it, in the same order and overlap
+ * (journal.c): reserve the name in a directory object (omap compare + set),
+ * write the record (ready=0) while the image is made, write it ready=1; on
+ * delete read the record, remove the image, the name (compare + remove) and
+ * the record. What the plugin costs beyond that is its own (gRPC, locks,
+ * decoding): the figure tells the journal's share of the gap from the rest.
  *
  * Prints one line: "ops=N concurrency=C p50_ms=… p99_ms=… ops_per_s=…
  * lat_ms=a,b,…", where an op is one create + remove pair and lat_ms lists
@@ -28,7 +36,84 @@ struct bench {
         double *lat_ms;
         pthread_mutex_t lock;
         int failed;
+        int journal;
 };
+
+#define DIR_OBJ "bench.volumes"
+
+/* The record's keys, as many and about as long as the plugin's. */
+static int record_write(rados_ioctx_t io, const char *obj, const char *name, const char *image,
+                        const char *ready, rados_completion_t c)
+{
+        const char *keys[] = { "name", "image", "source", "fp", "dataPool", "size", "ready", "plain" };
+        const char *vals[] = { name, image, "",
+                               "cluster=perf;pool=rbd;dataPool=ecdata;features=layering;size=67108864;"
+                               "source=;fs=;mkfs=;map=",
+                               "ecdata", "67108864", ready, "1" };
+        size_t kl[8], vl[8];
+        rados_write_op_t op = rados_create_write_op();
+        int r;
+
+        for (int i = 0; i < 8; i++)
+                kl[i] = strlen(keys[i]), vl[i] = strlen(vals[i]);
+        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+        rados_write_op_omap_set2(op, keys, vals, kl, vl, 8);
+        r = c ? rados_aio_write_op_operate(op, io, c, obj, NULL, 0)
+              : rados_write_op_operate(op, io, obj, NULL, 0);
+        rados_release_write_op(op);
+        return r;
+}
+
+/* One pair with the journal's operations around it (see the top of the file). */
+static int journal_pair(struct bench *b, const char *name, rbd_image_options_t o)
+{
+        char uuid[40], image[64], obj[64];
+        const char *keys[1] = { name }, *vals[1] = { uuid };
+        size_t kl[1] = { strlen(name) }, vl[1];
+        rados_write_op_t op;
+        rados_read_op_t rop;
+        rados_omap_iter_t it = NULL;
+        rados_completion_t c;
+        unsigned char more;
+        int prval = 0, r, r2;
+
+        snprintf(uuid, sizeof(uuid), "%08x-0000-4000-8000-%012x", (unsigned)getpid(),
+                 (unsigned)(strtoul(strrchr(name, '-') + 1, NULL, 10)));
+        vl[0] = strlen(uuid);
+        snprintf(image, sizeof(image), "%s", name);
+        snprintf(obj, sizeof(obj), "bench.volume.%s", uuid);
+        op = rados_create_write_op();
+        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+        rados_write_op_omap_cmp(op, name, LIBRADOS_CMPXATTR_OP_EQ, "", 0, &prval);
+        rados_write_op_omap_set2(op, keys, vals, kl, vl, 1);
+        r = rados_write_op_operate(op, b->io, DIR_OBJ, NULL, 0);
+        rados_release_write_op(op);
+        if (r < 0)
+                return r;
+        rados_aio_create_completion2(NULL, NULL, &c);
+        r = record_write(b->io, obj, name, image, "0", c);
+        r2 = rbd_create4(b->io, image, b->size, o);
+        rados_aio_wait_for_complete(c);
+        if (r == 0)
+                r = rados_aio_get_return_value(c);
+        rados_aio_release(c);
+        if (r < 0 || r2 < 0 || (r = record_write(b->io, obj, name, image, "1", NULL)) < 0)
+                return r < 0 ? r : r2;
+        rop = rados_create_read_op();
+        rados_read_op_omap_get_vals2(rop, "", "", 32, &it, &more, &prval);
+        r = rados_read_op_operate(rop, b->io, obj, 0);
+        if (it)
+                rados_omap_get_end(it);
+        rados_release_read_op(rop);
+        if (r < 0 || (r = rbd_remove(b->io, image)) < 0)
+                return r;
+        op = rados_create_write_op();
+        rados_write_op_omap_cmp(op, name, LIBRADOS_CMPXATTR_OP_EQ, uuid, strlen(uuid), &prval);
+        rados_write_op_omap_rm_keys2(op, keys, kl, 1);
+        r = rados_write_op_operate(op, b->io, DIR_OBJ, NULL, 0);
+        rados_release_write_op(op);
+        return r < 0 ? r : rados_remove(b->io, obj);
+}
 
 static double now_ms(void)
 {
@@ -58,9 +143,13 @@ static void *worker(void *arg)
                 rbd_image_options_set_string(o, RBD_IMAGE_OPTION_DATA_POOL, b->data_pool);
                 rbd_image_options_set_uint64(o, RBD_IMAGE_OPTION_FEATURES, 1 /* layering */);
                 t0 = now_ms();
-                r = rbd_create4(b->io, name, b->size, o);
-                if (r == 0)
-                        r = rbd_remove(b->io, name);
+                if (b->journal) {
+                        r = journal_pair(b, name, o);
+                } else {
+                        r = rbd_create4(b->io, name, b->size, o);
+                        if (r == 0)
+                                r = rbd_remove(b->io, name);
+                }
                 b->lat_ms[i] = now_ms() - t0;
                 rbd_image_options_destroy(o);
                 if (r < 0) {
@@ -86,10 +175,12 @@ int main(int argc, char **argv)
         int conc, r;
         double t0, wall;
 
-        if (argc != 9) {
-                fprintf(stderr, "usage: bare_rbd MON_HOST USER KEYFILE POOL DATAPOOL SIZE OPS CONCURRENCY\n");
+        if (argc != 9 && !(argc == 10 && strcmp(argv[9], "journal") == 0)) {
+                fprintf(stderr, "usage: bare_rbd MON_HOST USER KEYFILE POOL DATAPOOL SIZE OPS "
+                        "CONCURRENCY [journal]\n");
                 return 2;
         }
+        b.journal = argc == 10;
         b.data_pool = argv[5];
         b.size = strtoull(argv[6], NULL, 10);
         b.ops = atoi(argv[7]);

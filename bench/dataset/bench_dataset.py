@@ -32,7 +32,7 @@ from ceph_env import Plugin  # noqa: E402
 
 SIZE = 64 << 20
 LEVELS = [(1, 6), (8, 16), (32, 32)]  # (concurrency, pairs per round and arm)
-ROUNDS = int(os.environ.get("GANTRY_BENCH_DATASET_ROUNDS", "10"))
+ROUNDS = int(os.environ.get("GANTRY_BENCH_DATASET_ROUNDS", "12"))
 
 
 def pct(xs, p):
@@ -71,12 +71,12 @@ def hop_run(p, conc, n):
     return timed(conc, n, one)
 
 
-def bare_run(conc, n):
+def bare_run(conc, n, journal=False):
     with open(env.CONFIG) as f:
         mon = json.load(f)["clusters"][0]["monitors"][0]
     out = subprocess.run([os.path.join(env.csi_client.BUILD_DIR, "bin", "bench_bare_rbd"), mon,
                           "gantry", os.path.join(env.DIR, "perf", "gantry.key"), "rbd", "ecdata",
-                          str(SIZE), str(n), str(conc)],
+                          str(SIZE), str(n), str(conc)] + (["journal"] if journal else []),
                          capture_output=True, text=True, timeout=600, check=True).stdout
     kv = dict(x.split("=") for x in out.split())
     # the wall time from its own rate: the process's connect is not the pairs' work
@@ -127,35 +127,39 @@ def quartiles(xs):
 
 
 def level(p, conc, n):
-    """ROUNDS alternating rounds at @conc: {arm: [(latencies, wall), ...]}."""
-    arms = {"bare": [], "plugin": [], "hop": []}
+    """ROUNDS rounds at @conc, the arms' order rotating: {arm: [(latencies, wall), ...]}."""
+    run = {"bare": lambda r: bare_run(conc, n),
+           "journal": lambda r: bare_run(conc, n, journal=True),
+           "plugin": lambda r: plugin_run(p, conc, n, "%d-%d" % (conc, r)),
+           "hop": lambda r: hop_run(p, conc, n)}
+    names = list(run)
+    arms = {a: [] for a in names}
     for r in range(ROUNDS):
-        order = ("bare", "plugin") if r % 2 == 0 else ("plugin", "bare")
-        for arm in order:
-            if arm == "bare":
-                arms[arm].append(bare_run(conc, n))
-            else:
-                arms[arm].append(plugin_run(p, conc, n, "%d-%d" % (conc, r)))
-        arms["hop"].append(hop_run(p, conc, n))
+        for arm in names[r % 4:] + names[:r % 4]:
+            arms[arm].append(run[arm](r))
     return arms
 
 
 def report(conc, n, arms):
-    pl = [lat for lat, _ in arms["plugin"]]
-    ba = [lat for lat, _ in arms["bare"]]
-    hop = [x for lat, _ in arms["hop"] for x in lat]
-    all_p = [x for lat in pl for x in lat]
-    all_b = [x for lat in ba for x in lat]
-    m_p, m_b, m_h = statistics.median(all_p), statistics.median(all_b), statistics.median(hop)
-    lo, hi = bootstrap(pl, ba)
-    q1, qm, q3 = quartiles([statistics.median(a) / statistics.median(b) for a, b in zip(pl, ba)])
-    tput_p = sum(len(lat) for lat in pl) / sum(w for _, w in arms["plugin"])
-    tput_b = sum(len(lat) for lat in ba) / sum(w for _, w in arms["bare"])
-    print("%-4d %3dx%-3d | %7.1f %7.1f %6.2f | %7.1f %7.1f %6.2f | x%.2f [%.2f-%.2f]  "
-          "x%.2f (IQR %.2f-%.2f) | %5.1f  x%.2f | p99 x%.2f tput x%.2f" % (
-              conc, ROUNDS, n, m_p, pct(all_p, 99), tput_p, m_b, pct(all_b, 99), tput_b,
-              m_p / m_b, lo, hi, qm, q1, q3, m_h, (m_p - m_h) / m_b, pct(all_p, 99) / pct(all_b, 99),
-              tput_p / tput_b))
+    lats = {a: [lat for lat, _ in arms[a]] for a in arms}
+    pooled = {a: [x for lat in lats[a] for x in lat] for a in arms}
+    tput = {a: sum(len(lat) for lat in lats[a]) / sum(w for _, w in arms[a]) for a in arms}
+    print("concurrency %d, %d rounds x %d pairs per arm" % (conc, ROUNDS, n))
+    for a, what in (("bare", "bare librbd"), ("journal", "bare librbd + journal ops"),
+                    ("plugin", "gantry-csi over gRPC"), ("hop", "hop: 2 empty RPCs")):
+        print("  %-26s p50 %7.1f  p99 %7.1f ms  %6.2f /s" % (
+            what, statistics.median(pooled[a]), pct(pooled[a], 99), tput[a]))
+    for a, b in (("plugin", "bare"), ("plugin", "journal"), ("journal", "bare")):
+        lo, hi = bootstrap(lats[a], lats[b])
+        q1, qm, q3 = quartiles([statistics.median(x) / statistics.median(y)
+                                for x, y in zip(lats[a], lats[b])])
+        print("  %-7s / %-7s p50 x%.2f [95 %% %.2f-%.2f]  per-round x%.2f (IQR %.2f-%.2f)  "
+              "p99 x%.2f  throughput x%.2f" % (
+                  a, b, statistics.median(pooled[a]) / statistics.median(pooled[b]), lo, hi, qm,
+                  q1, q3, pct(pooled[a], 99) / pct(pooled[b], 99), tput[a] / tput[b]))
+    print("  plugin less the hop / bare p50 x%.2f" % (
+        (statistics.median(pooled["plugin"]) - statistics.median(pooled["hop"]))
+        / statistics.median(pooled["bare"])))
 
 
 def main():
@@ -171,13 +175,10 @@ def main():
         k = 8  # one at a time: nothing else runs on the fixture meanwhile
         bare_ops = ops_per_pair(lambda: bare_run(1, k), k)
         plug_ops = ops_per_pair(lambda: plugin_run(p, 1, k, "ops"), k)
-    print("dataset CreateVolume+DeleteVolume (64 MiB image, data in EC 2+1), one pair per op;")
-    print("rounds alternate bare/plugin (every round counted); ratio = median plugin / median bare "
-          "of all pairs, [95 % bootstrap over rounds]; per-round = median of the rounds' p50 "
-          "ratios (IQR); hop = 2 ControllerGetCapabilities through the same client, median ms; "
-          "-hop = (plugin - hop) / bare")
-    print("conc rounds    | plugin p50 p99 ms ops/s | bare librbd p50 p99 ops/s | ratio [95 %]"
-          "        per-round           | hop ms -hop  | tails")
+    print("dataset CreateVolume+DeleteVolume (64 MiB image, data in EC 2+1): latency of one "
+          "pair; the arms take turns in every round, in rotating order, every round counted. "
+          "p50 ratio = median of all the pairs of one arm / of the other, with a 95 % bootstrap "
+          "interval over rounds; per-round = the rounds' p50 ratios, median and IQR")
     for conc, n, arms in results:
         report(conc, n, arms)
     print("after:  %s" % after)
