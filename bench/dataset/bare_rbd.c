@@ -6,11 +6,10 @@
  *   bare_rbd MON_HOST USER KEYFILE POOL DATAPOOL SIZE_BYTES OPS CONCURRENCY [journal]
  *
  * With "journal", each pair also does, with bare librados, the RADOS
- * operations the plugin's journal adds to it, in the same order and overlap
- * (journal.c): reserve the name in a directory object (omap compare + set),
- * write the record (ready=0) while the image is made, write it ready=1; on
- * delete read the record, remove the image, the name (compare + remove) and
- * the record. What the plugin costs beyond that is its own (gRPC, locks,
+ * operations the plugin's journal adds to an empty volume, in the same
+ * order (journal.c): reserve the name in a directory object (omap compare +
+ * set), make the image, write the record (ready=1); on delete read the
+ * record, remove the image, the name (compare + remove) and the record. What the plugin costs beyond that is its own (gRPC, locks,
  * decoding): the figure tells the journal's share of the gap from the rest.
  *
  * Prints one line: "ops=N concurrency=C p50_ms=… p99_ms=… ops_per_s=…
@@ -42,14 +41,13 @@ struct bench {
 #define DIR_OBJ "bench.volumes"
 
 /* The record's keys, as many and about as long as the plugin's. */
-static int record_write(rados_ioctx_t io, const char *obj, const char *name, const char *image,
-                        const char *ready, rados_completion_t c)
+static int record_write(rados_ioctx_t io, const char *obj, const char *name, const char *image)
 {
         const char *keys[] = { "name", "image", "source", "fp", "dataPool", "size", "ready", "plain" };
         const char *vals[] = { name, image, "",
                                "cluster=perf;pool=rbd;dataPool=ecdata;features=layering;size=67108864;"
                                "source=;fs=;mkfs=;map=",
-                               "ecdata", "67108864", ready, "1" };
+                               "ecdata", "67108864", "1", "1" };
         size_t kl[8], vl[8];
         rados_write_op_t op = rados_create_write_op();
         int r;
@@ -58,8 +56,7 @@ static int record_write(rados_ioctx_t io, const char *obj, const char *name, con
                 kl[i] = strlen(keys[i]), vl[i] = strlen(vals[i]);
         rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
         rados_write_op_omap_set2(op, keys, vals, kl, vl, 8);
-        r = c ? rados_aio_write_op_operate(op, io, c, obj, NULL, 0)
-              : rados_write_op_operate(op, io, obj, NULL, 0);
+        r = rados_write_op_operate(op, io, obj, NULL, 0);
         rados_release_write_op(op);
         return r;
 }
@@ -73,9 +70,8 @@ static int journal_pair(struct bench *b, const char *name, rbd_image_options_t o
         rados_write_op_t op;
         rados_read_op_t rop;
         rados_omap_iter_t it = NULL;
-        rados_completion_t c;
         unsigned char more;
-        int prval = 0, r, r2;
+        int prval = 0, r;
 
         snprintf(uuid, sizeof(uuid), "%08x-0000-4000-8000-%012x", (unsigned)getpid(),
                  (unsigned)(strtoul(strrchr(name, '-') + 1, NULL, 10)));
@@ -90,15 +86,9 @@ static int journal_pair(struct bench *b, const char *name, rbd_image_options_t o
         rados_release_write_op(op);
         if (r < 0)
                 return r;
-        rados_aio_create_completion2(NULL, NULL, &c);
-        r = record_write(b->io, obj, name, image, "0", c);
-        r2 = rbd_create4(b->io, image, b->size, o);
-        rados_aio_wait_for_complete(c);
-        if (r == 0)
-                r = rados_aio_get_return_value(c);
-        rados_aio_release(c);
-        if (r < 0 || r2 < 0 || (r = record_write(b->io, obj, name, image, "1", NULL)) < 0)
-                return r < 0 ? r : r2;
+        if ((r = rbd_create4(b->io, image, b->size, o)) < 0 ||
+            (r = record_write(b->io, obj, name, image)) < 0)
+                return r;
         rop = rados_create_read_op();
         rados_read_op_omap_get_vals2(rop, "", "", 32, &it, &more, &prval);
         r = rados_read_op_operate(rop, b->io, obj, 0);
