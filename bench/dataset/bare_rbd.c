@@ -13,8 +13,10 @@
  * decoding): the figure tells the journal's share of the gap from the rest.
  *
  * Prints one line: "ops=N concurrency=C p50_ms=… p99_ms=… ops_per_s=…
- * lat_ms=a,b,…", where an op is one create + remove pair and lat_ms lists
- * every pair's latency (sorted), for the caller to pool across rounds.
+ * cpu_ms=… lat_ms=a,b,…", where an op is one create + remove pair, cpu_ms
+ * is the CPU time this process spent on the pairs (user + system, the
+ * connect not included) and lat_ms lists every pair's latency (sorted),
+ * for the caller to pool across rounds.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -149,6 +152,15 @@ static void *worker(void *arg)
         }
 }
 
+static double cpu_ms(void)
+{
+        struct rusage u;
+
+        getrusage(RUSAGE_SELF, &u);
+        return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+               (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+}
+
 static int cmp(const void *a, const void *b)
 {
         double x = *(const double *)a, y = *(const double *)b;
@@ -163,7 +175,7 @@ int main(int argc, char **argv)
         rados_t rados;
         FILE *f;
         int conc, r;
-        double t0, wall;
+        double t0, wall, cpu0;
 
         if (argc != 9 && !(argc == 10 && strcmp(argv[9], "journal") == 0)) {
                 fprintf(stderr, "usage: bare_rbd MON_HOST USER KEYFILE POOL DATAPOOL SIZE OPS "
@@ -193,16 +205,19 @@ int main(int argc, char **argv)
                 return 1;
         }
         b.lat_ms = calloc((size_t)b.ops, sizeof(double));
+        cpu0 = cpu_ms();
         t0 = now_ms();
         for (int i = 0; i < conc; i++)
                 pthread_create(&th[i], NULL, worker, &b);
         for (int i = 0; i < conc; i++)
                 pthread_join(th[i], NULL);
         wall = now_ms() - t0;
+        cpu0 = cpu_ms() - cpu0;
         qsort(b.lat_ms, (size_t)b.ops, sizeof(double), cmp);
         printf("ops=%d concurrency=%d p50_ms=%.2f p99_ms=%.2f ops_per_s=%.2f", b.ops, conc,
                b.lat_ms[b.ops / 2], b.lat_ms[(b.ops * 99) / 100 < b.ops ? (b.ops * 99) / 100 : b.ops - 1],
                b.ops / (wall / 1e3));
+        printf(" cpu_ms=%.1f", cpu0);
         for (int i = 0; i < b.ops; i++)
                 printf("%s%.3f", i ? "," : " lat_ms=", b.lat_ms[i]);
         printf("\n");

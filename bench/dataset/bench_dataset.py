@@ -5,17 +5,19 @@ rados handle like the plugin's), on the fixture's cluster, at concurrency
 1, 8 and 32.
 
 The machine's load swings latencies by +-50 % from one minute to the next,
-so the two are not run one after the other but in alternating rounds
-(bare, plugin, plugin, bare, bare, ... at each concurrency: both see the
-same load, and neither always goes first), every round counted. A third
-arm in each round times the gRPC hop alone: two calls that touch no Ceph
-(ControllerGetCapabilities) per pair, through the same client at the same
-concurrency. Printed per concurrency: the ratio of the pooled medians
-plugin/bare with a 95 % bootstrap interval over rounds, the per-round
-ratio's median and IQR, p99, throughput, the hop, and the machine's
-uptime; then the client ops the OSDs served per pair (their perf counters,
-through the admin sockets), which the load does not blur. Asserts nothing
-about time."""
+so the arms are not run one after the other: every round runs each arm
+once at the same concurrency, in an order that rotates from round to round
+(all see the same load, none always goes first), and every round counts.
+The arms: bare librbd; bare librbd plus the journal's RADOS operations done
+with bare librados (what the journal costs); the plugin; and the gRPC hop
+alone (two ControllerGetCapabilities, which touch no Ceph, per pair,
+through the same client at the same concurrency). Printed per concurrency:
+each arm's p50/p99 and pairs/s; the ratios of the pooled medians with a
+95 % bootstrap interval over rounds, the per-round ratio's median and IQR;
+uptime before and after. Then, one pair at a time, the client ops the OSDs
+served per pair (their perf counters, through the admin sockets) and the
+CPU time per pair of the cluster's daemons, of gantry-csi and of bare_rbd,
+which the load blurs far less than latency. Asserts nothing about time."""
 import concurrent.futures
 import json
 import os
@@ -32,7 +34,7 @@ from ceph_env import Plugin  # noqa: E402
 
 SIZE = 64 << 20
 LEVELS = [(1, 6), (8, 16), (32, 32)]  # (concurrency, pairs per round and arm)
-ROUNDS = int(os.environ.get("GANTRY_BENCH_DATASET_ROUNDS", "12"))
+ROUNDS = max(2, int(os.environ.get("GANTRY_BENCH_DATASET_ROUNDS", "12")))
 
 
 def pct(xs, p):
@@ -79,8 +81,29 @@ def bare_run(conc, n, journal=False):
                           str(SIZE), str(n), str(conc)] + (["journal"] if journal else []),
                          capture_output=True, text=True, timeout=600, check=True).stdout
     kv = dict(x.split("=") for x in out.split())
+    BARE_CPU_MS[0] += float(kv["cpu_ms"])
     # the wall time from its own rate: the process's connect is not the pairs' work
     return [float(x) for x in kv["lat_ms"].split(",")], n / float(kv["ops_per_s"])
+
+
+BARE_CPU_MS = [0.0]  # CPU the bare processes spent on their pairs, summed
+
+
+def proc_cpu_ms(pid):
+    """user + system CPU time of process @pid so far (ms)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1e3 / os.sysconf("SC_CLK_TCK")
+
+
+def cluster_cpu_ms():
+    """CPU time of the "perf" cluster's daemons (mon, mgr, OSDs) so far (ms)."""
+    import glob
+    tot = 0.0
+    for f in glob.glob(os.path.join(env.DIR, "perf", "run", "*.pid")):
+        with open(f) as fh:
+            tot += proc_cpu_ms(int(fh.read().strip()))
+    return tot
 
 
 def osd_ops():
@@ -96,11 +119,19 @@ def osd_ops():
     return tot
 
 
-def ops_per_pair(fn, n):
-    before = osd_ops()
+def ops_per_pair(fn, n, plugin_pid=None):
+    """Per pair of @fn's @n: OSD client ops, and CPU ms of the cluster's
+    daemons, of the plugin process and of this (client) process, or of the
+    bare process."""
+    before, c0, b0 = osd_ops(), cluster_cpu_ms(), BARE_CPU_MS[0]
+    p0, s0 = (proc_cpu_ms(plugin_pid) if plugin_pid else 0), sum(os.times()[:2]) * 1e3
     fn()
     after = osd_ops()
-    return {k: (after[k] - before[k]) / n for k in before}
+    out = {k: (after[k] - before[k]) / n for k in before}
+    out["cluster_cpu"] = (cluster_cpu_ms() - c0) / n
+    out["client_cpu"] = ((proc_cpu_ms(plugin_pid) - p0) if plugin_pid else BARE_CPU_MS[0] - b0) / n
+    out["python_cpu"] = (sum(os.times()[:2]) * 1e3 - s0) / n
+    return out
 
 
 def uptime():
@@ -172,9 +203,9 @@ def main():
         for conc, n in LEVELS:
             results.append((conc, n, level(p, conc, n)))
         after = uptime()
-        k = 8  # one at a time: nothing else runs on the fixture meanwhile
+        k = 16  # one at a time: nothing else runs on the fixture meanwhile
         bare_ops = ops_per_pair(lambda: bare_run(1, k), k)
-        plug_ops = ops_per_pair(lambda: plugin_run(p, 1, k, "ops"), k)
+        plug_ops = ops_per_pair(lambda: plugin_run(p, 1, k, "ops"), k, p.proc.pid)
     print("dataset CreateVolume+DeleteVolume (64 MiB image, data in EC 2+1): latency of one "
           "pair; the arms take turns in every round, in rotating order, every round counted. "
           "p50 ratio = median of all the pairs of one arm / of the other, with a 95 % bootstrap "
@@ -187,6 +218,11 @@ def main():
               plug_ops["op"], plug_ops["op_r"], plug_ops["op_w"], plug_ops["op_rw"], bare_ops["op"],
               bare_ops["op_r"], bare_ops["op_w"], bare_ops["op_rw"], plug_ops["op"] / bare_ops["op"],
               plug_ops["op"] - bare_ops["op"]))
+    print("CPU ms per pair (one at a time): cluster daemons plugin %.1f, bare %.1f (x%.2f); "
+          "gantry-csi %.1f, bare_rbd %.1f; the python gRPC client %.1f" % (
+              plug_ops["cluster_cpu"], bare_ops["cluster_cpu"],
+              plug_ops["cluster_cpu"] / bare_ops["cluster_cpu"], plug_ops["client_cpu"],
+              bare_ops["client_cpu"], plug_ops["python_cpu"]))
     directory, records = env.journal()
     leftovers = [n for n in directory if n.startswith("bench-%d-" % os.getpid())]
     if leftovers:
