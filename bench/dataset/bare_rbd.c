@@ -3,10 +3,20 @@
  * bare librbd, as the plugin does them (data in the EC pool), at a given
  * concurrency, with none of the plugin around it (no gRPC, journal, locks).
  *
- *   bare_rbd MON_HOST USER KEYFILE POOL DATAPOOL SIZE_BYTES OPS CONCURRENCY
+ *   bare_rbd MON_HOST USER KEYFILE POOL DATAPOOL SIZE_BYTES OPS CONCURRENCY [journal]
  *
- * Prints one line: "ops=N concurrency=C p50_ms=… p99_ms=… ops_per_s=…",
- * where an op is one create + remove pair.
+ * With "journal", each pair also does, with bare librados, the RADOS
+ * operations the plugin's journal adds to an empty volume, in the same
+ * order (journal.c): reserve the name in a directory object (omap compare +
+ * set), make the image, write the record (ready=1); on delete read the
+ * record, remove the image, the name (compare + remove) and the record. What the plugin costs beyond that is its own (gRPC, locks,
+ * decoding): the figure tells the journal's share of the gap from the rest.
+ *
+ * Prints one line: "ops=N concurrency=C p50_ms=… p99_ms=… ops_per_s=…
+ * cpu_ms=… lat_ms=a,b,…", where an op is one create + remove pair, cpu_ms
+ * is the CPU time this process spent on the pairs (user + system, the
+ * connect not included) and lat_ms lists every pair's latency (sorted),
+ * for the caller to pool across rounds.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,7 +38,75 @@ struct bench {
         double *lat_ms;
         pthread_mutex_t lock;
         int failed;
+        int journal;
 };
+
+#define DIR_OBJ "bench.volumes"
+
+/* The record's keys, as many and about as long as the plugin's. */
+static int record_write(rados_ioctx_t io, const char *obj, const char *name, const char *image)
+{
+        const char *keys[] = { "name", "image", "source", "fp", "dataPool", "size", "ready", "plain" };
+        const char *vals[] = { name, image, "",
+                               "cluster=perf;pool=rbd;dataPool=ecdata;features=layering;size=67108864;"
+                               "source=;fs=;mkfs=;map=",
+                               "ecdata", "67108864", "1", "1" };
+        size_t kl[8], vl[8];
+        rados_write_op_t op = rados_create_write_op();
+        int r;
+
+        for (int i = 0; i < 8; i++)
+                kl[i] = strlen(keys[i]), vl[i] = strlen(vals[i]);
+        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+        rados_write_op_omap_set2(op, keys, vals, kl, vl, 8);
+        r = rados_write_op_operate(op, io, obj, NULL, 0);
+        rados_release_write_op(op);
+        return r;
+}
+
+/* One pair with the journal's operations around it (see the top of the file). */
+static int journal_pair(struct bench *b, const char *name, rbd_image_options_t o)
+{
+        char uuid[40], image[64], obj[64];
+        const char *keys[1] = { name }, *vals[1] = { uuid };
+        size_t kl[1] = { strlen(name) }, vl[1];
+        rados_write_op_t op;
+        rados_read_op_t rop;
+        rados_omap_iter_t it = NULL;
+        unsigned char more;
+        int prval = 0, r;
+
+        snprintf(uuid, sizeof(uuid), "%08x-0000-4000-8000-%012x", (unsigned)getpid(),
+                 (unsigned)(strtoul(strrchr(name, '-') + 1, NULL, 10)));
+        vl[0] = strlen(uuid);
+        snprintf(image, sizeof(image), "%s", name);
+        snprintf(obj, sizeof(obj), "bench.volume.%s", uuid);
+        op = rados_create_write_op();
+        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+        rados_write_op_omap_cmp(op, name, LIBRADOS_CMPXATTR_OP_EQ, "", 0, &prval);
+        rados_write_op_omap_set2(op, keys, vals, kl, vl, 1);
+        r = rados_write_op_operate(op, b->io, DIR_OBJ, NULL, 0);
+        rados_release_write_op(op);
+        if (r < 0)
+                return r;
+        if ((r = rbd_create4(b->io, image, b->size, o)) < 0 ||
+            (r = record_write(b->io, obj, name, image)) < 0)
+                return r;
+        rop = rados_create_read_op();
+        rados_read_op_omap_get_vals2(rop, "", "", 32, &it, &more, &prval);
+        r = rados_read_op_operate(rop, b->io, obj, 0);
+        if (it)
+                rados_omap_get_end(it);
+        rados_release_read_op(rop);
+        if (r < 0 || (r = rbd_remove(b->io, image)) < 0)
+                return r;
+        op = rados_create_write_op();
+        rados_write_op_omap_cmp(op, name, LIBRADOS_CMPXATTR_OP_EQ, uuid, strlen(uuid), &prval);
+        rados_write_op_omap_rm_keys2(op, keys, kl, 1);
+        r = rados_write_op_operate(op, b->io, DIR_OBJ, NULL, 0);
+        rados_release_write_op(op);
+        return r < 0 ? r : rados_remove(b->io, obj);
+}
 
 static double now_ms(void)
 {
@@ -57,9 +136,13 @@ static void *worker(void *arg)
                 rbd_image_options_set_string(o, RBD_IMAGE_OPTION_DATA_POOL, b->data_pool);
                 rbd_image_options_set_uint64(o, RBD_IMAGE_OPTION_FEATURES, 1 /* layering */);
                 t0 = now_ms();
-                r = rbd_create4(b->io, name, b->size, o);
-                if (r == 0)
-                        r = rbd_remove(b->io, name);
+                if (b->journal) {
+                        r = journal_pair(b, name, o);
+                } else {
+                        r = rbd_create4(b->io, name, b->size, o);
+                        if (r == 0)
+                                r = rbd_remove(b->io, name);
+                }
                 b->lat_ms[i] = now_ms() - t0;
                 rbd_image_options_destroy(o);
                 if (r < 0) {
@@ -67,6 +150,15 @@ static void *worker(void *arg)
                         b->failed = 1;
                 }
         }
+}
+
+static double cpu_ms(void)
+{
+        struct rusage u;
+
+        getrusage(RUSAGE_SELF, &u);
+        return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+               (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
 }
 
 static int cmp(const void *a, const void *b)
@@ -83,12 +175,14 @@ int main(int argc, char **argv)
         rados_t rados;
         FILE *f;
         int conc, r;
-        double t0, wall;
+        double t0, wall, cpu0;
 
-        if (argc != 9) {
-                fprintf(stderr, "usage: bare_rbd MON_HOST USER KEYFILE POOL DATAPOOL SIZE OPS CONCURRENCY\n");
+        if (argc != 9 && !(argc == 10 && strcmp(argv[9], "journal") == 0)) {
+                fprintf(stderr, "usage: bare_rbd MON_HOST USER KEYFILE POOL DATAPOOL SIZE OPS "
+                        "CONCURRENCY [journal]\n");
                 return 2;
         }
+        b.journal = argc == 10;
         b.data_pool = argv[5];
         b.size = strtoull(argv[6], NULL, 10);
         b.ops = atoi(argv[7]);
@@ -111,16 +205,22 @@ int main(int argc, char **argv)
                 return 1;
         }
         b.lat_ms = calloc((size_t)b.ops, sizeof(double));
+        cpu0 = cpu_ms();
         t0 = now_ms();
         for (int i = 0; i < conc; i++)
                 pthread_create(&th[i], NULL, worker, &b);
         for (int i = 0; i < conc; i++)
                 pthread_join(th[i], NULL);
         wall = now_ms() - t0;
+        cpu0 = cpu_ms() - cpu0;
         qsort(b.lat_ms, (size_t)b.ops, sizeof(double), cmp);
-        printf("ops=%d concurrency=%d p50_ms=%.2f p99_ms=%.2f ops_per_s=%.2f\n", b.ops, conc,
+        printf("ops=%d concurrency=%d p50_ms=%.2f p99_ms=%.2f ops_per_s=%.2f", b.ops, conc,
                b.lat_ms[b.ops / 2], b.lat_ms[(b.ops * 99) / 100 < b.ops ? (b.ops * 99) / 100 : b.ops - 1],
                b.ops / (wall / 1e3));
+        printf(" cpu_ms=%.1f", cpu0);
+        for (int i = 0; i < b.ops; i++)
+                printf("%s%.3f", i ? "," : " lat_ms=", b.lat_ms[i]);
+        printf("\n");
         free(b.lat_ms);
         rados_ioctx_destroy(b.io);
         rados_shutdown(rados);

@@ -5,9 +5,9 @@
  * replicated one.
  *
  * CreateVolume follows the journal's order (journal.c): reserve the name,
- * write the record (ready=0), make the image (new, cloned from a snapshot,
- * or copied from a volume -- possibly in another cluster), then mark the
- * record ready. A retry finds the reservation by name and picks up where the
+ * write the record (ready=0; not for an empty volume, whose first record is
+ * the ready one), make the image (new, cloned from a snapshot, or copied
+ * from a volume -- possibly in another cluster), then mark the record ready. A retry finds the reservation by name and picks up where the
  * last attempt stopped; a half-made image (ready=0) is removed and made
  * again, so a crash anywhere leaves nothing behind once the CO retries.
  *
@@ -370,10 +370,17 @@ static int reserve(rados_ioctx_t io, const char *name, const char *fp,
                  * made (the caller waits for both before ready=1): the image's
                  * name comes from the uuid, so a crash in between leaves
                  * nothing the name's reservation cannot find (the retry
-                 * writes the record and remakes the half-made image).
+                 * writes the record and remakes the half-made image). An
+                 * empty volume's record is written once, ready: until then
+                 * nobody knows its uuid but the name, which finds it the
+                 * same way, and a record ready=0 would tell nothing more.
                  */
-                r = fresh ? gantry_journal_write_start(io, GANTRY_JOURNAL_VOLUME, e, pending)
-                          : gantry_journal_write(io, GANTRY_JOURNAL_VOLUME, e);
+                if (fresh && plain)
+                        r = 0;
+                else if (fresh)
+                        r = gantry_journal_write_start(io, GANTRY_JOURNAL_VOLUME, e, pending);
+                else
+                        r = gantry_journal_write(io, GANTRY_JOURNAL_VOLUME, e);
                 if (r < 0)
                         return gantry_ceph_error(err, r, "write journal of", name);
                 return fresh;

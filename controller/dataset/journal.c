@@ -14,10 +14,11 @@
  * omap compare so two plugins can never reserve one name twice) before the
  * record, and the record before the image is marked ready (a fresh
  * reservation's record is written while the image is made: the image is
- * named after the uuid, so the name finds it either way). Whatever step a
- * crash interrupts,
- * the retry of the same request finds the uuid by name and finishes the job;
- * DeleteVolume removes the image, then the directory key, then the record
+ * named after the uuid, so the name finds it either way; an empty volume's
+ * record is written only once, ready, after its image: a name without a
+ * record is a reservation whose image may be half made). Whatever step a
+ * crash interrupts, the retry of the same request finds the uuid by name and
+ * finishes the job; DeleteVolume removes the image, then the directory key, then the record
  * (which the retry finds by the uuid in the volume ID). No step leaves
  * anything a retry cannot find.
  */

@@ -126,6 +126,35 @@ class DatasetTest(unittest.TestCase):
             "CreateVolume", env.create_req(name, size=64 << 20, dataPool="")), "name")
         self.assertEqual(list(env.journal()[0]).count(name), 1)
 
+    def test_retry_finishes_a_name_reserved_without_record(self):
+        # what a plugin killed while making an empty volume leaves: the name
+        # reserved, no record (written only once the image is complete), and
+        # a half-made image (here of the wrong size)
+        import uuid as uuidlib
+        name, uuid = self.name("v"), str(uuidlib.uuid4())
+        image = "gantry-vol-" + uuid
+        self.addCleanup(env.tool, "rbd", "perf", "rm", "rbd/" + image, check=False)
+        self.addCleanup(env.tool, "rados", "perf", "-p", "rbd", "rmomapkey", "gantry.volumes",
+                        name, check=False)
+        env.tool("rados", "perf", "-p", "rbd", "setomapval", "gantry.volumes", name, uuid)
+        env.tool("rbd", "perf", "create", "--size", "8M", "--data-pool", "ecdata", "rbd/" + image)
+        self.assertEqual(env.record(uuid), {})
+        vol = self.create(name, size=64 << 20)
+        self.assertEqual(env.uuid_of(vol.volume_id), uuid)
+        self.assertEqual(env.rbd_info("perf", image)["size"], 64 << 20)
+        self.assertEqual(env.record(uuid).get("ready"), "1")
+        self.assertEqual([i for i in env.rbd_images() if uuid in i], [image])
+        # and a fresh empty volume ends with its record ready
+        fresh = self.create(self.name("w"), size=64 << 20)
+        self.assertEqual(env.record(env.uuid_of(fresh.volume_id)).get("ready"), "1")
+        for v in (vol, fresh):
+            self.call("DeleteVolume", env.delete_req(v.volume_id))
+        self.made.clear()
+        directory, records = env.journal()
+        self.assertNotIn(name, directory)
+        self.assertNotIn(uuid, records)
+        self.assertNotIn(image, env.rbd_images())
+
     def test_bad_parameters_name_the_parameter(self):
         before = env.journal()
         cases = [
