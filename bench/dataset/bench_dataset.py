@@ -31,6 +31,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "tests", "ceph"))
 import ceph_env as env  # noqa: E402
 from ceph_env import Plugin  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from figure import figure  # noqa: E402
 
 SIZE = 64 << 20
 LEVELS = [(1, 6), (8, 16), (32, 32)]  # (concurrency, pairs per round and arm)
@@ -188,6 +190,10 @@ def report(conc, n, arms):
               "p99 x%.2f  throughput x%.2f" % (
                   a, b, statistics.median(pooled[a]) / statistics.median(pooled[b]), lo, hi, qm,
                   q1, q3, pct(pooled[a], 99) / pct(pooled[b], 99), tput[a] / tput[b]))
+    figure("createvolume_vs_bare_librbd_c%d" % conc,
+           statistics.median(pooled["plugin"]) / statistics.median(pooled["bare"]), "<=1.1",
+           "p50 latency of CreateVolume+DeleteVolume through gantry-csi ÷ bare librbd, %d "
+           "concurrent" % conc)
     print("  plugin less the hop / bare p50 x%.2f" % (
         (statistics.median(pooled["plugin"]) - statistics.median(pooled["hop"]))
         / statistics.median(pooled["bare"])))
@@ -218,6 +224,8 @@ def main():
               plug_ops["op"], plug_ops["op_r"], plug_ops["op_w"], plug_ops["op_rw"], bare_ops["op"],
               bare_ops["op_r"], bare_ops["op_w"], bare_ops["op_rw"], plug_ops["op"] / bare_ops["op"],
               plug_ops["op"] - bare_ops["op"]))
+    figure("createvolume_osd_ops_vs_bare_librbd", plug_ops["op"] / bare_ops["op"], None,
+           "OSD client ops per CreateVolume+DeleteVolume ÷ bare librbd's (load-free)")
     print("CPU ms per pair (one at a time): cluster daemons plugin %.1f, bare %.1f (x%.2f); "
           "gantry-csi %.1f, bare_rbd %.1f; the python gRPC client %.1f" % (
               plug_ops["cluster_cpu"], bare_ops["cluster_cpu"],

@@ -7,8 +7,9 @@
  * CreateVolume follows the journal's order (journal.c): reserve the name,
  * write the record (ready=0; not for an empty volume, whose first record is
  * the ready one), make the image (new, cloned from a snapshot, or copied
- * from a volume -- possibly in another cluster), then mark the record ready. A retry finds the reservation by name and picks up where the
- * last attempt stopped; a half-made image (ready=0) is removed and made
+ * from a volume -- possibly in another cluster), then mark the record
+ * ready. A retry finds the reservation by name and picks up where the last
+ * attempt stopped; a half-made image (ready=0) is removed and made
  * again, so a crash anywhere leaves nothing behind once the CO retries.
  *
  * A source in another cluster is not copied within the call: promotion.c
