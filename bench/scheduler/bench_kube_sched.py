@@ -60,6 +60,28 @@ THREADS = os.environ.get("GANTRY_BENCH_SCHED_THREADS")
 QPS = os.environ.get("GANTRY_BENCH_SCHED_QPS", "1000")
 NODES_PER_LEAF = 32
 MODES = ("none", "noop", "gantry")
+# another gantry-scheduler binary (an older build) run as a fourth mode,
+# "before", for before/after figures in the same run
+BEFORE = os.environ.get("GANTRY_BENCH_SCHED_BEFORE")
+if BEFORE:
+    MODES += ("before",)
+
+
+def cpu_seconds(plane, names):
+    """{name: user + system CPU seconds so far} of the daemons @names."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for name in names:
+        proc = plane.procs.get(name)
+        if not proc or not proc.alive():
+            continue
+        try:
+            with open("/proc/%d/stat" % proc.popen.pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            out[name] = (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
 
 
 def uptime():
@@ -67,36 +89,72 @@ def uptime():
 
 
 class Watch:
-    """Stamps the first time each pod of @ns is seen with a nodeName."""
+    """Stamps the first time each pod of @ns is seen with a nodeName: a watch
+    of the bound pods (fieldSelector spec.nodeName!=). The API server cuts a
+    watcher that falls behind ("Forcing ... watcher close due to
+    unresponsiveness", likely on a loaded 2-core machine): then a list stamps
+    the pods bound meanwhile (a little late) and the watch starts again from
+    that list."""
+
+    SELECT = "fieldSelector=spec.nodeName%21%3D"
 
     def __init__(self, plane, ns):
+        self.plane, self.ns = plane, ns
         self.bound = {}
+        self.cuts = 0
+        self.closed = False
+        self.conn = None
         self.cond = threading.Condition()
-        rv = plane.api("GET", "/api/v1/namespaces/%s/pods?limit=1" % ns)["metadata"]["resourceVersion"]
-        ctx = ssl.create_default_context(cafile=plane.ca)
-        self.conn = http.client.HTTPSConnection("127.0.0.1", plane.port, context=ctx, timeout=600)
-        self.conn.request("GET", "/api/v1/namespaces/%s/pods?watch=1&resourceVersion=%s"
-                          "&allowWatchBookmarks=false" % (ns, rv),
-                          headers={"Authorization": "Bearer " + cp.ADMIN_TOKEN})
-        self.resp = self.conn.getresponse()
+        self.rv = self._list()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
+    def _stamp(self, name):
+        with self.cond:
+            if name not in self.bound:
+                self.bound[name] = time.monotonic()
+                self.cond.notify_all()
+
+    def _list(self):
+        got = self.plane.api("GET", "/api/v1/namespaces/%s/pods?%s" % (self.ns, self.SELECT))
+        for pod in got["items"]:
+            self._stamp(pod["metadata"]["name"])
+        return got["metadata"]["resourceVersion"]
+
+    def _watch(self):
+        ctx = ssl.create_default_context(cafile=self.plane.ca)
+        self.conn = http.client.HTTPSConnection("127.0.0.1", self.plane.port, context=ctx,
+                                                timeout=600)
+        self.conn.request("GET", "/api/v1/namespaces/%s/pods?watch=1&resourceVersion=%s&%s"
+                          % (self.ns, self.rv, self.SELECT),
+                          headers={"Authorization": "Bearer " + cp.ADMIN_TOKEN})
+        resp = self.conn.getresponse()
+        while True:
+            line = resp.readline()
+            if not line:
+                return
+            ev = json.loads(line)
+            if ev.get("type") == "ERROR":
+                return
+            md = ev.get("object", {}).get("metadata", {})
+            self.rv = md.get("resourceVersion", self.rv)
+            if ev.get("type") in ("ADDED", "MODIFIED"):
+                self._stamp(md.get("name"))
+
     def _run(self):
-        try:
-            while True:
-                line = self.resp.readline()
-                if not line:
-                    return
-                ev = json.loads(line)
-                pod = ev.get("object", {})
-                name = pod.get("metadata", {}).get("name")
-                if pod.get("spec", {}).get("nodeName") and name not in self.bound:
-                    with self.cond:
-                        self.bound[name] = time.monotonic()
-                        self.cond.notify_all()
-        except (OSError, ValueError, AttributeError, http.client.HTTPException):
-            return  # closed by close() (AttributeError: http.client's fp already gone)
+        while not self.closed:
+            try:
+                self._watch()
+            except (OSError, ValueError, AttributeError, http.client.HTTPException):
+                pass  # closed by close() (AttributeError: http.client's fp already gone)
+            if self.closed:
+                return
+            self.cuts += 1
+            try:
+                self.rv = self._list()
+            except (OSError, ValueError, cp.ApiError, http.client.HTTPException):
+                self.plane._drop_conn()
+                time.sleep(0.2)
 
     def wait(self, count, timeout):
         deadline = time.monotonic() + timeout
@@ -106,11 +164,14 @@ class Watch:
         return len(self.bound)
 
     def close(self):
+        self.closed = True
         try:
             self.conn.sock.shutdown(2)
         except (OSError, AttributeError):
             pass
-        self.conn.close()
+        if self.conn:
+            self.conn.close()
+        self.thread.join(10)
 
 
 def histogram_quantiles(text, name):
@@ -210,16 +271,17 @@ class Bench:
                              self.f("ca.crt")])
             cp.wait_for(lambda: "serving" in p.log("noop"), 30, "noop_extender to serve")
             return port
-        argv = [GANTRY, "--listen", "127.0.0.1:%d" % port, "--kubeconfig", p.kubeconfig,
+        argv = [BEFORE if mode == "before" else GANTRY, "--listen", "127.0.0.1:%d" % port,
+                "--kubeconfig", p.kubeconfig,
                 "--topology", self.topology, "--tls-cert", self.f("server.crt"),
                 "--tls-key", self.f("server.key"), "--client-ca", self.f("ca.crt")]
         if THREADS:
             argv += ["--threads", THREADS]
-        p.spawn("gantry", argv)
+        p.spawn(mode, argv)
 
         def ready():
-            if not p.procs["gantry"].alive():
-                raise AssertionError("gantry-scheduler exited: " + p.log("gantry")[-2000:])
+            if not p.procs[mode].alive():
+                raise AssertionError("gantry-scheduler exited: " + p.log(mode)[-2000:])
             return self.https_get(port, "/readyz")[0] == 200
         cp.wait_for(ready, 120, "gantry-scheduler /readyz", 0.3)
         return port
@@ -269,31 +331,41 @@ class Bench:
         if QPS != "default":
             cfg["clientConnection"] = {"qps": float(QPS), "burst": int(float(QPS) * 2)}
         if port:
-            cfg["extenders"] = [self.extender_config(port, mode == "gantry")]
+            cfg["extenders"] = [self.extender_config(port, mode != "noop")]
         watch = Watch(p, ns)
         verbs = {}
+        daemons = ("etcd", "kube-apiserver", "kube-scheduler", mode)
         try:
+            cpu0 = cpu_seconds(p, daemons)
             t0 = time.monotonic()
             p.start_scheduler(yaml.safe_dump(cfg))
             got = watch.wait(pods, 120 + pods / 2.0)
+            cpu1 = cpu_seconds(p, daemons)
+            cpu = {n: (cpu1[n] - cpu0.get(n, 0)) * 1000.0 / pods for n in cpu1}
             if got < pods:
                 raise AssertionError("%s: %d of %d pods bound in time" % (mode, got, pods))
             stamps = sorted(watch.bound.values())
+            if watch.cuts:
+                print("    (the API server cut the bench's watch %d times: relisted)" % watch.cuts)
             rate = (pods - 1) / max(stamps[-1] - stamps[0], 1e-6)
+            conns = None
             if port:
-                conns = subprocess.run(["ss", "-tnH", "state", "established",
-                                        "( sport = :%d )" % port], capture_output=True,
-                                       text=True).stdout
-                verbs["connections"] = len(conns.splitlines())
-            if mode == "gantry":
+                conns = len(subprocess.run(["ss", "-tnH", "state", "established",
+                                            "( sport = :%d )" % port], capture_output=True,
+                                           text=True).stdout.splitlines())
+            print("    %s: CPU seconds per 1,000 pods (start to last bound): %s; %s connections "
+                  "to the extender" % (mode, ", ".join("%s %.2f" % (n, cpu[n]) for n in daemons
+                                                       if n in cpu), conns))
+            if mode in ("gantry", "before"):
                 status, text = self.https_get(port, "/metrics")
                 if status == 200:
-                    verbs = histogram_quantiles(text, "gantry_scheduler_request_seconds")
+                    q = histogram_quantiles(text, "gantry_scheduler_request_seconds")
+                    verbs = {(v if mode == "gantry" else "before " + v): x for v, x in q.items()}
         finally:
             watch.close()
             if "kube-scheduler" in p.procs:
                 p.stop_proc("kube-scheduler")
-            for name in ("noop", "gantry"):
+            for name in ("noop", "gantry", "before"):
                 if name in p.procs:
                     p.stop_proc(name)
         self.delete_pods(ns)
@@ -307,14 +379,10 @@ class Bench:
                 for mode in MODES:
                     rate, total, first, v = self.run_mode(mode, nodes, pods, rnd)
                     figs[mode] = (rate, total, first)
-                    if "connections" in v:
-                        figs[mode] += (v.pop("connections"),)
                     verbs.update(v)
                     print("  %5d nodes round %d %-6s %7.1f pods/s (first bound %.1f s, last "
-                          "%.1f s after kube-scheduler's start%s)" % (
-                              nodes, rnd, mode, rate, first, total,
-                              "; %d connections to the extender" % figs[mode][3]
-                              if len(figs[mode]) > 3 else ""), flush=True)
+                          "%.1f s after kube-scheduler's start)" % (
+                              nodes, rnd, mode, rate, first, total), flush=True)
                 up = uptime()
                 self.results.append((nodes, pods, rnd, figs, verbs, up))
                 self.report_round(self.results[-1])
@@ -326,10 +394,14 @@ class Bench:
         print("%d nodes, %d pods, round %d: none %.1f, noop %.1f, gantry %.1f pods/s; "
               "gantry/noop %.2f, noop/none %.2f   [%s]" % (nodes, pods, rnd, z, n, g, g / n, n / z,
                                                           up), flush=True)
-        for verb in ("filter", "prioritize", "bind"):
+        if "before" in figs:
+            print("    before (%s): %.1f pods/s, before/noop %.2f" % (BEFORE, figs["before"][0],
+                                                                  figs["before"][0] / n))
+        for verb in ("filter", "prioritize", "bind", "before filter", "before prioritize",
+                     "before bind"):
             if verb in verbs:
                 c, p50, p99 = verbs[verb]
-                print("    gantry %-10s n=%-6d p50 <= %gs  p99 <= %gs" % (verb, c, p50, p99))
+                print("    gantry %-17s n=%-6d p50 <= %gs  p99 <= %gs" % (verb, c, p50, p99))
 
     def summary(self):
         print("\n| nodes | pods | round | none pods/s | noop pods/s | gantry pods/s | "

@@ -10,6 +10,7 @@ import copy
 import json
 import os
 import tempfile
+import threading
 import shutil
 import unittest
 
@@ -113,6 +114,37 @@ class ExtenderKubeTest(unittest.TestCase):
         wait_for(lambda: self.fake.get("/fake/state")["heldBindings"] == 0, what="held bind to end")
         self.fake.post("/fake/release-bindings", {})
         self.assertEqual(self.fake.get("/fake/bindings"), [])
+
+    def test_a_bind_in_flight_does_not_block_a_filter(self):
+        # one HTTP thread: a bind waiting on the API server must not hold it,
+        # or kube-scheduler's next filter waits for that Binding round trip
+        self.stop_scheduler()
+        kubeconfig = os.path.join(self.tmp, "kubeconfig")
+        self.s = Scheduler("--kubeconfig", kubeconfig, "--bind-timeout", "30", "--threads", "1",
+                           state=None).start()
+        args = copy.deepcopy(self.pod_args)
+        args["Pod"] = self.pod
+        self.assertEqual(self.s.post("filter", args)[0], 200)
+        self.fake.post("/fake/hold-bindings", {})
+        md = self.pod["metadata"]
+        bound = []
+        t = threading.Thread(target=lambda: bound.append(self.s.post("bind", {
+            "PodName": md["name"], "PodNamespace": md["namespace"], "PodUID": md["uid"],
+            "Node": "gpu-node-1"})))
+        t.start()
+        try:
+            wait_for(lambda: self.fake.get("/fake/state")["heldBindings"] == 1,
+                     what="the Binding POST to be held")
+            status, r = self.s.post("filter", args)
+            self.assertEqual(status, 200, r)
+            # answered while the bind still waits on the API server
+            self.assertEqual(self.fake.get("/fake/state")["heldBindings"], 1)
+            self.assertEqual(bound, [])
+        finally:
+            self.fake.post("/fake/release-bindings", {})
+            t.join(60)
+        self.assertEqual(bound, [(200, {"Error": ""})])
+        self.assertEqual(len(self.fake.get("/fake/bindings")), 1)
 
     def test_nodes_added_later_are_seen(self):
         self.fake.post("/fake/objects/nodes", {
