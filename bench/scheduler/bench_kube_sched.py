@@ -353,9 +353,16 @@ class Bench:
                 conns = len(subprocess.run(["ss", "-tnH", "state", "established",
                                             "( sport = :%d )" % port], capture_output=True,
                                            text=True).stdout.splitlines())
+            api_conns = None
+            if mode in p.procs and p.procs[mode].alive():
+                api_conns = subprocess.run(
+                    ["ss", "-tnpH", "state", "established", "( dport = :%d )" % p.port],
+                    capture_output=True, text=True).stdout.count(
+                        "pid=%d," % p.procs[mode].popen.pid)
             print("    %s: CPU seconds per 1,000 pods (start to last bound): %s; %s connections "
-                  "to the extender" % (mode, ", ".join("%s %.2f" % (n, cpu[n]) for n in daemons
-                                                       if n in cpu), conns))
+                  "to the extender, %s from it to the API server" % (
+                      mode, ", ".join("%s %.2f" % (n, cpu[n]) for n in daemons if n in cpu),
+                      conns, api_conns))
             if mode in ("gantry", "before"):
                 status, text = self.https_get(port, "/metrics")
                 if status == 200:
