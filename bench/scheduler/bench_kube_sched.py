@@ -422,6 +422,17 @@ class Bench:
             print("| %d | %d | %d | %.1f | %.1f | %.1f | %.2f | %.2f | %s | %s | %s | %s |" % (
                 nodes, pods, rnd, z, n, g, g / n, n / z, vv[0], vv[1], vv[2],
                 up.split("load average:")[-1].strip()))
+        # per scale, the mean over rounds of each ratio: one round on a busy
+        # machine can swing either way
+        for nodes in sorted({r[0] for r in self.results}):
+            rs = [r[3] for r in self.results if r[0] == nodes]
+            line = "%d nodes, mean of %d rounds: gantry/noop %.2f, noop/none %.2f" % (
+                nodes, len(rs), sum(f["gantry"][0] / f["noop"][0] for f in rs) / len(rs),
+                sum(f["noop"][0] / f["none"][0] for f in rs) / len(rs))
+            if all("before" in f for f in rs):
+                line += ", before/noop %.2f" % (sum(f["before"][0] / f["noop"][0]
+                                                    for f in rs) / len(rs))
+            print(line)
 
 
 def main():
