@@ -2,7 +2,9 @@
  * The HTTP face of gantry-scheduler on libmicrohttpd: routing, body
  * accumulation with a size limit, request metrics, TLS and the client
  * certificate check before any verb (client_auth.c). The verbs
- * themselves are in extender.c. See extender_http.h.
+ * themselves are in extender.c. A bind waits on the API server: it runs on
+ * the bind queue's workers (bind_queue.c) with its connection suspended, so
+ * the thread that read it goes on serving filters. See extender_http.h.
  */
 #include <errno.h>
 #include <microhttpd.h>
@@ -12,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "attr_file.h"
+#include "bind_queue.h"
 #include "client_auth.h"
 #include "extender_http.h"
 #include "http_body.h"
@@ -25,6 +28,7 @@
 struct gantry_sched_server {
         struct MHD_Daemon *daemon;
         struct gantry_extender *ext;
+        struct gantry_sched_bind_queue *binds;
         struct gantry_metrics *metrics;
         size_t max_body;
         char *tls_cert, *tls_key; /* PEM in memory for MHD; the key is never logged */
@@ -91,6 +95,45 @@ static enum MHD_Result reply_json(struct gantry_sched_server *s, struct MHD_Conn
         return send_text(conn, (unsigned int)status, "application/json", json, true);
 }
 
+/* Per TLS connection: whether its client certificate was verified. */
+struct conn_state {
+        bool verified;
+};
+
+static void connection_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code)
+{
+        (void)cls;
+        (void)conn;
+        if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+                *socket_context = calloc(1, sizeof(struct conn_state)); /* NULL: verify each time */
+        } else {
+                free(*socket_context);
+                *socket_context = NULL;
+        }
+}
+
+/*
+ * Whether @conn's client certificate is refused (@msg says why). A session's
+ * peer certificate is fixed by its handshake (libmicrohttpd never completes a
+ * renegotiation), so a verified connection is not verified again: the
+ * signature checks cost more than a filter at 500 nodes, three times a pod.
+ */
+static bool client_refused(struct MHD_Connection *conn, char *msg, size_t size)
+{
+        const union MHD_ConnectionInfo *info =
+                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        struct conn_state *cs = info ? info->socket_context : NULL;
+
+        if (cs && cs->verified)
+                return false;
+        if (gantry_sched_client_verify(conn, msg, size) < 0)
+                return true;
+        if (cs)
+                cs->verified = true;
+        return false;
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
                               const char *method, const char *version, const char *upload_data,
                               size_t *upload_data_size, void **con_cls)
@@ -103,9 +146,10 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
         int status, r;
 
         (void)version;
-        /* once per request, before its body is read: the first call has no body state */
+        /* before a request's body is read (the first call has no body state),
+         * once per connection: its TLS session's certificate cannot change */
         if (s->client_ca && !*con_cls && !gantry_sched_client_path_is_open(url) &&
-            gantry_sched_client_verify(conn, msg, sizeof(msg)) < 0) {
+            client_refused(conn, msg, sizeof(msg))) {
                 log_warn("sched.client_refused", "method=%s path=%s reason=\"%s\"", method, url, msg);
                 count_request(s, "refused", MHD_HTTP_FORBIDDEN, gantry_extender_now());
                 return send_text(conn, MHD_HTTP_FORBIDDEN, "application/json",
@@ -138,6 +182,15 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
                 status = 413;
                 goto too_large;
         }
+        if (verb == GANTRY_VERB_BIND && s->binds) {
+                /* called again once a worker has bound: its answer */
+                status = gantry_sched_bind_queue_take(s->binds, conn, &reply);
+                if (status > 0)
+                        return reply_json(s, conn, gantry_extender_verb_name(verb), status, reply,
+                                          got->start);
+                if (gantry_sched_bind_queue_submit(s->binds, conn, got->data, got->len) == 0)
+                        return MHD_YES;
+        }
         status = gantry_extender_handle(s->ext, verb, got->data, got->len, &reply);
         return reply_json(s, conn, gantry_extender_verb_name(verb), status, reply, got->start);
 
@@ -152,6 +205,18 @@ too_large:
         req = *con_cls;
         return reply_json(s, conn, gantry_extender_verb_name(verb), status, reply,
                           req ? req->start : gantry_extender_now());
+}
+
+/* A bind's answer that its connection never took (the client went away). */
+static void request_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                              enum MHD_RequestTerminationCode toe)
+{
+        struct gantry_sched_server *s = cls;
+        char *reply = NULL;
+
+        if (s->binds && gantry_sched_bind_queue_take(s->binds, conn, &reply) > 0)
+                free(reply);
+        gantry_http_body_completed(NULL, conn, con_cls, toe);
 }
 
 static int read_pem(const char *flag, const char *path, char **ret, struct gantry_error *err)
@@ -176,7 +241,8 @@ int gantry_sched_server_start(struct gantry_extender *ext,
                               struct gantry_sched_server **ret_server, int *ret_port,
                               struct gantry_error *err)
 {
-        unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+        unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+                             MHD_ALLOW_SUSPEND_RESUME;
         struct gantry_sched_server *s;
         struct sockaddr_storage ss;
         const union MHD_DaemonInfo *info;
@@ -200,6 +266,14 @@ int gantry_sched_server_start(struct gantry_extender *ext,
         s->ext = ext;
         s->metrics = opts->metrics;
         s->max_body = opts->max_body_bytes ? opts->max_body_bytes : DEFAULT_MAX_BODY;
+        /* kube-scheduler binds from as many goroutines as pods in their
+         * binding cycle: each worker waits on one Binding round trip */
+        if ((r = gantry_sched_bind_queue_start(ext, opts->bind_workers > 0 ?
+                                                   (unsigned int)opts->bind_workers : 32,
+                                               &s->binds)) < 0) {
+                gantry_error_set(err, -r, "bind workers: %s", strerror(-r));
+                goto fail;
+        }
         if (opts->tls_cert_file) {
                 if ((r = read_pem("--tls-cert", opts->tls_cert_file, &s->tls_cert, err)) < 0 ||
                     (r = read_pem("--tls-key", opts->tls_key_file, &s->tls_key, err)) < 0 ||
@@ -209,15 +283,14 @@ int gantry_sched_server_start(struct gantry_extender *ext,
                 s->daemon = MHD_start_daemon(
                         flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-                        (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, gantry_http_body_completed,
-                        NULL, MHD_OPTION_HTTPS_MEM_CERT, s->tls_cert, MHD_OPTION_HTTPS_MEM_KEY,
-                        s->tls_key, MHD_OPTION_HTTPS_MEM_TRUST, s->client_ca, MHD_OPTION_END);
+                        (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s, MHD_OPTION_HTTPS_MEM_CERT, s->tls_cert, MHD_OPTION_HTTPS_MEM_KEY,
+                        s->tls_key, MHD_OPTION_HTTPS_MEM_TRUST, s->client_ca,
+                        MHD_OPTION_NOTIFY_CONNECTION, connection_notify, NULL, MHD_OPTION_END);
         } else {
                 s->daemon = MHD_start_daemon(
                         flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-                        (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, gantry_http_body_completed,
-                        NULL, MHD_OPTION_END);
+                        (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s, MHD_OPTION_END);
         }
         if (!s->daemon) {
                 r = gantry_error_set(err, EADDRNOTAVAIL,
@@ -232,6 +305,8 @@ int gantry_sched_server_start(struct gantry_extender *ext,
         *ret_server = s;
         return 0;
 fail:
+        gantry_sched_bind_queue_stop(s->binds);
+        gantry_sched_bind_queue_free(s->binds);
         free(s->tls_cert);
         free(s->client_ca);
         if (s->tls_key)
@@ -245,7 +320,10 @@ void gantry_sched_server_stop(struct gantry_sched_server *s)
 {
         if (!s)
                 return;
+        /* binds in flight end and their connections are resumed first */
+        gantry_sched_bind_queue_stop(s->binds);
         MHD_stop_daemon(s->daemon);
+        gantry_sched_bind_queue_free(s->binds);
         free(s->tls_cert);
         free(s->client_ca);
         if (s->tls_key) {

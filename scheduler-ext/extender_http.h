@@ -21,6 +21,7 @@ struct gantry_metrics;
 struct gantry_sched_server_options {
         const char *addr;            /* "HOST:PORT"; port 0 picks a free one */
         int threads;                 /* thread pool size; default 4 */
+        int bind_workers;            /* binds in flight at once; default 32 */
         size_t max_body_bytes;       /* default 64 MiB */
         const char *tls_cert_file;   /* HTTPS: all three, or none with */
         const char *tls_key_file;

@@ -461,8 +461,10 @@ int kube_http_do(struct kube_http *h, const struct kube_request *req,
         }
         if (!req->stream)
                 curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* gzip'd lists */
-        if (!req->waker)
+        if (!req->waker) {
                 curl_easy_setopt(e, CURLOPT_SHARE, h->share);
+                curl_easy_setopt(e, CURLOPT_MAXCONNECTS, KUBE_MAX_CONNECTS);
+        }
         if (h->conn->proxy_url) /* else curl follows https_proxy / no_proxy, as client-go does */
                 curl_easy_setopt(e, CURLOPT_PROXY, h->conn->proxy_url);
         if (h->connect_to) {

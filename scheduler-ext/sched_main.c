@@ -3,7 +3,7 @@
  *
  *   gantry-scheduler [--listen HOST:PORT] [--topology FILE]
  *                    [--kubeconfig FILE | --in-cluster | --state FILE]
- *                    [--threads N] [--max-body-bytes N] [--sync-timeout S]
+ *                    [--threads N] [--bind-workers N] [--max-body-bytes N] [--sync-timeout S]
  *                    [--reservation-ttl SECONDS] [--gang-ttl SECONDS]
  *                    (--tls-cert F --tls-key F --client-ca F | --insecure-http)
  *                    [--ready-file PATH] [--log-level LEVEL]
@@ -60,6 +60,7 @@ struct args {
         const char *ready_file;
         const char *log_level;
         int threads;
+        int bind_workers;
         long long max_body;
         double ttl;
         double gang_ttl;
@@ -86,6 +87,7 @@ static void usage(FILE *f)
                 "                            the ledger, for good (nothing confirms it)\n"
                 "  --sync-timeout S          seconds each informer may take to list (default 120)\n"
                 "  --threads N               HTTP thread pool (default 4)\n"
+                "  --bind-workers N          binds waiting on the API server at once (default 32)\n"
                 "  --max-body-bytes N        largest request body (default 67108864)\n"
                 "  --reservation-ttl S       seconds a bind holds headroom until the watch shows\n"
                 "                            the pod bound (default 60; not with --state alone)\n"
@@ -135,7 +137,7 @@ static int parse_number(const char *flag, const char *s, double min, double max,
 /* 0 to run, 1 to exit 0 (help, version), -EINVAL for bad usage. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-        enum { O_LISTEN = 256, O_TOPO, O_STATE, O_KUBECONFIG, O_INCLUSTER, O_SYNC, O_THREADS, O_MAXBODY, O_TTL, O_GANG_TTL, O_BIND_TIMEOUT, O_CERT, O_KEY, O_CLIENT_CA, O_INSECURE,
+        enum { O_LISTEN = 256, O_TOPO, O_STATE, O_KUBECONFIG, O_INCLUSTER, O_SYNC, O_THREADS, O_BIND_WORKERS, O_MAXBODY, O_TTL, O_GANG_TTL, O_BIND_TIMEOUT, O_CERT, O_KEY, O_CLIENT_CA, O_INSECURE,
                O_READY, O_LOG, O_VERSION, O_HELP, O_LEADER, O_LEASE_NAME, O_LEASE_NS, O_IDENTITY,
                O_LEASE_DUR, O_LEASE_RENEW, O_LEASE_RETRY };
         static const struct option opts[] = {
@@ -146,6 +148,7 @@ static int parse_args(int argc, char **argv, struct args *a)
                 { "in-cluster", no_argument, NULL, O_INCLUSTER },
                 { "sync-timeout", required_argument, NULL, O_SYNC },
                 { "threads", required_argument, NULL, O_THREADS },
+                { "bind-workers", required_argument, NULL, O_BIND_WORKERS },
                 { "max-body-bytes", required_argument, NULL, O_MAXBODY },
                 { "reservation-ttl", required_argument, NULL, O_TTL },
                 { "gang-ttl", required_argument, NULL, O_GANG_TTL },
@@ -170,7 +173,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         double v;
         int c;
 
-        *a = (struct args){ .listen = "0.0.0.0:8888", .threads = 4, .max_body = 64LL << 20,
+        *a = (struct args){ .listen = "0.0.0.0:8888", .threads = 4, .bind_workers = 32, .max_body = 64LL << 20,
                             .ttl = 60, .gang_ttl = 360, .sync_timeout = 120, .bind_timeout = 4,
                             .lease_name = "gantry-scheduler", .lease_duration = 15,
                             .lease_renew_deadline = 10, .lease_retry_period = 2 };
@@ -196,6 +199,11 @@ static int parse_args(int argc, char **argv, struct args *a)
                         if (parse_number("--threads", optarg, 1, 256, &v) < 0)
                                 return -EINVAL;
                         a->threads = (int)v;
+                        break;
+                case O_BIND_WORKERS:
+                        if (parse_number("--bind-workers", optarg, 1, 256, &v) < 0)
+                                return -EINVAL;
+                        a->bind_workers = (int)v;
                         break;
                 case O_MAXBODY:
                         if (parse_number("--max-body-bytes", optarg, 1024, 1 << 30, &v) < 0)
@@ -382,7 +390,7 @@ int main(int argc, char **argv)
         if (kube)
                 gantry_extender_set_ready(ext, false, "syncing with the API server");
         r = gantry_sched_server_start(ext, &(struct gantry_sched_server_options){
-                .addr = a.listen, .threads = a.threads, .max_body_bytes = (size_t)a.max_body,
+                .addr = a.listen, .threads = a.threads, .bind_workers = a.bind_workers, .max_body_bytes = (size_t)a.max_body,
                 .tls_cert_file = a.tls_cert, .tls_key_file = a.tls_key, .client_ca_file = a.client_ca,
                 .insecure_http = a.insecure_http, .metrics = metrics },
                 &server, &port, &err);

@@ -566,6 +566,37 @@ class TLSTest(unittest.TestCase):
         finally:
             self.assertEqual(s.stop(), 0)
 
+    def test_each_kept_alive_connection_is_checked(self):
+        # the check is made once per connection (its TLS session's
+        # certificate cannot change): every request of a refused connection
+        # stays refused, also after an open probe, and a verified one serves
+        # request after request, as kube-scheduler's kept-alive client does
+        s = self.serve()
+        try:
+            for client, want in ((None, 403), ((self.f("other-client.crt"),
+                                                self.f("other-client.key")), 403),
+                                 ((self.f("client.crt"), self.f("client.key")), 200)):
+                self.as_client(s, client)
+                c = s.conn()
+                try:
+                    for path in ("/filter", "/healthz", "/filter", "/metrics", "/prioritize"):
+                        body = {"/filter": fixture(NC_TRUE_FILTER),
+                                "/prioritize": fixture(NC_TRUE_PRIO)}.get(path)
+                        c.request("POST" if body else "GET", path, body=body,
+                                  headers={"Content-Type": "application/json"})
+                        r = c.getresponse()
+                        r.read()
+                        self.assertEqual(r.status, 200 if path == "/healthz" else want,
+                                         (client, path))
+                finally:
+                    c.close()
+            status, text = s.request("GET", "/metrics")
+            # 2 refused clients x (2 filters + /metrics + prioritize)
+            self.assertIn('gantry_scheduler_requests_total{verb="refused",code="403"} 8',
+                          text.decode())
+        finally:
+            self.assertEqual(s.stop(), 0)
+
     def test_start_needs_tls_or_insecure_http_by_name(self):
         binary = os.environ["GANTRY_SCHEDULER"]
         cases = [

@@ -10,7 +10,9 @@ import copy
 import json
 import os
 import tempfile
+import threading
 import shutil
+import subprocess
 import unittest
 
 from sched_harness import FakeAPI, Scheduler, canary, fixture_json, wait_for, FIXTURES
@@ -45,6 +47,19 @@ class ExtenderKubeTest(unittest.TestCase):
 
     def stop_scheduler(self):
         self.assertEqual(self.s.stop(), 0)
+
+    def restart_scheduler(self, *args):
+        self.stop_scheduler()
+        self.s = Scheduler("--kubeconfig", os.path.join(self.tmp, "kubeconfig"), *args,
+                           state=None).start()
+
+    def api_connections(self):
+        """The local ports of gantry-scheduler's open connections to the fake."""
+        out = subprocess.run(["ss", "-tnpH", "state", "established",
+                              "( dport = :%d )" % self.fake.port],
+                             capture_output=True, text=True, check=True).stdout
+        return sorted(line.split()[2] for line in out.splitlines()
+                      if "pid=%d," % self.s.proc.pid in line)
 
     def metric(self, name):
         return self.s.metric(name)
@@ -113,6 +128,78 @@ class ExtenderKubeTest(unittest.TestCase):
         wait_for(lambda: self.fake.get("/fake/state")["heldBindings"] == 0, what="held bind to end")
         self.fake.post("/fake/release-bindings", {})
         self.assertEqual(self.fake.get("/fake/bindings"), [])
+
+    def test_a_bind_in_flight_does_not_block_a_filter(self):
+        # one HTTP thread: a bind waiting on the API server must not hold it,
+        # or kube-scheduler's next filter waits for that Binding round trip
+        self.restart_scheduler("--bind-timeout", "30", "--threads", "1")
+        args = copy.deepcopy(self.pod_args)
+        args["Pod"] = self.pod
+        self.assertEqual(self.s.post("filter", args)[0], 200)
+        self.fake.post("/fake/hold-bindings", {})
+        md = self.pod["metadata"]
+        bound = []
+        t = threading.Thread(target=lambda: bound.append(self.s.post("bind", {
+            "PodName": md["name"], "PodNamespace": md["namespace"], "PodUID": md["uid"],
+            "Node": "gpu-node-1"})))
+        t.start()
+        try:
+            wait_for(lambda: self.fake.get("/fake/state")["heldBindings"] == 1,
+                     what="the Binding POST to be held")
+            status, r = self.s.post("filter", args)
+            self.assertEqual(status, 200, r)
+            # answered while the bind still waits on the API server
+            self.assertEqual(self.fake.get("/fake/state")["heldBindings"], 1)
+            self.assertEqual(bound, [])
+        finally:
+            self.fake.post("/fake/release-bindings", {})
+            t.join(60)
+        self.assertEqual(bound, [(200, {"Error": ""})])
+        self.assertEqual(len(self.fake.get("/fake/bindings")), 1)
+
+    def test_binds_at_once_reuse_their_connections(self):
+        # 6 binds in flight at once, twice: the second wave finds the first
+        # wave's 6 connections kept alive (curl's default cache of 5 closed
+        # some, and each new one is a TLS handshake on both sides); 4 GPUs on
+        # gpu-node-1 and -2, 6 on gpu-node-3
+        self.restart_scheduler("--bind-timeout", "30")
+        pods = []
+        for i in range(12):
+            # no dataset: no bandwidth to run out of on one node
+            pod = copy.deepcopy(self.pod_args["Pod"])
+            pod["metadata"].update(name="wave-%d" % i, uid="00000000-0000-0000-0001-%012d" % i)
+            self.fake.post("/fake/objects/pods", pod)
+            pods.append(pod)
+        args = copy.deepcopy(self.pod_args)
+        for pod in pods:
+            args["Pod"] = pod
+            wait_for(lambda: self.s.post("filter", args)[1].get("Error") == "",
+                     what="the watch to show %s" % pod["metadata"]["name"])
+
+        def wave(batch, nodes):
+            self.fake.post("/fake/hold-bindings", {})
+            out = []
+            ts = [threading.Thread(target=lambda md=p["metadata"], n=n: out.append(
+                self.s.post("bind", {"PodName": md["name"], "PodNamespace": md["namespace"],
+                                     "PodUID": md["uid"], "Node": n})))
+                  for p, n in zip(batch, nodes)]
+            for t in ts:
+                t.start()
+            try:
+                wait_for(lambda: self.fake.get("/fake/state")["heldBindings"] == len(batch),
+                         what="%d Binding POSTs held at once" % len(batch))
+            finally:
+                self.fake.post("/fake/release-bindings", {})
+                for t in ts:
+                    t.join(60)
+            self.assertEqual(out, [(200, {"Error": ""})] * len(batch))
+            return self.api_connections()
+
+        first = wave(pods[:6], ["gpu-node-1"] * 4 + ["gpu-node-3"] * 2)
+        # the same sockets: none closed and opened again
+        self.assertEqual(wave(pods[6:], ["gpu-node-2"] * 4 + ["gpu-node-3"] * 2), first)
+        self.assertGreaterEqual(len(first), 6)
+        self.assertEqual(len(self.fake.get("/fake/bindings")), 12)
 
     def test_nodes_added_later_are_seen(self):
         self.fake.post("/fake/objects/nodes", {

@@ -1,0 +1,172 @@
+/*
+ * Binds off the HTTP threads: a FIFO of suspended bind requests, worker
+ * threads that run the verb (gantry_extender_handle) and resume the
+ * connection, and a list of finished answers that the access handler takes
+ * when libmicrohttpd calls it again for that connection. See bind_queue.h.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "bind_queue.h"
+
+struct bind_job {
+        struct bind_job *next;
+        struct MHD_Connection *conn;
+        const char *body; /* borrowed from the suspended request */
+        size_t len;
+        int status;
+        char *reply;
+};
+
+struct gantry_sched_bind_queue {
+        struct gantry_extender *ext;
+        pthread_mutex_t lock;
+        pthread_cond_t wake;
+        struct bind_job *head, *tail; /* waiting for a worker */
+        struct bind_job *done;        /* answered, not yet taken */
+        bool stopping;
+        unsigned int n_workers;
+        pthread_t *workers;
+};
+
+static void *worker(void *arg)
+{
+        struct gantry_sched_bind_queue *q = arg;
+        struct bind_job *j;
+
+        for (;;) {
+                pthread_mutex_lock(&q->lock);
+                while (!q->head && !q->stopping)
+                        pthread_cond_wait(&q->wake, &q->lock);
+                j = q->head;
+                if (!j) {
+                        pthread_mutex_unlock(&q->lock);
+                        return NULL;
+                }
+                q->head = j->next;
+                if (!q->head)
+                        q->tail = NULL;
+                pthread_mutex_unlock(&q->lock);
+
+                j->status = gantry_extender_handle(q->ext, GANTRY_VERB_BIND, j->body, j->len,
+                                                   &j->reply);
+                pthread_mutex_lock(&q->lock);
+                j->next = q->done;
+                q->done = j;
+                pthread_mutex_unlock(&q->lock);
+                /* after the answer is in place: the handler runs again at once */
+                MHD_resume_connection(j->conn);
+        }
+}
+
+int gantry_sched_bind_queue_start(struct gantry_extender *ext, unsigned int workers,
+                                  struct gantry_sched_bind_queue **ret_queue)
+{
+        struct gantry_sched_bind_queue *q = calloc(1, sizeof(*q));
+        int r;
+
+        if (!q)
+                return -ENOMEM;
+        q->ext = ext;
+        pthread_mutex_init(&q->lock, NULL);
+        pthread_cond_init(&q->wake, NULL);
+        q->workers = calloc(workers ? workers : 1, sizeof(*q->workers));
+        if (!q->workers) {
+                gantry_sched_bind_queue_free(q);
+                return -ENOMEM;
+        }
+        for (unsigned int i = 0; i < (workers ? workers : 1); i++) {
+                r = pthread_create(&q->workers[i], NULL, worker, q);
+                if (r != 0) {
+                        gantry_sched_bind_queue_stop(q);
+                        gantry_sched_bind_queue_free(q);
+                        return -r;
+                }
+                q->n_workers++;
+        }
+        *ret_queue = q;
+        return 0;
+}
+
+int gantry_sched_bind_queue_submit(struct gantry_sched_bind_queue *q, struct MHD_Connection *conn,
+                                   const char *body, size_t len)
+{
+        struct bind_job *j = calloc(1, sizeof(*j));
+
+        if (!j)
+                return -ENOMEM;
+        j->conn = conn;
+        j->body = body;
+        j->len = len;
+        pthread_mutex_lock(&q->lock);
+        if (q->stopping) {
+                pthread_mutex_unlock(&q->lock);
+                free(j);
+                return -ESHUTDOWN;
+        }
+        /* suspended before any worker can resume it */
+        MHD_suspend_connection(conn);
+        if (q->tail)
+                q->tail->next = j;
+        else
+                q->head = j;
+        q->tail = j;
+        pthread_cond_signal(&q->wake);
+        pthread_mutex_unlock(&q->lock);
+        return 0;
+}
+
+int gantry_sched_bind_queue_take(struct gantry_sched_bind_queue *q, struct MHD_Connection *conn,
+                                 char **ret_reply)
+{
+        struct bind_job **p, *j = NULL;
+        int status = 0;
+
+        pthread_mutex_lock(&q->lock);
+        for (p = &q->done; *p; p = &(*p)->next) {
+                if ((*p)->conn == conn) {
+                        j = *p;
+                        *p = j->next;
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&q->lock);
+        if (j) {
+                status = j->status;
+                *ret_reply = j->reply;
+                free(j);
+        }
+        return status;
+}
+
+void gantry_sched_bind_queue_stop(struct gantry_sched_bind_queue *q)
+{
+        if (!q)
+                return;
+        pthread_mutex_lock(&q->lock);
+        q->stopping = true;
+        pthread_cond_broadcast(&q->wake);
+        pthread_mutex_unlock(&q->lock);
+        for (unsigned int i = 0; i < q->n_workers; i++)
+                pthread_join(q->workers[i], NULL);
+        q->n_workers = 0;
+}
+
+void gantry_sched_bind_queue_free(struct gantry_sched_bind_queue *q)
+{
+        struct bind_job *j;
+
+        if (!q)
+                return;
+        while ((j = q->done)) {
+                q->done = j->next;
+                free(j->reply);
+                free(j);
+        }
+        pthread_mutex_destroy(&q->lock);
+        pthread_cond_destroy(&q->wake);
+        free(q->workers);
+        free(q);
+}
