@@ -44,6 +44,8 @@ SOURCE = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(SOURCE, "tests", "k8s"))
 import control_plane as cp  # noqa: E402
 import yaml  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, ".."))
+from figure import figure  # noqa: E402
 
 BUILD = os.environ.get("GANTRY_BUILD_DIR", os.path.join(SOURCE, "build"))
 GANTRY = os.environ.get("GANTRY_SCHEDULER", os.path.join(BUILD, "bin", "gantry-scheduler"))
@@ -433,6 +435,13 @@ class Bench:
                 line += ", before/noop %.2f" % (sum(f["before"][0] / f["noop"][0]
                                                     for f in rs) / len(rs))
             print(line)
+            figure("extender_vs_noop_%dnodes" % nodes,
+                   sum(f["gantry"][0] / f["noop"][0] for f in rs) / len(rs), ">=0.9",
+                   "pods/s to Bound under kube-scheduler with gantry-scheduler (filter, prioritize, "
+                   "bind) ÷ with the no-op extender, mean of %d rounds" % len(rs))
+            figure("noop_vs_no_extender_%dnodes" % nodes,
+                   sum(f["noop"][0] / f["none"][0] for f in rs) / len(rs), None,
+                   "pods/s with the no-op extender ÷ with no extender")
 
 
 def main():
