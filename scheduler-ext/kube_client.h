@@ -193,7 +193,11 @@ int gantry_kube_write(struct gantry_kube_client *client, const char *method, con
  * Called on the informer's thread for each event, in order. @obj is the
  * object (a Node, Pod, ... as the API server sent it, with its kind and
  * apiVersion filled in); it is borrowed for the duration of the call
- * (json_incref it to keep it). For DELETED it is the last state known. For
+ * (json_incref it to keep it). For DELETED it is the last state known: the
+ * object as the watch sent it, or, for an object that went while nobody
+ * watched (found by a re-list), a tombstone with only metadata.name,
+ * namespace, uid, resourceVersion and spec.nodeName (the informer keeps no
+ * whole objects). For
  * SYNCED @obj is NULL. The callback must not call gantry_kube_informer_stop()
  * on its own informer and should return quickly: the watch waits for it.
  */

@@ -14,10 +14,21 @@
  * sync: a kind that was listed once (an API server restart, a lost
  * connection) is retried for ever, like every other informer.
  *
- * The kept objects are a jansson object keyed by "namespace/name", which is
- * also what lets DELETED carry the last state of an object after a re-list.
+ * What is kept of each object is small: a jansson object maps
+ * "namespace/name" to one string "resourceVersion uid nodeName" (the pod's
+ * node, empty for other kinds), enough to tell ADDED from MODIFIED, to diff
+ * a re-list and to make the tombstone a DELETED carries after a re-list
+ * (an object that went while nobody watched: its name, namespace, uid,
+ * resourceVersion and spec.nodeName). The objects themselves are the
+ * consumer's to keep, in the form it needs: at 100,000 pods whole objects
+ * would cost gigabytes. A list is taken page by page (limit / continue),
+ * each page delivered as it arrives, so that memory holds one page, never
+ * the whole list.
  */
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +63,7 @@ struct gantry_kube_informer {
         unsigned int seed; /* jitter */
 
         /* informer thread only */
-        json_t *store; /* key -> last delivered object */
+        json_t *store; /* key -> kept record (kept_new()) */
         char rv[64];
         bool need_list;
         struct kube_lines lines;
@@ -72,10 +83,23 @@ struct gantry_kube_informer {
 
 static void set_state_rv(struct gantry_kube_informer *inf, const char *rv)
 {
+        struct gantry_metrics *m = inf->client->http.metrics;
+        char labels[64], *end;
+        double v;
+
         snprintf(inf->rv, sizeof(inf->rv), "%s", rv);
         pthread_mutex_lock(&inf->lock);
         snprintf(inf->state.resource_version, sizeof(inf->state.resource_version), "%s", rv);
         pthread_mutex_unlock(&inf->lock);
+        /* resourceVersions are opaque, but etcd's are revisions: as a number
+         * they show how far behind the API server an informer is */
+        v = strtod(rv, &end);
+        if (m && *rv && !*end) {
+                snprintf(labels, sizeof(labels), "kind=\"%s\"", inf->info->kind);
+                gantry_metrics_gauge_set(m, "gantry_kube_resource_version",
+                                         "The last resourceVersion an informer applied, when numeric",
+                                         labels, v);
+        }
 }
 
 /* Appends "&name=<escaped value>" to @buf. */
@@ -156,9 +180,121 @@ static int status_error(struct gantry_kube_informer *inf, const char *verb, stru
 
 /* ------------------------------------------------------------------- list */
 
-/* Adds the items of one list page to @fresh; returns the page's metadata. */
+/*
+ * The kept record of @obj: "resourceVersion uid nodeName" (resourceVersions
+ * and uids hold no space; a missing field is empty). NULL when out of memory.
+ */
+static json_t *kept_new(const json_t *obj)
+{
+        const json_t *md = json_object_get(obj, "metadata");
+        const char *rv = json_string_value(json_object_get(md, "resourceVersion"));
+        const char *uid = json_string_value(json_object_get(md, "uid"));
+        const char *node = json_string_value(json_object_get(json_object_get(obj, "spec"), "nodeName"));
+        char buf[512];
+
+        snprintf(buf, sizeof(buf), "%.63s %.128s %.253s", rv ? rv : "", uid ? uid : "", node ? node : "");
+        return json_string(buf);
+}
+
+/* Field @i (0 resourceVersion, 1 uid, 2 nodeName) of a kept record, in @buf. */
+static const char *kept_field(const json_t *kept, int i, char *buf, size_t size)
+{
+        const char *s = json_string_value(kept), *sp;
+
+        for (; s && i > 0; i--)
+                s = (sp = strchr(s, ' ')) ? sp + 1 : NULL;
+        if (!s)
+                return "";
+        sp = strchr(s, ' ');
+        snprintf(buf, size, "%.*s", (int)(sp ? (size_t)(sp - s) : strlen(s)), s);
+        return buf;
+}
+
+/* Keeps the record of @obj under @key. */
+static int keep(struct gantry_kube_informer *inf, const char *key, const json_t *obj)
+{
+        if (json_object_set_new(inf->store, key, kept_new(obj)) < 0)
+                return gantry_error_set(&inf->werr, ENOMEM, "out of memory");
+        return 0;
+}
+
+/* What a DELETED carries for an object known only by its kept record. */
+static json_t *tombstone(const char *key, const json_t *kept)
+{
+        const char *slash = strchr(key, '/');
+        char rv[64], uid[160], node[256], ns[256];
+        json_t *obj;
+
+        snprintf(ns, sizeof(ns), "%.*s", slash ? (int)(slash - key) : 0, key);
+        kept_field(kept, 0, rv, sizeof(rv));
+        kept_field(kept, 1, uid, sizeof(uid));
+        kept_field(kept, 2, node, sizeof(node));
+        obj = json_pack("{s:{s:s,s:s}}", "metadata", "name", slash ? slash + 1 : key,
+                        "resourceVersion", rv);
+        if (!obj)
+                return NULL;
+        if (*ns)
+                json_object_set_new(json_object_get(obj, "metadata"), "namespace", json_string(ns));
+        if (*uid)
+                json_object_set_new(json_object_get(obj, "metadata"), "uid", json_string(uid));
+        if (*node)
+                json_object_set_new(obj, "spec", json_pack("{s:s}", "nodeName", node));
+        return obj;
+}
+
+static void deliver_tombstone(struct gantry_kube_informer *inf, const char *key, const json_t *kept)
+{
+        json_t *obj = tombstone(key, kept);
+
+        if (obj)
+                deliver(inf, GANTRY_KUBE_DELETED, obj);
+        json_decref(obj);
+}
+
+/* Tallies of one list, for its log line. */
+struct list_counts {
+        unsigned added, modified, deleted;
+        size_t items;
+};
+
+/*
+ * Delivers one listed object against its kept record: ADDED (new, or
+ * deleted and re-created under the same name -- a StatefulSet pod -- after
+ * the old one's DELETED), MODIFIED (another resourceVersion) or nothing.
+ * Objects without a uid, as in some fakes, count as the same object.
+ */
+static int take_item(struct gantry_kube_informer *inf, const char *key, json_t *obj,
+                     struct list_counts *n)
+{
+        json_t *old = json_object_get(inf->store, key);
+        const char *rv = kube_object_resource_version(obj);
+        const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
+        char old_rv[64], old_uid[160];
+
+        if (old) {
+                kept_field(old, 0, old_rv, sizeof(old_rv));
+                kept_field(old, 1, old_uid, sizeof(old_uid));
+                if (uid && *old_uid && strcmp(uid, old_uid) != 0) {
+                        deliver_tombstone(inf, key, old);
+                        n->deleted++;
+                        old = NULL;
+                } else if (rv && *old_rv && strcmp(rv, old_rv) == 0) {
+                        return 0; /* unchanged */
+                }
+        }
+        deliver(inf, old ? GANTRY_KUBE_MODIFIED : GANTRY_KUBE_ADDED, obj);
+        if (old)
+                n->modified++;
+        else
+                n->added++;
+        return keep(inf, key, obj);
+}
+
+/* Delivers the items of one list page, marking them in @seen; returns the
+ * page's resourceVersion and continue token. */
 static int take_page(struct gantry_kube_informer *inf, const struct kube_response *resp,
-                     json_t *fresh, char *rv, size_t rv_size, char **ret_continue)
+                     json_t *seen, struct list_counts *n, char *rv, size_t rv_size,
+                     char **ret_continue)
 {
         json_error_t jerr;
         json_t *page, *items, *item, *meta;
@@ -186,13 +322,24 @@ static int take_page(struct gantry_kube_informer *inf, const struct kube_respons
                 r = gantry_error_set(&inf->werr, EBADMSG, "list %s: items: not a list", inf->info->resource);
                 goto out;
         }
+        /* the whole page is checked before any of it is delivered */
         json_array_foreach(items, i, item) {
                 if (kube_object_key(item, key, sizeof(key)) < 0) {
                         r = gantry_error_set(&inf->werr, EBADMSG, "list %s: items[%zu].metadata.name: missing",
                                              inf->info->resource, i);
                         goto out;
                 }
-                json_object_set(fresh, key, item);
+        }
+        json_array_foreach(items, i, item) {
+                kube_object_key(item, key, sizeof(key));
+                if (json_object_get(seen, key))
+                        continue; /* listed twice (a restarted list): once is enough */
+                if (json_object_set_new(seen, key, json_true()) < 0 ||
+                    (r = take_item(inf, key, item, n)) < 0) {
+                        r = gantry_error_set(&inf->werr, ENOMEM, "out of memory");
+                        goto out;
+                }
+                n->items++;
         }
         s = json_string_value(json_object_get(meta, "continue"));
         *ret_continue = s && *s ? strdup(s) : NULL;
@@ -203,62 +350,31 @@ out:
         return r;
 }
 
-/* Same metadata.uid (objects without one, as in some fakes, count as same). */
-static bool same_uid(json_t *a, json_t *b)
+/* After the last page: DELETED for every kept object the list did not show. */
+static void drop_unseen(struct gantry_kube_informer *inf, json_t *seen, struct list_counts *n)
 {
-        const char *ua = json_string_value(json_object_get(json_object_get(a, "metadata"), "uid"));
-        const char *ub = json_string_value(json_object_get(json_object_get(b, "metadata"), "uid"));
-
-        return !ua || !ub || strcmp(ua, ub) == 0;
-}
-
-/* Delivers the difference between the kept objects and @fresh, then SYNCED. */
-static void replace_store(struct gantry_kube_informer *inf, json_t *fresh)
-{
-        unsigned added = 0, modified = 0, deleted = 0;
         const char *key;
-        json_t *old, *obj;
+        json_t *old;
         void *tmp;
 
         json_object_foreach_safe(inf->store, tmp, key, old) {
-                obj = json_object_get(fresh, key);
-                /* gone, or deleted and re-created under the same name (a
-                 * StatefulSet pod): the old object ends either way */
-                if (!obj || !same_uid(old, obj)) {
-                        deliver(inf, GANTRY_KUBE_DELETED, old);
-                        deleted++;
-                }
-        }
-        json_object_foreach(fresh, key, obj) {
-                const char *rv_new, *rv_old;
-
-                old = json_object_get(inf->store, key);
-                if (!old || !same_uid(old, obj)) {
-                        deliver(inf, GANTRY_KUBE_ADDED, obj);
-                        added++;
+                if (json_object_get(seen, key))
                         continue;
-                }
-                rv_new = kube_object_resource_version(obj);
-                rv_old = kube_object_resource_version(old);
-                if (!rv_new || !rv_old || strcmp(rv_new, rv_old) != 0) {
-                        deliver(inf, GANTRY_KUBE_MODIFIED, obj);
-                        modified++;
-                }
+                deliver_tombstone(inf, key, old);
+                n->deleted++;
+                json_object_del(inf->store, key);
         }
-        json_decref(inf->store);
-        inf->store = fresh;
-        log_info("kube.list", "kind=%s items=%zu added=%u modified=%u deleted=%u resource_version=%s",
-                 inf->info->kind, json_object_size(fresh), added, modified, deleted, inf->rv);
 }
 
 static int list_all(struct gantry_kube_informer *inf)
 {
         char path[2048 + 3 * SELECTOR_MAX], query[1600], rv[64] = "";
         char *cont = NULL;
-        json_t *fresh = json_object();
+        json_t *seen = json_object(); /* keys listed so far */
+        struct list_counts n = { 0 };
         int r, pages = 0, gone_restarts = 0;
 
-        if (!fresh)
+        if (!seen)
                 return gantry_error_set(&inf->werr, ENOMEM, "out of memory");
         for (;;) {
                 struct kube_request req = {
@@ -276,18 +392,20 @@ static int list_all(struct gantry_kube_informer *inf)
                 if (r < 0)
                         goto out;
                 if (resp.status == 410 && cont && gone_restarts++ == 0) {
-                        /* the continue token expired: start the list over */
+                        /* the continue token expired: start the list over;
+                         * what the first pages delivered stays delivered,
+                         * the new pages deliver only what changed since */
                         kube_response_clear(&resp);
                         free(cont);
                         cont = NULL;
-                        json_object_clear(fresh);
+                        json_object_clear(seen);
                         continue;
                 }
                 if (resp.status != 200) {
                         r = status_error(inf, "list", &resp);
                         goto out;
                 }
-                r = take_page(inf, &resp, fresh, rv, sizeof(rv), &next);
+                r = take_page(inf, &resp, seen, &n, rv, sizeof(rv), &next);
                 kube_response_clear(&resp);
                 if (r < 0)
                         goto out;
@@ -298,8 +416,15 @@ static int list_all(struct gantry_kube_informer *inf)
                         break;
         }
         set_state_rv(inf, rv);
-        replace_store(inf, fresh);
-        fresh = NULL;
+        drop_unseen(inf, seen, &n);
+#ifdef __GLIBC__
+        /* the pages' decoded JSON was freed, but glibc keeps it in this
+         * thread's arena: give it back, or a list of 100,000 pods leaves
+         * tens of MiB resident for good */
+        malloc_trim(0);
+#endif
+        log_info("kube.list", "kind=%s items=%zu pages=%d added=%u modified=%u deleted=%u resource_version=%s",
+                 inf->info->kind, n.items, pages, n.added, n.modified, n.deleted, inf->rv);
         count(inf, "gantry_kube_relists_total", "Completed lists (initial and re-lists), by kind", NULL);
         pthread_mutex_lock(&inf->lock);
         inf->state.lists++;
@@ -314,7 +439,7 @@ static int list_all(struct gantry_kube_informer *inf)
         r = 0;
 out:
         free(cont);
-        json_decref(fresh);
+        json_decref(seen);
         return r;
 }
 
@@ -351,7 +476,10 @@ static int on_line(void *ctx, char *line, size_t n)
                 kube_object_key(ev.object, key, sizeof(key));
                 deliver(inf, json_object_get(inf->store, key) ? GANTRY_KUBE_MODIFIED : GANTRY_KUBE_ADDED,
                         ev.object);
-                json_object_set(inf->store, key, ev.object);
+                if ((r = keep(inf, key, ev.object)) < 0) {
+                        json_decref(ev.object);
+                        return r;
+                }
                 set_state_rv(inf, ev.resource_version);
                 break;
         case KUBE_WATCH_DELETED:

@@ -123,12 +123,14 @@ static int try_acquire_or_renew(struct gantry_sched_lease *l)
                 }
                 log_info("sched.lease_expired", "holder=%s", holder);
         }
+        /* the new spec is read from @spec, which lives in @cur: before it goes */
         body = json_deep_copy(cur);
-        json_decref(cur);
         if (!body || json_object_set_new(body, "spec", held_spec(l, spec, !ours)) < 0) {
                 json_decref(body);
+                json_decref(cur);
                 return -ENOMEM;
         }
+        json_decref(cur);
         r = gantry_kube_write(l->client, "PUT", l->path, "leases", body, &out, &err);
         json_decref(body);
 written:

@@ -24,6 +24,9 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
@@ -346,6 +349,15 @@ int main(int argc, char **argv)
         sigset_t sigs;
         int r, port = 0, sig, ret = 1;
 
+#ifdef __GLIBC__
+        /* Decoding a list page (500 pods, ~3 MB of JSON) makes and frees
+         * hundreds of thousands of small blocks; with glibc's fastbins every
+         * larger request between them (a jansson table growing) first
+         * consolidates them all. Without fastbins a start on 1,000 nodes
+         * and 20,000 pods took 3.6-3.8 s of CPU instead of 4.4-5.6 s,
+         * resident memory unchanged (40 MiB). */
+        mallopt(M_MXFAST, 0);
+#endif
         r = parse_args(argc, argv, &a);
         if (r != 0)
                 return r > 0 ? 0 : 2;

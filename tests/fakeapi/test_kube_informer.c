@@ -372,6 +372,67 @@ static void test_relist_recreated_same_name(void **state)
         assert_int_equal(recorder_count(&fx->rec) - from, 3);
 }
 
+static bool fake_has_held_list(void *ctx)
+{
+        return fake_state_long(ctx, "heldLists") >= 1;
+}
+
+static void put_pod(struct fixture *fx, const char *name, const char *node)
+{
+        char pod[256];
+
+        snprintf(pod, sizeof(pod), "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"train\"},"
+                 "\"spec\":{\"nodeName\":\"%s\"}}", name, node);
+        assert_int_equal(fake_upsert(&fx->fake, "pods", pod), 200);
+}
+
+/*
+ * A paged list whose continue token expires between pages (410) starts
+ * over: every pod is announced once, what the first page delivered is not
+ * announced again, and a pod gone meanwhile ends with a DELETED that
+ * carries its identity and node (the informer keeps no whole objects, so
+ * that is all it can carry) -- what the ledger needs to give its charge back.
+ */
+static void test_paged_list_restarts_after_expired_continue(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = fast_opts();
+        char name[32], node[32];
+        int del;
+
+        for (int i = 0; i < 5; i++) {
+                snprintf(name, sizeof(name), "p-%d", i);
+                snprintf(node, sizeof(node), "gpu-%04d", i);
+                put_pod(fx, name, node);
+        }
+        /* the first page is answered, the second waits */
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/hold-lists",
+                                      "{\"resource\":\"pods\",\"skip\":1,\"count\":1,\"fresh\":true}", NULL),
+                         200);
+        o.page_size = 2;
+        start(fx, GANTRY_KUBE_POD, &o);
+        assert_true(test_wait_for(fake_has_held_list, &fx->fake, TEST_WAIT_MS));
+        assert_true(recorder_wait(&fx->rec, 0, GANTRY_KUBE_ADDED, "train/p-1", 1, TEST_WAIT_MS));
+        assert_int_equal(fake_request(&fx->fake, "DELETE", "/fake/objects/pods/train/p-0", NULL, NULL), 200);
+        put_pod(fx, "p-5", "gpu-0005");
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/compact", "{}", NULL), 200);
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/release-lists", "{}", NULL), 200);
+
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, TEST_WAIT_MS), 0);
+        for (int i = 0; i < 6; i++) {
+                snprintf(name, sizeof(name), "train/p-%d", i);
+                assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_ADDED, name), 1);
+        }
+        assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_MODIFIED, NULL), 0);
+        assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_DELETED, NULL), 1);
+        del = event_index(&fx->rec, 0, GANTRY_KUBE_DELETED, "train/p-0");
+        assert_true(del >= 0);
+        assert_string_equal(recorder_get(&fx->rec, del).node_name, "gpu-0000");
+        assert_true(recorder_get(&fx->rec, del).has_kind);
+        assert_int_equal(recorder_count(&fx->rec), 8); /* 6 ADDED, 1 DELETED, SYNCED */
+        assert_int_equal(count_requests(&fx->fake, "list", "continue") >= 2, 1);
+}
+
 static void test_dropped_watch_resumes_without_loss(void **state)
 {
         struct fixture *fx = *state;
@@ -737,6 +798,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_gone_event_relists, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_gone_http_relists, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_relist_recreated_same_name, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_paged_list_restarts_after_expired_continue, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_dropped_watch_resumes_without_loss, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_watch_timeout_reconnects_quietly, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_errors_back_off_then_recover, setup, teardown),
