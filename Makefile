@@ -10,6 +10,10 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
+# tests run two at a time (RESOURCE_LOCKs keep the Ceph fixture's tests,
+# the VMs and the k8s control planes one at a time each); serially:
+# make test CTEST_JOBS=1
+CTEST_JOBS ?= 2
 CTEST_ARGS ?=
 
 .PHONY: all build deps test test-asan demo bench fuzz clean
@@ -24,13 +28,13 @@ build:
 	@cmake --build $(BUILD) -j $(JOBS)
 
 test: deps build
-	cd $(BUILD) && ctest --output-on-failure -LE bench $(CTEST_ARGS)
+	cd $(BUILD) && ctest --output-on-failure -LE bench --parallel $(CTEST_JOBS) $(CTEST_ARGS)
 	@$(MAKE) --no-print-directory test-asan
 
 test-asan:
 	@cmake -S . -B $(ASAN_BUILD) -DGANTRY_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ctest --output-on-failure -LE bench $(CTEST_ARGS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -LE bench --parallel $(CTEST_JOBS) $(CTEST_ARGS)
 
 bench: deps build
 	cd $(BUILD) && ctest --output-on-failure -V -L bench $(CTEST_ARGS)
