@@ -1,7 +1,8 @@
 # Gantry's two commands, and the build they share.
 #   make         build into build/ (CMake)
 #   make test    install missing Debian packages, build, run the whole CTest
-#                suite, then run it again in build-asan/ under ASan+UBSan
+#                suite (two tests at a time), then run it again in build-asan/
+#                under ASan+UBSan
 #   make demo    install missing Debian packages, build, run the demo
 #   make bench   build, run the benchmarks (CTest label bench; not part of make test)
 #   make fuzz    build the libFuzzer targets with clang into build-fuzz/, run each
