@@ -1,7 +1,8 @@
 # Gantry's two commands, and the build they share.
 #   make         build into build/ (CMake)
 #   make test    install missing Debian packages, build, run the whole CTest
-#                suite, then run it again in build-asan/ under ASan+UBSan
+#                suite (two tests at a time), then run it again in build-asan/
+#                under ASan+UBSan
 #   make demo    install missing Debian packages, build, run the demo
 #   make bench   build, run the benchmarks (CTest label bench; not part of make test)
 #                and end with the table of their FIGURE lines (bench/summary.py)
@@ -11,6 +12,10 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
+# tests run two at a time (RESOURCE_LOCKs keep the Ceph fixture's tests,
+# the VMs and the k8s control planes one at a time each); serially:
+# make test CTEST_JOBS=1
+CTEST_JOBS ?= 2
 CTEST_ARGS ?=
 
 .PHONY: all build deps test test-asan demo bench fuzz clean
@@ -25,13 +30,13 @@ build:
 	@cmake --build $(BUILD) -j $(JOBS)
 
 test: deps build
-	cd $(BUILD) && ctest --output-on-failure -LE bench $(CTEST_ARGS)
+	cd $(BUILD) && ctest --output-on-failure -LE bench --parallel $(CTEST_JOBS) $(CTEST_ARGS)
 	@$(MAKE) --no-print-directory test-asan
 
 test-asan:
 	@cmake -S . -B $(ASAN_BUILD) -DGANTRY_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ctest --output-on-failure -LE bench $(CTEST_ARGS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -LE bench --parallel $(CTEST_JOBS) $(CTEST_ARGS)
 
 bench: deps build
 	cd $(BUILD) && ctest --output-on-failure -V -L bench -O bench.log $(CTEST_ARGS); \
