@@ -526,43 +526,57 @@ static void run_scale(const char *fixture)
         struct gantry_sched_state *st;
         struct gantry_extender *ext;
         struct gantry_metrics *m = gantry_metrics_new();
-        double t0 = now(), *lat = calloc(iters, sizeof(double));
+        double t0 = now(), *lat = calloc(iters, sizeof(double)), *cpu = calloc(iters, sizeof(double));
 
-        if (!lat || gantry_cluster_new(&cluster) < 0 || gantry_sched_state_new(cluster, &st) < 0)
+        if (!lat || !cpu || gantry_cluster_new(&cluster) < 0 || gantry_sched_state_new(cluster, &st) < 0)
                 die("out of memory");
         build_cluster(st, SCALE_NODES, false);
         record_scale_pods(st, SCALE_NODES, SCALE_PODS);
         if (gantry_extender_new(st, &(struct gantry_extender_options){ .metrics = m }, &ext) < 0)
                 die("extender");
-        printf("scale: %d nodes, %d bound pods built in %.1f s\n", SCALE_NODES, SCALE_PODS,
-               now() - t0);
+        FILE *lf = fopen("/proc/loadavg", "r");
+        double load = -1;
+
+        if (lf) {
+                if (fscanf(lf, "%lf", &load) != 1)
+                        load = -1;
+                fclose(lf);
+        }
+        printf("scale: %d nodes, %d bound pods built in %.1f s; load average %.2f\n", SCALE_NODES,
+               SCALE_PODS, now() - t0, load);
         for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
                 char *body = make_body(fixture, sizes[k]);
                 size_t len = strlen(body);
-                double c0 = thread_cpu_now();
-
                 for (int i = 0; i < iters; i++) {
                         char *r1 = NULL, *r2 = NULL;
+                        double c0 = thread_cpu_now();
 
                         t0 = now();
                         gantry_extender_handle(ext, GANTRY_VERB_FILTER, body, len, &r1);
                         gantry_extender_handle(ext, GANTRY_VERB_PRIORITIZE, body, len, &r2);
                         lat[i] = now() - t0;
+                        cpu[i] = thread_cpu_now() - c0;
                         if (!r1 || !r2 || strstr(r1, "\"Error\":\"\"") == NULL)
                                 die("scale: filter or prioritize failed");
                         free(r1);
                         free(r2);
                 }
-                double cpu = (thread_cpu_now() - c0) / iters;
                 double p50 = pct(lat, iters, 0.5), p99 = pct(lat, iters, 0.99);
+                double c50 = pct(cpu, iters, 0.5), c99 = pct(cpu, iters, 0.99);
 
-                printf("  scale %d names: filter+prioritize in-process p50 %.3f ms p99 %.3f ms "
-                       "cpu %.3f ms/pair\n", sizes[k], p50 * 1e3, p99 * 1e3, cpu * 1e3);
+                printf("  scale %d names: filter+prioritize in-process wall p50 %.3f ms p99 %.3f ms, "
+                       "thread CPU p50 %.3f ms p99 %.3f ms\n", sizes[k], p50 * 1e3, p99 * 1e3,
+                       c50 * 1e3, c99 * 1e3);
                 printf("FIGURE filter_prioritize_p99_ms_%dnodes_%dpods_%dnames %.3f goal <=5 -- "
-                       "in-process p99 of filter + prioritize (a timer around the two handler "
-                       "calls, %d pairs, p50 %.3f ms) of a job's pod, %d names, ledger of %d bound "
-                       "pods\n", SCALE_NODES, SCALE_PODS, sizes[k], p99 * 1e3, iters, p50 * 1e3,
-                       sizes[k], SCALE_PODS);
+                       "in-process p99 of filter + prioritize, wall clock (a timer around the two "
+                       "handler calls, %d pairs, p50 %.3f ms; a loaded machine's preemptions "
+                       "land here) of a job's pod, %d names, ledger of %d bound pods\n",
+                       SCALE_NODES, SCALE_PODS, sizes[k], p99 * 1e3, iters, p50 * 1e3, sizes[k],
+                       SCALE_PODS);
+                printf("FIGURE filter_prioritize_cpu_p99_ms_%dnodes_%dpods_%dnames %.3f goal <=5 -- "
+                       "the same pairs' p99 of the calling thread's CPU time (p50 %.3f ms): the "
+                       "work itself, without the time other processes took the core\n",
+                       SCALE_NODES, SCALE_PODS, sizes[k], c99 * 1e3, c50 * 1e3);
                 fflush(stdout);
                 free(body);
         }
@@ -571,6 +585,7 @@ static void run_scale(const char *fixture)
         gantry_cluster_free(cluster);
         gantry_metrics_free(m);
         free(lat);
+        free(cpu);
 }
 
 int main(int argc, char **argv)
