@@ -24,7 +24,7 @@ int gantry_cluster_new(struct gantry_cluster **ret_cluster)
         c->weights = (struct gantry_score_weights){ .locality = 5, .headroom = 3, .closeness = 2 };
         if (strmap_new(&c->spine_by_name) < 0 || strmap_new(&c->leaf_by_name) < 0 ||
             strmap_new(&c->node_by_name) < 0 || strmap_new(&c->backend_by_name) < 0 ||
-            strmap_new(&c->entry_by_uid) < 0) {
+            strmap_new(&c->entry_by_uid) < 0 || strmap_new(&c->job_members) < 0) {
                 gantry_cluster_free(c);
                 return -ENOMEM;
         }
@@ -59,6 +59,7 @@ void gantry_cluster_free(struct gantry_cluster *c)
         strmap_free(c->node_by_name);
         strmap_free(c->backend_by_name);
         strmap_free(c->entry_by_uid);
+        strmap_free(c->job_members); /* emptied by gp_ledger_clear() */
         pthread_rwlock_destroy(&c->lock);
         free(c);
 }

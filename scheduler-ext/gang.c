@@ -248,6 +248,7 @@ static int plan(struct gantry_gangs *g, struct gp_gang *gang, double now, char *
 {
         struct gantry_cluster *c = g->c;
         struct gp_plan_miss miss = { .best_group = -1 };
+        const struct gp_job_members *members;
         struct gp_gang *head;
         struct gp_slot *slots;
         struct gp_charge *ch = NULL;
@@ -270,11 +271,10 @@ static int plan(struct gantry_gangs *g, struct gp_gang *gang, double now, char *
                 goto fail;
         }
         /* members the ledger already charges: their places are taken */
-        for (size_t i = 0; i < c->n_entries && adopted < gang->size; i++) {
-                const struct gp_entry *e = c->entries[i];
+        members = gp_job_members_get(c, gang->key);
+        for (size_t i = 0; members && i < members->n && adopted < gang->size; i++) {
+                const struct gp_entry *e = members->v[i];
 
-                if (!e->job || strcmp(e->job, gang->key) != 0)
-                        continue;
                 if (!(slots[adopted].member = strdup(e->uid)) || member_add(g, gang, e->uid) < 0) {
                         r = -ENOMEM;
                         adopted++;

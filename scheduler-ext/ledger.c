@@ -335,10 +335,60 @@ static void entry_free(struct gp_entry *e)
         free(e);
 }
 
+const struct gp_job_members *gp_job_members_get(const struct gantry_cluster *c, const char *job)
+{
+        return job && *job && c->job_members ? strmap_get(c->job_members, job) : NULL;
+}
+
+/* Adds @e to its job's members (none: nothing to do). */
+static int job_member_add(struct gantry_cluster *c, struct gp_entry *e)
+{
+        struct gp_job_members *m;
+
+        if (!e->job)
+                return 0;
+        m = strmap_get(c->job_members, e->job);
+        if (!m) {
+                if (!(m = calloc(1, sizeof(*m))))
+                        return -ENOMEM;
+                if (strmap_put(c->job_members, e->job, m) < 0) {
+                        free(m);
+                        return -ENOMEM;
+                }
+        }
+        if (gp_grow((void **)&m->v, &m->cap, m->n, sizeof(*m->v)) < 0) {
+                if (m->n == 0) {
+                        strmap_remove(c->job_members, e->job);
+                        free(m);
+                }
+                return -ENOMEM;
+        }
+        e->job_index = m->n;
+        m->v[m->n++] = e;
+        return 0;
+}
+
+/* Takes @e out of its job's members; a job left with none goes. */
+static void job_member_remove(struct gantry_cluster *c, struct gp_entry *e)
+{
+        struct gp_job_members *m = e->job ? strmap_get(c->job_members, e->job) : NULL;
+
+        if (!m)
+                return;
+        m->v[e->job_index] = m->v[--m->n];
+        m->v[e->job_index]->job_index = e->job_index;
+        if (m->n == 0) {
+                strmap_remove(c->job_members, e->job);
+                free(m->v);
+                free(m);
+        }
+}
+
 /* Unlinks @e from the ledger and gives back its charge; does not free it. */
 static void entry_unlink(struct gantry_cluster *c, struct gp_entry *e)
 {
         gp_charge_apply(c, &e->charge, -1);
+        job_member_remove(c, e);
         strmap_remove(c->entry_by_uid, e->uid);
         c->entries[e->index] = c->entries[--c->n_entries];
         c->entries[e->index]->index = e->index;
@@ -350,8 +400,12 @@ static void entry_unlink(struct gantry_cluster *c, struct gp_entry *e)
 static int entry_link(struct gantry_cluster *c, struct gp_entry *e)
 {
         if (gp_grow((void **)&c->entries, &c->cap_entries, c->n_entries, sizeof(*c->entries)) < 0 ||
-            strmap_put(c->entry_by_uid, e->uid, e) < 0)
+            job_member_add(c, e) < 0)
                 return -ENOMEM;
+        if (strmap_put(c->entry_by_uid, e->uid, e) < 0) {
+                job_member_remove(c, e);
+                return -ENOMEM;
+        }
         e->index = c->n_entries;
         c->entries[c->n_entries++] = e;
         if (e->expires_at > 0)
@@ -548,8 +602,10 @@ int gantry_cluster_lookup(struct gantry_cluster *c, const char *uid, char *buf, 
 
 void gp_ledger_clear(struct gantry_cluster *c)
 {
-        for (size_t i = 0; i < c->n_entries; i++)
+        for (size_t i = 0; i < c->n_entries; i++) {
+                job_member_remove(c, c->entries[i]);
                 entry_free(c->entries[i]);
+        }
         c->n_entries = 0;
         c->n_reservations = 0;
 }

@@ -84,6 +84,7 @@ static int job_spread_build(const struct gantry_cluster *c, const struct gantry_
                             struct job_spread *ret)
 {
         struct job_spread s = { 0 };
+        const struct gp_job_members *m;
 
         if (!d->job || !*d->job) {
                 *ret = s;
@@ -96,11 +97,12 @@ static int job_spread_build(const struct gantry_cluster *c, const struct gantry_
                 free(s.per_spine);
                 return -ENOMEM;
         }
-        for (size_t i = 0; i < c->n_entries; i++) {
-                const struct gp_entry *e = c->entries[i];
+        m = gp_job_members_get(c, d->job);
+        for (size_t i = 0; m && i < m->n; i++) {
+                const struct gp_entry *e = m->v[i];
                 int spine;
 
-                if (!e->job || strcmp(e->job, d->job) != 0 || (d->uid && !strcmp(e->uid, d->uid)))
+                if (d->uid && !strcmp(e->uid, d->uid))
                         continue;
                 s.total++;
                 if (e->charge.leaf >= 0)

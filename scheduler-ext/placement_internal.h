@@ -69,8 +69,16 @@ struct gp_entry {
         char *uid;
         char *job;             /* NULL: none */
         size_t index;          /* position in cluster->entries */
+        size_t job_index;      /* position in its job's members (job set) */
         double expires_at;     /* 0: confirmed, never expires */
         struct gp_charge charge;
+};
+
+/* The entries of one job, kept by the ledger as it adds and drops them, so
+ * that prioritize counts a job's pods without scanning every entry. */
+struct gp_job_members {
+        struct gp_entry **v;
+        size_t n, cap;
 };
 
 struct gantry_cluster {
@@ -90,7 +98,11 @@ struct gantry_cluster {
         struct gp_entry **entries; /* dense, for scans by job */
         size_t n_entries, cap_entries, n_reservations;
         struct strmap *entry_by_uid;
+        struct strmap *job_members; /* job -> struct gp_job_members * */
 };
+
+/* The entries of job @job, NULL when it has none. */
+const struct gp_job_members *gp_job_members_get(const struct gantry_cluster *c, const char *job);
 
 /* Index lookups; -1 when absent (nodes: also when not present). */
 int gp_find_leaf(const struct gantry_cluster *c, const char *name);

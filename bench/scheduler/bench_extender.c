@@ -17,6 +17,13 @@
  * PVC and a read annotation; the cluster has 32 nodes per leaf, 4 leaves per
  * spine, 8 Ceph clusters, and a ledger holding one bound pod per 4 nodes in
  * jobs of 16.
+ *
+ * Scale: at 10,000 nodes with 100,000 bound pods in the ledger (as
+ * bench_scale.py binds them: ten per node, six of one GPU, jobs of eight,
+ * one in twenty reading a dataset), the in-process filter + prioritize p99
+ * of a job's pod for 500 names (kube-scheduler's sample at that size) and for
+ * 10,000, each a timer around the two handler calls; printed as FIGURE
+ * lines. Set GANTRY_BENCH_NO_SCALE=1 to skip it.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -70,8 +77,8 @@ static void die(const char *what)
         exit(1);
 }
 
-/* Nodes, topology, volumes and a ledger of bound pods for @n nodes. */
-static void build_cluster(struct gantry_sched_state *st, int n)
+/* Nodes, topology, volumes and (@ledger) a ledger of bound pods for @n nodes. */
+static void build_cluster(struct gantry_sched_state *st, int n, bool ledger)
 {
         struct gantry_error err;
         json_t *topo = json_pack("{s:{s:f},s:[],s:[]}", "defaults", "nicGbps", 400.0, "leaves",
@@ -136,7 +143,7 @@ static void build_cluster(struct gantry_sched_state *st, int n)
                         die(err.msg);
                 json_decref(node);
         }
-        for (int i = 0; i < n / 4; i++) {
+        for (int i = 0; ledger && i < n / 4; i++) {
                 struct gantry_pod_demand d = { .uid = uid, .job = job, .gpus = 8, .n_flows = 1 };
 
                 snprintf(uid, sizeof(uid), "bound-%d", i);
@@ -144,6 +151,28 @@ static void build_cluster(struct gantry_sched_state *st, int n)
                 snprintf(name, sizeof(name), "gpu-%05d", i * 4);
                 d.flows[0].backend = "ceph-3";
                 d.flows[0].gbps = 2;
+                if (gantry_cluster_record(gantry_sched_state_cluster(st), &d, name, &err) < 0)
+                        die(err.msg);
+        }
+}
+
+/* The bound pods of bench_scale.py: @pods over @n nodes, ten per node. */
+static void record_scale_pods(struct gantry_sched_state *st, int n, int pods)
+{
+        struct gantry_error err;
+        char name[64], uid[64], job[64];
+
+        for (int k = 0; k < pods; k++) {
+                struct gantry_pod_demand d = { .uid = uid, .job = job, .gpus = k % 10 < 6 };
+
+                snprintf(uid, sizeof(uid), "scale-%d", k);
+                snprintf(job, sizeof(job), "team-%d/job-%d", k % 16, k / 8);
+                snprintf(name, sizeof(name), "gpu-%05d", k / 10 % n);
+                if (k % 20 == 0) {
+                        d.n_flows = 1;
+                        d.flows[0].backend = "ceph-3";
+                        d.flows[0].gbps = 0.01;
+                }
                 if (gantry_cluster_record(gantry_sched_state_cluster(st), &d, name, &err) < 0)
                         die(err.msg);
         }
@@ -400,7 +429,7 @@ static void run(int n, const char *fixture, bool with_bind)
 
         if (gantry_cluster_new(&cluster) < 0 || gantry_sched_state_new(cluster, &st) < 0)
                 die("out of memory");
-        build_cluster(st, n);
+        build_cluster(st, n, true);
         if (gantry_extender_new(st, &(struct gantry_extender_options){
                     .metrics = m, .bind = with_bind ? bind_pod : NULL,
                     .bind_ctx = with_bind ? api.client : NULL }, &ext) < 0)
@@ -486,19 +515,96 @@ static void run(int n, const char *fixture, bool with_bind)
         free(verbs);
 }
 
+#define SCALE_NODES 10000
+#define SCALE_PODS 100000
+
+/* Filter + prioritize in process at 10,000 nodes and 100,000 bound pods. */
+static void run_scale(const char *fixture)
+{
+        const int sizes[] = { 500, SCALE_NODES }, iters = 200;
+        struct gantry_cluster *cluster;
+        struct gantry_sched_state *st;
+        struct gantry_extender *ext;
+        struct gantry_metrics *m = gantry_metrics_new();
+        double t0 = now(), *lat = calloc(iters, sizeof(double)), *cpu = calloc(iters, sizeof(double));
+
+        if (!lat || !cpu || gantry_cluster_new(&cluster) < 0 || gantry_sched_state_new(cluster, &st) < 0)
+                die("out of memory");
+        build_cluster(st, SCALE_NODES, false);
+        record_scale_pods(st, SCALE_NODES, SCALE_PODS);
+        if (gantry_extender_new(st, &(struct gantry_extender_options){ .metrics = m }, &ext) < 0)
+                die("extender");
+        FILE *lf = fopen("/proc/loadavg", "r");
+        double load = -1;
+
+        if (lf) {
+                if (fscanf(lf, "%lf", &load) != 1)
+                        load = -1;
+                fclose(lf);
+        }
+        printf("scale: %d nodes, %d bound pods built in %.1f s; load average %.2f\n", SCALE_NODES,
+               SCALE_PODS, now() - t0, load);
+        for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+                char *body = make_body(fixture, sizes[k]);
+                size_t len = strlen(body);
+                for (int i = 0; i < iters; i++) {
+                        char *r1 = NULL, *r2 = NULL;
+                        double c0 = thread_cpu_now();
+
+                        t0 = now();
+                        gantry_extender_handle(ext, GANTRY_VERB_FILTER, body, len, &r1);
+                        gantry_extender_handle(ext, GANTRY_VERB_PRIORITIZE, body, len, &r2);
+                        lat[i] = now() - t0;
+                        cpu[i] = thread_cpu_now() - c0;
+                        if (!r1 || !r2 || strstr(r1, "\"Error\":\"\"") == NULL)
+                                die("scale: filter or prioritize failed");
+                        free(r1);
+                        free(r2);
+                }
+                double p50 = pct(lat, iters, 0.5), p99 = pct(lat, iters, 0.99);
+                double c50 = pct(cpu, iters, 0.5), c99 = pct(cpu, iters, 0.99);
+
+                printf("  scale %d names: filter+prioritize in-process wall p50 %.3f ms p99 %.3f ms, "
+                       "thread CPU p50 %.3f ms p99 %.3f ms\n", sizes[k], p50 * 1e3, p99 * 1e3,
+                       c50 * 1e3, c99 * 1e3);
+                printf("FIGURE filter_prioritize_p99_ms_%dnodes_%dpods_%dnames %.3f goal <=5 -- "
+                       "in-process p99 of filter + prioritize, wall clock (a timer around the two "
+                       "handler calls, %d pairs, p50 %.3f ms; a loaded machine's preemptions "
+                       "land here) of a job's pod, %d names, ledger of %d bound pods\n",
+                       SCALE_NODES, SCALE_PODS, sizes[k], p99 * 1e3, iters, p50 * 1e3, sizes[k],
+                       SCALE_PODS);
+                printf("FIGURE filter_prioritize_cpu_p99_ms_%dnodes_%dpods_%dnames %.3f goal <=5 -- "
+                       "the same pairs' p99 of the calling thread's CPU time (p50 %.3f ms): the "
+                       "work itself, without the time other processes took the core\n",
+                       SCALE_NODES, SCALE_PODS, sizes[k], c99 * 1e3, c50 * 1e3);
+                fflush(stdout);
+                free(body);
+        }
+        gantry_extender_free(ext);
+        gantry_sched_state_free(st);
+        gantry_cluster_free(cluster);
+        gantry_metrics_free(m);
+        free(lat);
+        free(cpu);
+}
+
 int main(int argc, char **argv)
 {
         const int sizes[] = { 500, 1000, 5000, 10000 };
         const char *no_bind = getenv("GANTRY_BENCH_NO_BIND");
+        const char *no_scale = getenv("GANTRY_BENCH_NO_SCALE");
+        bool scale = !no_scale || !*no_scale || !strcmp(no_scale, "0");
         bool binds = !no_bind || !*no_bind || !strcmp(no_bind, "0");
-        int only = argc == 3 ? atoi(argv[2]) : 0;
+        bool only_scale = argc == 3 && !strcmp(argv[2], "scale");
+        int only = argc == 3 ? only_scale ? -1 : atoi(argv[2]) : 0;
 
         if (argc != 2 && argc != 3) {
-                fprintf(stderr, "usage: bench_extender CAPTURED-FILTER-BODY.json [NODES]\n");
+                fprintf(stderr, "usage: bench_extender CAPTURED-FILTER-BODY.json [NODES | scale]\n");
                 return 2;
         }
         gantry_log_set_level(GANTRY_LOG_WARN);
         curl_global_init(CURL_GLOBAL_DEFAULT);
+        binds = binds && !only_scale;
         if (binds)
                 api_start();
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
@@ -506,6 +612,8 @@ int main(int argc, char **argv)
                         run(sizes[i], argv[1], binds && (sizes[i] == 500 || sizes[i] == 5000));
         if (binds)
                 api_stop();
+        if (scale && (!only || only == SCALE_NODES || only_scale))
+                run_scale(argv[1]);
         curl_global_cleanup();
         return 0;
 }

@@ -2,6 +2,7 @@
  * Unit tests of the extender's JSON text writer (scheduler-ext/json_out.c):
  * escaping checked by parsing the output back with jansson.
  */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,6 +40,25 @@ static void test_strings_round_trip(void **state)
         }
 }
 
+/* Integers are written as printf("%ld") writes them, the extremes included. */
+static void test_ints_as_printf(void **state)
+{
+        const long cases[] = { 0, 1, -1, 9, 10, 99, 100, -100, 12345, LONG_MAX, LONG_MIN };
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct json_out o = { 0 };
+                char want[32], *text;
+
+                snprintf(want, sizeof(want), "%ld", cases[i]);
+                json_out_int(&o, cases[i]);
+                text = json_out_finish(&o);
+                assert_non_null(text);
+                assert_string_equal(text, want);
+                free(text);
+        }
+}
+
 static void test_large_output_grows(void **state)
 {
         struct json_out o = { 0 };
@@ -64,6 +84,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_strings_round_trip),
+                cmocka_unit_test(test_ints_as_printf),
                 cmocka_unit_test(test_large_output_grows),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

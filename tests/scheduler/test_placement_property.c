@@ -4,7 +4,9 @@
  * NIC, leaf uplink, backend or GPU count over its capacity, and filter
  * agrees with reserve; (2) threads reserving concurrently on a shared
  * cluster never over-commit, and exactly as many pods are admitted as a
- * serial replay could fit.
+ * serial replay could fit; (3) the ledger's members per job, kept as pods
+ * are recorded, reserved, released, expired and their nodes removed, are
+ * always what a scan of every entry finds.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -17,6 +19,7 @@
 #include <cmocka.h>
 
 #include "placement.h"
+#include "placement_internal.h"
 
 #define N_LEAVES 4
 #define N_NODES 16
@@ -197,11 +200,87 @@ static void test_concurrent_reservations(void **state)
         gantry_cluster_free(c);
 }
 
+static const char *jobs[] = { NULL, "ns/a", "ns/b", "ns/c", "other/a", "ns/big" };
+#define N_JOBS (sizeof(jobs) / sizeof(jobs[0]))
+
+/* Each job's members are exactly the entries of that job, each at its index. */
+static void assert_job_members(struct gantry_cluster *c)
+{
+        size_t with_job = 0;
+
+        for (size_t i = 0; i < c->n_entries; i++) {
+                const struct gp_entry *e = c->entries[i];
+                const struct gp_job_members *m = gp_job_members_get(c, e->job);
+
+                if (!e->job) {
+                        assert_null(m);
+                        continue;
+                }
+                with_job++;
+                assert_non_null(m);
+                assert_true(e->job_index < m->n);
+                assert_ptr_equal(m->v[e->job_index], e);
+        }
+        for (size_t j = 1; j < N_JOBS; j++) {
+                const struct gp_job_members *m = gp_job_members_get(c, jobs[j]);
+                size_t scan = 0;
+
+                for (size_t i = 0; i < c->n_entries; i++)
+                        scan += c->entries[i]->job && !strcmp(c->entries[i]->job, jobs[j]);
+                assert_int_equal(m ? m->n : 0, scan);
+                assert_true(!m || m->n > 0); /* a job with none is dropped */
+                with_job -= scan;
+        }
+        assert_int_equal(with_job, 0);
+}
+
+static void test_job_members_match_scan(void **state)
+{
+        (void)state;
+        for (unsigned seed = 1; seed <= 20; seed++) {
+                unsigned s = seed;
+                struct gantry_cluster *c = random_cluster(&s);
+                struct gantry_pod_demand d;
+                char uid[32];
+
+                for (int step = 0; step < 600; step++) {
+                        int op = rand_r(&s) % 10, node = rand_r(&s) % N_NODES;
+
+                        random_demand(&s, &d, uid, sizeof(uid), rand_r(&s) % 80);
+                        d.job = jobs[rand_r(&s) % N_JOBS];
+                        if (op < 4) {
+                                gantry_cluster_record(c, &d, node_names[node], NULL);
+                        } else if (op < 6) {
+                                gantry_cluster_reserve(c, &d, node_names[node], 100 + step, NULL);
+                        } else if (op < 8) {
+                                gantry_cluster_release(c, d.uid);
+                        } else if (op == 8) {
+                                gantry_cluster_expire(c, 100 + rand_r(&s) % 600);
+                        } else if (rand_r(&s) % 4 == 0) {
+                                /* a node goes (its entries with it) and comes back */
+                                char leaf[16];
+
+                                snprintf(leaf, sizeof(leaf), "leaf-%d", node % N_LEAVES);
+                                gantry_cluster_remove_node(c, node_names[node]);
+                                assert_job_members(c);
+                                assert_int_equal(gantry_cluster_set_node(c, &(struct gantry_node_spec){
+                                        .name = node_names[node], .leaf = leaf, .nic_gbps = 400,
+                                        .gpus = 8 }, NULL), 0);
+                        } else {
+                                gantry_cluster_release_reservation(c, d.uid);
+                        }
+                        assert_job_members(c);
+                }
+                gantry_cluster_free(c);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_accepted_never_exceeds),
                 cmocka_unit_test(test_concurrent_reservations),
+                cmocka_unit_test(test_job_members_match_scan),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
