@@ -46,6 +46,8 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "k8s"))
 import control_plane as cp  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, ".."))
+from figure import figure  # noqa: E402
 
 BUILD = os.environ.get("GANTRY_BUILD_DIR", os.path.join(cp.SOURCE, "build"))
 SCHEDULER_BIN = os.environ.get("GANTRY_SCHEDULER", os.path.join(BUILD, "bin", "gantry-scheduler"))
@@ -65,11 +67,13 @@ def uptime():
         return "load %s" % " ".join(f.read().split()[:3])
 
 
-def figure(name, value, target=None, ok=None):
+def result(name, value, target=None, ok=None):
+    """One line of the report; the headline numbers also get a FIGURE line
+    (bench/figure.py) for the summary of `make bench`."""
     verdict = "" if ok is None else (" PASS" if ok else " FAIL")
     if ok is False:
         failures.append(name)
-    print("FIGURE %-44s %s%s%s  [%s]" % (name, value, "  target " + target if target else "",
+    print("RESULT %-44s %s%s%s  [%s]" % (name, value, "  target " + target if target else "",
                                          verdict, uptime()), flush=True)
 
 
@@ -396,15 +400,17 @@ def run(plane, a):
     s1 = Scheduler(plane, "gantry-scheduler-grow", plane.kubeconfig, topology)
     cp.wait_for(s1.ready, 120, "gantry-scheduler on the empty cluster to be ready", 0.2)
     m0 = proc_mem(s1.pid)
-    figure("rss empty cluster", "%.1f MiB (hwm %.1f MiB)" % (m0["VmRSS"] / 2**20, m0["VmHWM"] / 2**20))
+    result("rss empty cluster", "%.1f MiB (hwm %.1f MiB)" % (m0["VmRSS"] / 2**20, m0["VmHWM"] / 2**20))
 
     rate = create_many(api, [("/api/v1/nodes", node_obj(i)) for i in range(a.nodes)], a.threads)
-    figure("create nodes", "%.0f nodes/s (%d threads, keep-alive)" % (rate, a.threads))
+    result("create nodes", "%.0f nodes/s (%d threads, keep-alive)" % (rate, a.threads))
     cp.wait_for(lambda: metric(s1.metrics(), "gantry_scheduler_nodes") == a.nodes, 300,
                 "gantry-scheduler to model every node", 0.5)
     m1 = proc_mem(s1.pid)
     per_node = (m1["VmRSS"] - m0["VmRSS"]) / a.nodes
-    figure("rss after nodes", "%.1f MiB: %.0f bytes/node" % (m1["VmRSS"] / 2**20, per_node))
+    result("rss after nodes", "%.1f MiB: %.0f bytes/node" % (m1["VmRSS"] / 2**20, per_node))
+    figure("scale_rss_bytes_per_node", per_node, None,
+           "resident bytes gantry-scheduler grew per node watched (%d nodes)" % a.nodes)
 
     gpu_pods = a.pods  # every bound pod is charged (its bandwidth, its GPUs if any)
     step = 20000
@@ -412,16 +418,18 @@ def run(plane, a):
     for start in range(0, a.pods, step):
         create_many(api, pod_items(start, min(step, a.pods - start), a.nodes), a.threads)
         print("  %d pods created, %s" % (min(a.pods, start + step), uptime()), flush=True)
-    figure("create pods", "%.0f pods/s" % (a.pods / (time.monotonic() - t0)))
+    result("create pods", "%.0f pods/s" % (a.pods / (time.monotonic() - t0)))
     cp.wait_for(lambda: metric(s1.metrics(), "gantry_scheduler_ledger_entries") == gpu_pods, 600,
                 "gantry-scheduler to charge every pod", 0.5)
     m2 = proc_mem(s1.pid)
     per_pod = (m2["VmRSS"] - m1["VmRSS"]) / a.pods
-    figure("rss after pods (watched)", "%.1f MiB (hwm %.1f MiB): %.0f bytes/pod" %
+    result("rss after pods (watched)", "%.1f MiB (hwm %.1f MiB): %.0f bytes/pod" %
            (m2["VmRSS"] / 2**20, m2["VmHWM"] / 2**20, per_pod))
+    figure("scale_rss_bytes_per_pod", per_pod, None,
+           "resident bytes gantry-scheduler grew per bound pod watched (%d pods)" % a.pods)
     pod_example = api.call("GET", "/api/v1/namespaces/team-0/pods/job-0-0")
     node_example = api.call("GET", "/api/v1/nodes/gpu-00000")
-    figure("object sizes (JSON)", "pod %d bytes, node %d bytes" %
+    result("object sizes (JSON)", "pod %d bytes, node %d bytes" %
            (len(json.dumps(pod_example)), len(json.dumps(node_example))))
     s1.stop()
 
@@ -433,17 +441,20 @@ def run(plane, a):
     with open("/proc/%d/stat" % s2.pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     cpu_s = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    figure("start -> ready (full cluster)", "%.1f s (gantry-scheduler's own CPU: %.1f s)" %
+    result("start -> ready (full cluster)", "%.1f s (gantry-scheduler's own CPU: %.1f s)" %
            (start_s, cpu_s), "< 60 s", start_s < 60)
+    figure("scale_start_to_ready_s", start_s, "<=60",
+           "seconds from start to /readyz of gantry-scheduler on %d nodes and %d pods (list "
+           "and watch)" % (a.nodes, a.pods))
     for kind in ("Node", "Pod"):
         lines = [ln for ln in plane.log("gantry-scheduler").splitlines()
                  if "kube.list" in ln and "kind=%s " % kind in ln]
         print("  %s" % (lines[-1] if lines else "no kube.list line for %s" % kind))
     m = s2.metrics()
-    figure("rss after start from list", "%.1f MiB (hwm %.1f MiB): %.0f bytes/(node+10 pods)" %
+    result("rss after start from list", "%.1f MiB (hwm %.1f MiB): %.0f bytes/(node+10 pods)" %
            (m3["VmRSS"] / 2**20, m3["VmHWM"] / 2**20, m3["VmRSS"] / a.nodes))
     entries = metric(m, "gantry_scheduler_ledger_entries")
-    figure("ledger entries after list", "%d of %d pods" % (entries or 0, gpu_pods), "equal",
+    result("ledger entries after list", "%d of %d pods" % (entries or 0, gpu_pods), "equal",
            entries == gpu_pods)
 
     # 3. filter + prioritize in process
@@ -462,7 +473,7 @@ def run(plane, a):
             res, t1 = s2.post("filter", {"Pod": pod, "Nodes": None, "NodeNames": sub})
             kept = res.get("NodeNames") or []
             if not kept and r == 0:
-                figure("filter kept no node", res.get("Error") or "(see the log)", "nodes kept", False)
+                result("filter kept no node", res.get("Error") or "(see the log)", "nodes kept", False)
             _, t2 = s2.post("prioritize", {"Pod": pod, "Nodes": None, "NodeNames": kept})
             client.append(t1 + t2)
         after = s2.metrics()
@@ -470,9 +481,14 @@ def run(plane, a):
             diff = {k: after[k] - before.get(k, 0) for k in after
                     if k.startswith("gantry_scheduler_request_seconds_bucket")}
             le, n = histogram_p(diff, "gantry_scheduler_request_seconds", verb, 0.99)
-            figure("%s p99 in process, %d names" % (verb, size), "<= %g ms (%d requests)" %
+            result("%s p99 in process, %d names" % (verb, size), "<= %g ms (%d requests)" %
                    (le * 1000, n), "< 5 ms", le is not None and le <= 0.005)
-        figure("filter+prioritize client-side, %d names" % size,
+            if le is not None:
+                figure("scale_%s_p99_bucket_ms_%dnames" % (verb, size), le * 1000, "<=5",
+                       "upper bound of the /metrics bucket holding %s's p99 at %d nodes, %d pods "
+                       "(buckets 1/5/10/25 ms: coarse; bench_scheduler_extender times it)"
+                       % (verb, a.nodes, a.pods))
+        result("filter+prioritize client-side, %d names" % size,
                "p50 %.2f ms p99 %.2f ms (HTTP + JSON of the names included)" %
                (quantile(client, 0.5) * 1000, quantile(client, 0.99) * 1000))
 
@@ -533,23 +549,26 @@ def run(plane, a):
             lags.append(max(0.0, applied[j][0] - tc))
         else:
             lags.append(float("inf"))
-    figure("churn", "%d creates + %d deletes in %.0f s (%.1f/s each)" %
+    result("churn", "%d creates + %d deletes in %.0f s (%.1f/s each)" %
            (k, max(0, k - 30), elapsed, k / elapsed))
-    figure("watch lag create->applied p50/p99/max",
+    result("watch lag create->applied p50/p99/max",
            "%.0f / %.0f / %.0f ms (poll every 20 ms)" %
            (quantile(lags, 0.5) * 1000, quantile(lags, 0.99) * 1000, max(lags) * 1000),
            "p99 < 1000 ms", quantile(lags, 0.99) < 1.0)
+    figure("scale_watch_lag_p99_ms", quantile(lags, 0.99) * 1000, "<=1000",
+           "ms from a pod create's answer to gantry-scheduler applying it, during %d creates "
+           "and deletes a minute" % a.churn_per_min)
     relists1 = metric(s2.metrics(), "gantry_kube_relists_total", kind="Pod")
-    figure("pod re-lists during churn", "%d" % ((relists1 or 0) - (relists0 or 0)), "0",
+    result("pod re-lists during churn", "%d" % ((relists1 or 0) - (relists0 or 0)), "0",
            relists1 == relists0)
     growth = (max(rss) - rss[0]) / rss[0] if rss else 0
-    figure("rss during churn", "first %.1f MiB, max %.1f MiB, last %.1f MiB (+%.1f %%)" %
+    result("rss during churn", "first %.1f MiB, max %.1f MiB, last %.1f MiB (+%.1f %%)" %
            (rss[0] / 2**20, max(rss) / 2**20, rss[-1] / 2**20, growth * 100), "< 5 % growth",
            growth < 0.05)
     expect = gpu_pods + min(k, 30)
     cp.wait_for(lambda: metric(s2.metrics(), "gantry_scheduler_ledger_entries") == expect, 60,
                 "the ledger to match the API after the churn", 0.5)
-    figure("ledger after churn", "%d pods, as in the API" % expect, "equal", True)
+    result("ledger after churn", "%d pods, as in the API" % expect, "equal", True)
     s2.stop()
     print("bench_scale: %s" % ("FAIL: " + ", ".join(failures) if failures else "all targets met"))
     return 1 if failures else 0
