@@ -344,6 +344,18 @@ static bool gang_retry(const char *reason)
         return n >= k && !strcmp(reason + n - k, GANTRY_GANG_RETRY_SUFFIX);
 }
 
+/*
+ * The watch may delete pod @uid between the deletion check and the gang
+ * call that makes it a member: the feed's gantry_gangs_pod_gone() then ran
+ * before the pod joined. Looked at again after the call, so a deleted pod
+ * never stays a member (whose gang would hold its reservation until TTL).
+ */
+static void gang_forget_if_deleted(struct gantry_extender *ext, const char *uid)
+{
+        if (gantry_sched_state_pod_deleted(ext->state, uid))
+                gantry_gangs_pod_gone(ext->opts.gangs, uid, gantry_extender_now());
+}
+
 static int do_filter(struct gantry_extender *ext, const struct args *a,
                      const struct gantry_sched_demand *d, char **ret_reply, struct gantry_error *err)
 {
@@ -361,9 +373,11 @@ static int do_filter(struct gantry_extender *ext, const struct args *a,
                 free(v);
                 return gantry_error_set(err, ENOENT, "pod %s: deleted; not placed", d->name);
         }
-        if (gang_of(ext, d))
+        if (gang_of(ext, d)) {
                 r = gantry_gangs_filter(ext->opts.gangs, &(struct gantry_gang_spec)GANG_SPEC(d),
                                         &d->d, a->names, a->n, gantry_extender_now(), v, err);
+                gang_forget_if_deleted(ext, d->d.uid);
+        }
         else
                 r = gantry_cluster_filter(gantry_sched_state_cluster(ext->state), &d->d, a->names,
                                           a->n, v, err);
@@ -540,18 +554,34 @@ static int handle_bind(struct gantry_extender *ext, const char *body, size_t len
                  * bind: it is final, not a reservation that expires */
                 double expires_at = ext->opts.bind ? now + ext->opts.reservation_ttl_seconds : 0;
 
-                if (gang_of(ext, &d))
+                if (gantry_sched_state_pod_deleted(ext->state, uid))
+                        /* kube-scheduler's cache still held it: the API
+                         * server would answer 404, and a gang would hold a
+                         * place for a member that never comes */
+                        r = gantry_error_set(&err, ENOENT, "pod %s/%s: deleted; not bound", ns, name);
+                else if (gang_of(ext, &d))
                         r = gantry_gangs_bind(ext->opts.gangs, &(struct gantry_gang_spec)GANG_SPEC(&d),
                                               &d.d, node, now, expires_at, &err);
                 else
                         r = gantry_cluster_reserve(c, &d.d, node, expires_at, &err);
+                if (r == 0 && gang_of(ext, &d))
+                        gang_forget_if_deleted(ext, uid);
         }
         if (r == 0 && ext->opts.bind) {
                 r = ext->opts.bind(ext->opts.bind_ctx, ns, name, uid, node, &err);
-                if (r < 0 && gang_of(ext, &d))
+                if (r < 0 && gang_of(ext, &d)) {
                         gantry_gangs_unbind(ext->opts.gangs, uid);
-                else if (r < 0)
+                        if (r == -ENOENT) {
+                                /* 404: the pod is gone, and its DELETED event
+                                 * may have passed already: it leaves its gang
+                                 * now (a gang with no member left gives its
+                                 * reservation back) rather than at TTL */
+                                gantry_sched_state_note_deleted(ext->state, uid);
+                                gantry_gangs_pod_gone(ext->opts.gangs, uid, gantry_extender_now());
+                        }
+                } else if (r < 0) {
                         gantry_cluster_release_reservation(c, uid);
+                }
         }
         if (r < 0) {
                 char q[256];

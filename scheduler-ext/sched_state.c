@@ -274,7 +274,7 @@ static void record_waiting_pods(struct gantry_sched_state *st, const char *node)
 static void remember(struct gantry_sched_state *st, const json_t *pod, bool add);
 
 /* Notes @uid deleted, forgetting the oldest such note when the ring is full. */
-static void note_deleted(struct gantry_sched_state *st, const char *uid)
+void gantry_sched_state_note_deleted(struct gantry_sched_state *st, const char *uid)
 {
         char *copy = strdup(uid), **slot;
 
@@ -331,7 +331,7 @@ static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *
                 gantry_cluster_release(st->cluster, uid);
                 pthread_mutex_unlock(&st->waiting_lock);
                 if (deleted)
-                        note_deleted(st, uid);
+                        gantry_sched_state_note_deleted(st, uid);
                 if (st->gangs)
                         gantry_gangs_pod_gone(st->gangs, uid, gantry_now_s());
                 return 0;

@@ -96,6 +96,9 @@ json_t *gantry_sched_state_get_pod(struct gantry_sched_state *st, const char *ui
  * plan a gang's reservation that no member would ever use or give back.
  */
 bool gantry_sched_state_pod_deleted(struct gantry_sched_state *st, const char *uid);
+/* Records pod @uid as deleted: the watch's DELETED, or a bind the API
+ * server answered 404 (the pod is gone; its event may have passed). */
+void gantry_sched_state_note_deleted(struct gantry_sched_state *st, const char *uid);
 /* Remembers @pod (a filter request's Pod) by its UID; bounded, oldest
  * dropped. The watch only refreshes pods remembered this way. */
 void gantry_sched_state_remember_pod(struct gantry_sched_state *st, const json_t *pod);

@@ -355,6 +355,38 @@ class SchedRecoveryTest(unittest.TestCase):
         if self.pods(ns):
             self.plane.api("DELETE", "/api/v1/namespaces/%s/pods?gracePeriodSeconds=0" % ns)
             cp.wait_for(lambda: not self.pods(ns), 60, "the pods of %s to go" % ns)
+            # every pod gone: no gang holds a place any more, long before
+            # --gang-ttl (kube-scheduler may still filter or bind a deleted
+            # pod from its cache; that must not plan or keep a reservation)
+            cp.wait_for(self.nothing_held, 60, "the ready extender to hold no gang reservation")
+
+    @staticmethod
+    def metrics(port):
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        values = {}
+        for line in data.decode(errors="replace").splitlines():
+            parts = line.split()
+            if len(parts) == 2 and not line.startswith("#"):
+                values[parts[0]] = parts[1]
+        return values
+
+    def nothing_held(self):
+        for port in list(self.proxy.ready):
+            try:
+                m = self.metrics(port)
+            except OSError:
+                return False  # stopping or restarting: ask again
+            if any(float(m.get(k, "nan")) != 0 for k in ("gantry_scheduler_gangs_planned",
+                                                          "gantry_scheduler_gang_slots_held")):
+                return False
+        return True
 
     def pods(self, ns):
         return self.plane.api("GET", "/api/v1/namespaces/%s/pods" % ns)["items"]

@@ -197,6 +197,51 @@ class RecoveryTest(unittest.TestCase):
         self.assertEqual(w.metric("gantry_scheduler_gangs_planned"), 0)
         self.assertEqual(w.metric("gantry_scheduler_gang_slots_held"), 0)
 
+    def wait_gang_released(self, w, what):
+        # well within --gang-ttl (120 s): the release must not wait for expiry
+        wait_for(lambda: w.metric("gantry_scheduler_gangs_planned") == 0
+                 and w.metric("gantry_scheduler_gang_slots_held") == 0, what, timeout=15)
+
+    def test_a_bind_answered_404_gives_the_gang_reservation_back(self):
+        # the API server answers the Binding 404 (the pod is gone; its
+        # DELETED event may have passed): the member leaves its gang, and a
+        # gang with no member left releases its reservation at once
+        fab = gd.Fabric(leaves=1, nodes_per_leaf=2)
+        a = [gd.gang_pod("a", "a-%d" % i, 2, 10, gpus=4) for i in range(2)]
+        w = self.world(fab, a)
+        r = w.post("filter", self.filter_args(w, a[0]))
+        node = r["NodeNames"][0]
+        self.assertEqual(w.metric("gantry_scheduler_gangs_planned"), 1)
+        w.fake.call("POST", "/fake/fail", {"verb": "create", "resource": "pods/binding",
+                                           "status": 404, "count": 1})
+        md = a[0]["metadata"]
+        r = w.post("bind", {"PodName": md["name"], "PodNamespace": md["namespace"],
+                            "PodUID": md["uid"], "Node": node})
+        self.assertNotEqual(r["Error"], "")
+        self.wait_gang_released(w, "gang a released after its only member's 404")
+        self.assertEqual(w.metric("gantry_scheduler_ledger_entries"), 0)
+
+    def test_a_bind_after_the_deletion_keeps_no_member_that_holds_the_gang(self):
+        # kube-scheduler binds a pod its cache still holds after the watch
+        # showed it deleted, while a live member keeps the gang planned;
+        # once that member is deleted too, nothing may hold the leaf
+        fab = gd.Fabric(leaves=1, nodes_per_leaf=2)
+        a = [gd.gang_pod("a", "a-%d" % i, 2, 10, gpus=4) for i in range(2)]
+        w = self.world(fab, a)
+        nodes = [w.post("filter", self.filter_args(w, p))["NodeNames"][0] for p in a]
+        w.fake.call("DELETE", "/fake/objects/pods/default/a-1")
+        wait_for(lambda: w.post("filter", self.filter_args(w, a[1]), errors_ok=True)[0] == 404,
+                 "the watch's DELETED of a-1 reaches the extender", timeout=30)
+        self.assertEqual(w.metric("gantry_scheduler_gangs_planned"), 1)  # a-0 lives: kept whole
+        md = a[1]["metadata"]
+        r = w.post("bind", {"PodName": md["name"], "PodNamespace": md["namespace"],
+                            "PodUID": md["uid"], "Node": nodes[1]})
+        self.assertIn("deleted", r["Error"])
+        self.assertEqual(w.fake.get("/fake/bindings"), [])
+        self.assertEqual(w.metric("gantry_scheduler_gangs_planned"), 1)
+        w.fake.call("DELETE", "/fake/objects/pods/default/a-0")
+        self.wait_gang_released(w, "gang a released once all its pods are deleted")
+
     def test_watches_that_break_mid_run(self):
         # kube-scheduler's interleaving (gang_driver) while the fake cuts
         # every watch twice, once after forgetting its history (410: a re-list)
