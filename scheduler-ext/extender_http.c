@@ -268,7 +268,7 @@ int gantry_sched_server_start(struct gantry_extender *ext,
         s->max_body = opts->max_body_bytes ? opts->max_body_bytes : DEFAULT_MAX_BODY;
         /* kube-scheduler binds from as many goroutines as pods in their
          * binding cycle: each worker waits on one Binding round trip */
-        if ((r = gantry_sched_bind_queue_start(ext, opts->bind_workers > 0 ?
+        if ((r = gantry_sched_bind_queue_start(ext, opts->metrics, opts->bind_workers > 0 ?
                                                    (unsigned int)opts->bind_workers : 32,
                                                &s->binds)) < 0) {
                 gantry_error_set(err, -r, "bind workers: %s", strerror(-r));

@@ -274,6 +274,9 @@ class ExtenderHTTPTest(unittest.TestCase):
         self.assertEqual(self.s.request("GET", "/healthz"), (200, b"ok\n"))
         self.s.post("filter", fixture(NC_TRUE_FILTER))
         self.s.post("filter", b"{")
+        # a bind goes through the bind queue: its wait there is counted apart
+        self.s.post("bind", {"PodName": "m", "PodNamespace": "default", "PodUID": "u-m",
+                             "Node": "gpu-node-1"})
         status, text = self.s.request("GET", "/metrics")
         self.assertEqual(status, 200)
         text = text.decode()
@@ -281,6 +284,8 @@ class ExtenderHTTPTest(unittest.TestCase):
         self.assertIn('gantry_scheduler_requests_total{verb="filter",code="400"} 1', text)
         self.assertIn("gantry_scheduler_nodes 3", text)
         self.assertIn('gantry_scheduler_request_seconds_count{verb="filter"} 2', text)
+        self.assertIn('gantry_scheduler_request_seconds_count{verb="bind"} 1', text)
+        self.assertIn("gantry_scheduler_bind_queue_wait_seconds_count 1", text)
 
 
 def fold_failed_nodes(total, failed):
