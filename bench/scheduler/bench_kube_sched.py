@@ -386,6 +386,10 @@ class Bench:
                         text, "gantry_kube_request_seconds", "resource").items()
                         if r == "pods/binding"})
                     verbs = {(v if mode == "gantry" else "before " + v): x for v, x in q.items()}
+                    for line in text.splitlines():
+                        if line.startswith("gantry_scheduler_connections_total "):
+                            print("    %s: %s TLS connections accepted from kube-scheduler "
+                                  "(each a handshake)" % (mode, line.split()[1]))
         finally:
             watch.close()
             if "kube-scheduler" in p.procs:
