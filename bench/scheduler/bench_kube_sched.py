@@ -459,7 +459,7 @@ class Bench:
                 bn = [f["before"][0] / f["noop"][0] for f in rs]
                 line += ", before/noop median %.2f mean %.2f" % (statistics.median(bn),
                                                                  statistics.mean(bn))
-            print(line)
+            print(line + "   [%s]" % uptime())
             figure("extender_vs_noop_%dnodes" % nodes, statistics.median(gn), ">=0.9",
                    "pods/s to Bound under kube-scheduler with gantry-scheduler (filter, prioritize, "
                    "bind) ÷ with the no-op extender, median of %d rounds' ratios (mean %.3f)" % (
