@@ -2,7 +2,10 @@
  * Binds off the HTTP threads: a FIFO of suspended bind requests, worker
  * threads that run the verb (gantry_extender_handle) and resume the
  * connection, and a list of finished answers that the access handler takes
- * when libmicrohttpd calls it again for that connection. See bind_queue.h.
+ * when libmicrohttpd calls it again for that connection. Each bind's wait
+ * in the FIFO is a histogram of its own, apart from the bind verb's whole
+ * time, so that a bind tail shows whether it queued or waited on the API
+ * server. See bind_queue.h.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -10,18 +13,21 @@
 #include <stdlib.h>
 
 #include "bind_queue.h"
+#include "metrics.h"
 
 struct bind_job {
         struct bind_job *next;
         struct MHD_Connection *conn;
         const char *body; /* borrowed from the suspended request */
         size_t len;
+        double queued_at; /* gantry_extender_now() at submit */
         int status;
         char *reply;
 };
 
 struct gantry_sched_bind_queue {
         struct gantry_extender *ext;
+        struct gantry_metrics *metrics; /* may be NULL */
         pthread_mutex_t lock;
         pthread_cond_t wake;
         struct bind_job *head, *tail; /* waiting for a worker */
@@ -50,6 +56,11 @@ static void *worker(void *arg)
                         q->tail = NULL;
                 pthread_mutex_unlock(&q->lock);
 
+                if (q->metrics)
+                        gantry_metrics_histogram_observe(q->metrics,
+                                                         "gantry_scheduler_bind_queue_wait_seconds",
+                                                         "Time a bind waited for a bind worker",
+                                                         NULL, gantry_extender_now() - j->queued_at);
                 j->status = gantry_extender_handle(q->ext, GANTRY_VERB_BIND, j->body, j->len,
                                                    &j->reply);
                 pthread_mutex_lock(&q->lock);
@@ -61,8 +72,8 @@ static void *worker(void *arg)
         }
 }
 
-int gantry_sched_bind_queue_start(struct gantry_extender *ext, unsigned int workers,
-                                  struct gantry_sched_bind_queue **ret_queue)
+int gantry_sched_bind_queue_start(struct gantry_extender *ext, struct gantry_metrics *metrics,
+                                  unsigned int workers, struct gantry_sched_bind_queue **ret_queue)
 {
         struct gantry_sched_bind_queue *q = calloc(1, sizeof(*q));
         int r;
@@ -70,6 +81,7 @@ int gantry_sched_bind_queue_start(struct gantry_extender *ext, unsigned int work
         if (!q)
                 return -ENOMEM;
         q->ext = ext;
+        q->metrics = metrics;
         pthread_mutex_init(&q->lock, NULL);
         pthread_cond_init(&q->wake, NULL);
         q->workers = calloc(workers ? workers : 1, sizeof(*q->workers));
@@ -100,6 +112,7 @@ int gantry_sched_bind_queue_submit(struct gantry_sched_bind_queue *q, struct MHD
         j->conn = conn;
         j->body = body;
         j->len = len;
+        j->queued_at = gantry_extender_now();
         pthread_mutex_lock(&q->lock);
         if (q->stopping) {
                 pthread_mutex_unlock(&q->lock);

@@ -13,14 +13,17 @@
 
 #include "extender.h"
 
+struct gantry_metrics;
 struct gantry_sched_bind_queue;
 
 /*
- * Starts @workers threads (at least 1) running binds through @ext.
+ * Starts @workers threads (at least 1) running binds through @ext; each
+ * bind's wait for a worker goes to @metrics (may be NULL) as the histogram
+ * gantry_scheduler_bind_queue_wait_seconds.
  * Returns 0 and *ret_queue, or -errno (-ENOMEM, or pthread_create()'s error).
  */
-int gantry_sched_bind_queue_start(struct gantry_extender *ext, unsigned int workers,
-                                  struct gantry_sched_bind_queue **ret_queue);
+int gantry_sched_bind_queue_start(struct gantry_extender *ext, struct gantry_metrics *metrics,
+                                  unsigned int workers, struct gantry_sched_bind_queue **ret_queue);
 
 /*
  * From the access handler of a connection whose bind body (@body, @len:

@@ -103,9 +103,16 @@ struct conn_state {
 static void connection_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
                               enum MHD_ConnectionNotificationCode code)
 {
-        (void)cls;
+        struct gantry_sched_server *s = cls;
+
         (void)conn;
         if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+                /* each is a TLS handshake, with its public-key work on both
+                 * sides: kept-alive clients open few */
+                if (s->metrics)
+                        gantry_metrics_counter_add(s->metrics, "gantry_scheduler_connections_total",
+                                                   "TLS connections accepted (each a handshake)",
+                                                   NULL, 1);
                 *socket_context = calloc(1, sizeof(struct conn_state)); /* NULL: verify each time */
         } else {
                 free(*socket_context);
@@ -268,7 +275,7 @@ int gantry_sched_server_start(struct gantry_extender *ext,
         s->max_body = opts->max_body_bytes ? opts->max_body_bytes : DEFAULT_MAX_BODY;
         /* kube-scheduler binds from as many goroutines as pods in their
          * binding cycle: each worker waits on one Binding round trip */
-        if ((r = gantry_sched_bind_queue_start(ext, opts->bind_workers > 0 ?
+        if ((r = gantry_sched_bind_queue_start(ext, opts->metrics, opts->bind_workers > 0 ?
                                                    (unsigned int)opts->bind_workers : 32,
                                                &s->binds)) < 0) {
                 gantry_error_set(err, -r, "bind workers: %s", strerror(-r));
@@ -285,7 +292,7 @@ int gantry_sched_server_start(struct gantry_extender *ext,
                         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
                         (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s, MHD_OPTION_HTTPS_MEM_CERT, s->tls_cert, MHD_OPTION_HTTPS_MEM_KEY,
                         s->tls_key, MHD_OPTION_HTTPS_MEM_TRUST, s->client_ca,
-                        MHD_OPTION_NOTIFY_CONNECTION, connection_notify, NULL, MHD_OPTION_END);
+                        MHD_OPTION_NOTIFY_CONNECTION, connection_notify, s, MHD_OPTION_END);
         } else {
                 s->daemon = MHD_start_daemon(
                         flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,

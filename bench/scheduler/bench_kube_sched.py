@@ -4,7 +4,10 @@ kube-apiserver + kube-scheduler, no kubelet: nodes are API objects).
 
 For each scale (NODES:PODS; fake nodes of 8 GPUs with the fabric labels
 gantry-scheduler reads, 32 per leaf) and each round, kube-scheduler runs
-three ways against the same nodes, one after the other:
+three ways against the same nodes, one after the other, in an order that
+rotates from round to round (round 1 none, noop, gantry; round 2 noop,
+gantry, none; ...: no mode always runs first on a fresh API server or last
+on one grown by the previous modes' pods):
   none   no extender;
   noop   bench/scheduler/noop_extender (filter answers its input,
          prioritize zero scores, kube-scheduler binds), served like gantry's
@@ -20,11 +23,15 @@ Only the mode's own extender runs during its mode (no watch of an idle
 gantry-scheduler loads the API server in the other modes).
 
 Prints pods/s of each mode, the ratios gantry / noop and noop / none, p50
-and p99 of each verb from gantry-scheduler's /metrics, and `uptime` with
+and p99 of each verb from gantry-scheduler's /metrics (and of a bind's two
+parts: its wait for a bind worker, its Binding POST), and `uptime` with
 each round (the machine may be shared: run it on a quiet one for figures).
+Per scale, the FIGURE is the median of the per-round ratios; the mean is
+printed beside it.
 
-Environment: GANTRY_BENCH_SCHED_SCALES (default "500:2000,5000:1000"),
-GANTRY_BENCH_SCHED_ROUNDS (default 2), GANTRY_SCHEDULER / GANTRY_NOOP_EXTENDER
+Environment: GANTRY_BENCH_SCHED_SCALES (default "500:4000,5000:1000": 4,000
+one-GPU pods fill the 500 nodes' 8 GPUs), GANTRY_BENCH_SCHED_ROUNDS
+(default 3), GANTRY_SCHEDULER / GANTRY_NOOP_EXTENDER
 (the binaries), GANTRY_BENCH_SCHED_THREADS (gantry-scheduler --threads, unset:
 its default), GANTRY_K8S_BIN. Without the Kubernetes binaries or etcd it
 skips loudly (exit 77)."""
@@ -33,6 +40,7 @@ import json
 import os
 import shutil
 import ssl
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,8 +60,8 @@ GANTRY = os.environ.get("GANTRY_SCHEDULER", os.path.join(BUILD, "bin", "gantry-s
 NOOP = os.environ.get("GANTRY_NOOP_EXTENDER", os.path.join(BUILD, "bench", "noop_extender"))
 PKI_SCRIPT = os.path.join(SOURCE, "tests", "fakeapi", "make_test_pki.sh")
 SCALES = [tuple(int(x) for x in s.split(":")) for s in
-          os.environ.get("GANTRY_BENCH_SCHED_SCALES", "500:2000,5000:1000").split(",")]
-ROUNDS = int(os.environ.get("GANTRY_BENCH_SCHED_ROUNDS", "2"))
+          os.environ.get("GANTRY_BENCH_SCHED_SCALES", "500:4000,5000:1000").split(",")]
+ROUNDS = int(os.environ.get("GANTRY_BENCH_SCHED_ROUNDS", "3"))
 THREADS = os.environ.get("GANTRY_BENCH_SCHED_THREADS")
 # kube-scheduler's own API client: its default (50 QPS, burst 100) caps the
 # Binding POSTs it sends itself (modes none and noop) at ~50 pods/s while
@@ -176,16 +184,17 @@ class Watch:
         self.thread.join(10)
 
 
-def histogram_quantiles(text, name):
-    """{verb: (count, p50, p99)} from a Prometheus text histogram @name with a
-    verb label (the upper bound of the bucket where each quantile falls)."""
+def histogram_quantiles(text, name, key="verb"):
+    """{verb: (count, p50, p99)} from a Prometheus text histogram @name, by
+    its label @key ("" when it has none; the upper bound of the bucket where
+    each quantile falls)."""
     buckets = {}
     for line in text.splitlines():
         if not line.startswith(name + "_bucket{"):
             continue
         labels, value = line[len(name) + 8:].rsplit("} ", 1)
         kv = dict(p.split("=", 1) for p in labels.split(","))
-        verb = kv.get("verb", "").strip('"')
+        verb = kv.get(key, "").strip('"')
         le = kv["le"].strip('"')
         buckets.setdefault(verb, []).append((float("inf") if le == "+Inf" else float(le),
                                              float(value)))
@@ -369,7 +378,18 @@ class Bench:
                 status, text = self.https_get(port, "/metrics")
                 if status == 200:
                     q = histogram_quantiles(text, "gantry_scheduler_request_seconds")
+                    # a bind's two parts: its wait for a bind worker, its
+                    # Binding POST to the API server
+                    q.update({"bind queue wait": x for x in histogram_quantiles(
+                        text, "gantry_scheduler_bind_queue_wait_seconds").values()})
+                    q.update({"bind POST": x for r, x in histogram_quantiles(
+                        text, "gantry_kube_request_seconds", "resource").items()
+                        if r == "pods/binding"})
                     verbs = {(v if mode == "gantry" else "before " + v): x for v, x in q.items()}
+                    for line in text.splitlines():
+                        if line.startswith("gantry_scheduler_connections_total "):
+                            print("    %s: %s TLS connections accepted from kube-scheduler "
+                                  "(each a handshake)" % (mode, line.split()[1]))
         finally:
             watch.close()
             if "kube-scheduler" in p.procs:
@@ -385,7 +405,8 @@ class Bench:
             self.grow(nodes)
             for rnd in range(1, ROUNDS + 1):
                 figs, verbs = {}, {}
-                for mode in MODES:
+                k = (rnd - 1) % len(MODES)
+                for mode in MODES[k:] + MODES[:k]:
                     rate, total, first, v = self.run_mode(mode, nodes, pods, rnd)
                     figs[mode] = (rate, total, first)
                     verbs.update(v)
@@ -406,8 +427,8 @@ class Bench:
         if "before" in figs:
             print("    before (%s): %.1f pods/s, before/noop %.2f" % (BEFORE, figs["before"][0],
                                                                   figs["before"][0] / n))
-        for verb in ("filter", "prioritize", "bind", "before filter", "before prioritize",
-                     "before bind"):
+        for verb in ("filter", "prioritize", "bind", "bind queue wait", "bind POST",
+                     "before filter", "before prioritize", "before bind"):
             if verb in verbs:
                 c, p50, p99 = verbs[verb]
                 print("    gantry %-17s n=%-6d p50 <= %gs  p99 <= %gs" % (verb, c, p50, p99))
@@ -424,24 +445,28 @@ class Bench:
             print("| %d | %d | %d | %.1f | %.1f | %.1f | %.2f | %.2f | %s | %s | %s | %s |" % (
                 nodes, pods, rnd, z, n, g, g / n, n / z, vv[0], vv[1], vv[2],
                 up.split("load average:")[-1].strip()))
-        # per scale, the mean over rounds of each ratio: one round on a busy
-        # machine can swing either way
+        # per scale, the median over rounds of each ratio (the mean beside
+        # it): one round on a busy machine can swing either way
         for nodes in sorted({r[0] for r in self.results}):
             rs = [r[3] for r in self.results if r[0] == nodes]
-            line = "%d nodes, mean of %d rounds: gantry/noop %.2f, noop/none %.2f" % (
-                nodes, len(rs), sum(f["gantry"][0] / f["noop"][0] for f in rs) / len(rs),
-                sum(f["noop"][0] / f["none"][0] for f in rs) / len(rs))
+            gn = [f["gantry"][0] / f["noop"][0] for f in rs]
+            nz = [f["noop"][0] / f["none"][0] for f in rs]
+            line = ("%d nodes, %d rounds: gantry/noop median %.2f mean %.2f, noop/none median "
+                    "%.2f mean %.2f" % (nodes, len(rs), statistics.median(gn),
+                                        statistics.mean(gn), statistics.median(nz),
+                                        statistics.mean(nz)))
             if all("before" in f for f in rs):
-                line += ", before/noop %.2f" % (sum(f["before"][0] / f["noop"][0]
-                                                    for f in rs) / len(rs))
-            print(line)
-            figure("extender_vs_noop_%dnodes" % nodes,
-                   sum(f["gantry"][0] / f["noop"][0] for f in rs) / len(rs), ">=0.9",
+                bn = [f["before"][0] / f["noop"][0] for f in rs]
+                line += ", before/noop median %.2f mean %.2f" % (statistics.median(bn),
+                                                                 statistics.mean(bn))
+            print(line + "   [%s]" % uptime())
+            figure("extender_vs_noop_%dnodes" % nodes, statistics.median(gn), ">=0.9",
                    "pods/s to Bound under kube-scheduler with gantry-scheduler (filter, prioritize, "
-                   "bind) ÷ with the no-op extender, mean of %d rounds" % len(rs))
-            figure("noop_vs_no_extender_%dnodes" % nodes,
-                   sum(f["noop"][0] / f["none"][0] for f in rs) / len(rs), None,
-                   "pods/s with the no-op extender ÷ with no extender")
+                   "bind) ÷ with the no-op extender, median of %d rounds' ratios (mean %.3f)" % (
+                       len(rs), statistics.mean(gn)))
+            figure("noop_vs_no_extender_%dnodes" % nodes, statistics.median(nz), None,
+                   "pods/s with the no-op extender ÷ with no extender, median of %d rounds' "
+                   "ratios (mean %.3f)" % (len(rs), statistics.mean(nz)))
 
 
 def main():

@@ -274,6 +274,9 @@ class ExtenderHTTPTest(unittest.TestCase):
         self.assertEqual(self.s.request("GET", "/healthz"), (200, b"ok\n"))
         self.s.post("filter", fixture(NC_TRUE_FILTER))
         self.s.post("filter", b"{")
+        # a bind goes through the bind queue: its wait there is counted apart
+        self.s.post("bind", {"PodName": "m", "PodNamespace": "default", "PodUID": "u-m",
+                             "Node": "gpu-node-1"})
         status, text = self.s.request("GET", "/metrics")
         self.assertEqual(status, 200)
         text = text.decode()
@@ -281,6 +284,18 @@ class ExtenderHTTPTest(unittest.TestCase):
         self.assertIn('gantry_scheduler_requests_total{verb="filter",code="400"} 1', text)
         self.assertIn("gantry_scheduler_nodes 3", text)
         self.assertIn('gantry_scheduler_request_seconds_count{verb="filter"} 2', text)
+        self.assertIn('gantry_scheduler_request_seconds_count{verb="bind"} 1', text)
+        self.assertIn("gantry_scheduler_bind_queue_wait_seconds_count 1", text)
+
+
+def connections_total(s):
+    """gantry_scheduler_connections_total from @s's /metrics (0 if absent)."""
+    status, text = s.request("GET", "/metrics")
+    assert status == 200, status
+    for line in text.decode().splitlines():
+        if line.startswith("gantry_scheduler_connections_total "):
+            return int(float(line.split()[1]))
+    return 0
 
 
 def fold_failed_nodes(total, failed):
@@ -594,6 +609,34 @@ class TLSTest(unittest.TestCase):
             # 2 refused clients x (2 filters + /metrics + prioritize)
             self.assertIn('gantry_scheduler_requests_total{verb="refused",code="403"} 8',
                           text.decode())
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    def test_connections_are_counted_once_each(self):
+        # the verbs keep their connection alive: one connection (one TLS
+        # handshake) for many verbs, each counted once in
+        # gantry_scheduler_connections_total (the /metrics reads are one
+        # connection each: they answer "Connection: close")
+        s = self.as_client(self.serve(), (self.f("client.crt"), self.f("client.key")))
+        try:
+            before = connections_total(s)
+            c = s.conn()
+            try:
+                for verb, body in (("filter", fixture(NC_TRUE_FILTER)),
+                                   ("prioritize", fixture(NC_TRUE_PRIO)),
+                                   ("filter", fixture(NC_TRUE_FILTER)),
+                                   ("bind", json.dumps({"PodName": "k", "PodNamespace": "default",
+                                                        "PodUID": "u-k",
+                                                        "Node": "gpu-node-1"}).encode())):
+                    c.request("POST", "/" + verb, body=body,
+                              headers={"Content-Type": "application/json"})
+                    r = c.getresponse()
+                    r.read()
+                    self.assertEqual(r.status, 200, verb)
+            finally:
+                c.close()
+            # the verbs' connection and the /metrics read's own
+            self.assertEqual(connections_total(s) - before, 2)
         finally:
             self.assertEqual(s.stop(), 0)
 
