@@ -302,28 +302,14 @@ class Bench:
         p.ensure_namespace(ns)
         p.api("POST", "/api/v1/namespaces/%s/serviceaccounts" % ns, {
             "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
-        errors = []
 
-        def worker(names):
-            try:
-                for name in names:
-                    p.api("POST", "/api/v1/namespaces/%s/pods" % ns, {
-                        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                        "spec": {"automountServiceAccountToken": False,
-                                 "containers": [{"name": "c", "image": "registry.invalid/x",
-                                                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
-            except Exception as e:  # noqa: BLE001 - re-raised below
-                errors.append(e)
-            finally:
-                p._drop_conn()
-        names = ["pod-%d" % i for i in range(count)]
-        ts = [threading.Thread(target=worker, args=(names[i::8],)) for i in range(8)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        if errors:
-            raise errors[0]
+        def create(name):
+            p.api("POST", "/api/v1/namespaces/%s/pods" % ns, {
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                "spec": {"automountServiceAccountToken": False,
+                         "containers": [{"name": "c", "image": "registry.invalid/x",
+                                         "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
+        cp.in_threads(["pod-%d" % i for i in range(count)], 8, create, finish=p._drop_conn)
 
     def delete_pods(self, ns):
         p = self.plane

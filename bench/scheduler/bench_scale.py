@@ -207,23 +207,8 @@ class Api:
 
 def create_many(api, items, threads):
     """POSTs (path, obj) @items from @threads threads; returns objects/s."""
-    errors = []
     t0 = time.monotonic()
-
-    def worker(chunk):
-        try:
-            for path, obj in chunk:
-                api.call("POST", path, obj)
-        except Exception as e:  # noqa: BLE001 - re-raised below
-            errors.append(e)
-
-    ts = [threading.Thread(target=worker, args=(items[i::threads],)) for i in range(threads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    if errors:
-        raise errors[0]
+    cp.in_threads(items, threads, lambda item: api.call("POST", *item))
     return len(items) / (time.monotonic() - t0)
 
 
@@ -384,17 +369,8 @@ def run(plane, a):
         plane.ensure_namespace(ns)
         api.call("POST", "/api/v1/namespaces/%s/serviceaccounts" % ns, {
             "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
-        api.call("POST", "/api/v1/persistentvolumes", {
-            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-" + ns},
-            "spec": {"capacity": {"storage": "1Ti"}, "accessModes": ["ReadOnlyMany"],
-                     "storageClassName": "gantry-dataset",
-                     "claimRef": {"namespace": ns, "name": "data"},
-                     "csi": {"driver": "csi.gantry.io", "volumeHandle": "0001-" + ns,
-                             "volumeAttributes": {"tier": "dataset", "clusterID": "ceph-a"}}}})
-        api.call("POST", "/api/v1/namespaces/%s/persistentvolumeclaims" % ns, {
-            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
-            "spec": {"accessModes": ["ReadOnlyMany"], "storageClassName": "gantry-dataset",
-                     "volumeName": "pv-" + ns, "resources": {"requests": {"storage": "1Ti"}}}})
+        for path, obj in cp.dataset_claim(ns, "ceph-a"):
+            api.call("POST", path, obj)
 
     # 1. a gantry-scheduler that watches the cluster grow
     s1 = Scheduler(plane, "gantry-scheduler-grow", plane.kubeconfig, topology)

@@ -24,6 +24,8 @@ API (all of it):
     plane.start_scheduler(config_text)      # KubeSchedulerConfiguration YAML
     plane.log("name")                       # a process's log text
     cp.wait_for(fn, timeout, what)          # bounded wait for a truthy fn()
+    cp.in_threads(items, n, fn, finish)     # fn(item) from n threads, first error re-raised
+    cp.dataset_claim(ns, cluster_id)        # [(path, PV), (path, PVC)] of a pre-bound dataset claim
     plane.stop()
 
 The scheduler configuration may leave `clientConnection.kubeconfig` out: the
@@ -128,6 +130,53 @@ def main():
         sys.exit(SKIP_CODE)
     import unittest
     unittest.main(module="__main__", verbosity=2)
+
+
+def in_threads(items, threads, fn, finish=None):
+    """Calls fn(item) for every one of @items from @threads threads at once
+    (item i on thread i % threads), then @finish() on each thread when given;
+    re-raises the first exception any of them raised."""
+    errors = []
+
+    def worker(chunk):
+        try:
+            for item in chunk:
+                fn(item)
+        except Exception as e:  # noqa: BLE001 - re-raised below
+            errors.append(e)
+        finally:
+            if finish:
+                finish()
+
+    items = list(items)
+    ts = [threading.Thread(target=worker, args=(items[i::threads],)) for i in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def dataset_claim(ns, cluster_id, name="data", storage_class="gantry-dataset"):
+    """A Gantry dataset PVC @name in @ns and a PV made for it (ReadOnlyMany,
+    1Ti, a volume handle of no real volume): what the scheduler reads a pod's
+    dataset bandwidth from, without a provisioner. Returns the paths to POST
+    them to and the objects: [(path, pv), (path, pvc)]."""
+    pv = "pv-" + ns
+    return [
+        ("/api/v1/persistentvolumes", {
+            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
+            "spec": {"capacity": {"storage": "1Ti"}, "accessModes": ["ReadOnlyMany"],
+                     "storageClassName": storage_class,
+                     "claimRef": {"namespace": ns, "name": name},
+                     "csi": {"driver": "csi.gantry.io", "volumeHandle": "0001-" + ns,
+                             "volumeAttributes": {"tier": "dataset", "clusterID": cluster_id}}}}),
+        ("/api/v1/namespaces/%s/persistentvolumeclaims" % ns, {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name},
+            "spec": {"accessModes": ["ReadOnlyMany"], "storageClassName": storage_class,
+                     "volumeName": pv, "resources": {"requests": {"storage": "1Ti"}}}}),
+    ]
 
 
 def free_port():
@@ -540,26 +589,7 @@ class ControlPlane:
                     "type": "Ready", "status": "True", "reason": "KubeletReady",
                     "lastHeartbeatTime": now, "lastTransitionTime": now}]}})
 
-        errors = []
-
-        def worker(chunk):
-            try:
-                for n in chunk:
-                    one(n)
-            except Exception as e:  # noqa: BLE001 - re-raised below
-                errors.append(e)
-            finally:
-                self._drop_conn()
-
-        names = list(names)
-        ts = [threading.Thread(target=worker, args=(names[i::threads],))
-              for i in range(threads)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        if errors:
-            raise errors[0]
+        in_threads(names, threads, one, finish=self._drop_conn)
 
     def node_status(self, name, volumes_in_use=()):
         """What a kubelet's status update does: a Ready heartbeat and the

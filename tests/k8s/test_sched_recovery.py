@@ -275,17 +275,8 @@ class SchedRecoveryTest(unittest.TestCase):
         ns = "run-%d" % self.ns_count
         p = self.plane
         p.ensure_namespace(ns)
-        p.api("POST", "/api/v1/persistentvolumes", {
-            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-" + ns},
-            "spec": {"capacity": {"storage": "1Ti"}, "accessModes": ["ReadOnlyMany"],
-                     "storageClassName": "gantry-dataset",
-                     "claimRef": {"namespace": ns, "name": "data"},
-                     "csi": {"driver": "csi.gantry.io", "volumeHandle": "0001-" + ns,
-                             "volumeAttributes": {"tier": "dataset", "clusterID": BACKEND}}}})
-        p.api("POST", "/api/v1/namespaces/%s/persistentvolumeclaims" % ns, {
-            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
-            "spec": {"accessModes": ["ReadOnlyMany"], "storageClassName": "gantry-dataset",
-                     "volumeName": "pv-" + ns, "resources": {"requests": {"storage": "1Ti"}}}})
+        for path, obj in cp.dataset_claim(ns, BACKEND):
+            p.api("POST", path, obj)
         cp.wait_for(lambda: p.api("GET", "/api/v1/namespaces/%s/persistentvolumeclaims/data" % ns)
                     ["status"].get("phase") == "Bound", 60, "the PVC to be bound")
         cp.wait_for(lambda: p.api("GET", "/api/v1/namespaces/%s/serviceaccounts/default" % ns),
