@@ -55,16 +55,9 @@ def remove(e, cluster, image):
 
 
 def export_import(e, src, dst):
-    """The baseline: `rbd export | rbd import` capa -> perf (EC data pool)."""
+    """Seconds of the baseline: `rbd export | rbd import` capa -> perf (EC data pool)."""
     t0 = time.monotonic()
-    exp = subprocess.Popen(["rbd", "-c", e.conf("capa"), "export", "--no-progress",
-                            "rbd/" + src, "-"], stdout=subprocess.PIPE)
-    imp = subprocess.run(["rbd", "-c", e.conf("perf"), "import", "--no-progress",
-                          "--data-pool", "ecdata", "-", "rbd/" + dst], stdin=exp.stdout,
-                         capture_output=True, timeout=1800)
-    exp.stdout.close()
-    if exp.wait(timeout=60) != 0 or imp.returncode != 0:
-        raise RuntimeError("export | import failed: %s" % imp.stderr)
+    e.export_import(src, dst)
     return time.monotonic() - t0
 
 

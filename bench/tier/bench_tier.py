@@ -47,17 +47,6 @@ def timed(fn):
     return time.monotonic() - t0
 
 
-def export_import(src, dst):
-    exp = subprocess.Popen(["rbd", "-c", env.conf("capa"), "export", "--no-progress",
-                            "rbd/%s@s1" % src, "-"], stdout=subprocess.PIPE)
-    imp = subprocess.run(["rbd", "-c", env.conf("perf"), "import", "--no-progress",
-                          "--data-pool", "ecdata", "-", "rbd/" + dst], stdin=exp.stdout,
-                         capture_output=True, timeout=1800)
-    exp.stdout.close()
-    if exp.wait(timeout=60) != 0 or imp.returncode != 0:
-        raise RuntimeError("export | import failed: %s" % imp.stderr)
-
-
 def tier_copy(src, dst, in_flight):
     out = subprocess.run([TOOL, "--src-conf", env.conf("capa"), "--src-image", src,
                           "--src-snap", "s1", "--dst-conf", env.conf("perf"), "--dst-image", dst,
@@ -113,7 +102,7 @@ def one_size(text):
         rbd("capa", "snap", "create", "rbd/%s@s1" % src)
         want = env.checksum("capa", src + "@s1") if size <= (1 << 30) else None
         methods = [
-            ("rbd export | rbd import", lambda d: export_import(src, d)),
+            ("rbd export | rbd import", lambda d: env.export_import(src + "@s1", d)),
             ("tier copier, 16 in flight", lambda d: tier_copy(src, d, 16)),
             ("tier copier, 32 in flight", lambda d: tier_copy(src, d, 32)),
             ("rbd_copy3 (librbd)", lambda d: librbd_copy(src, d, False)),

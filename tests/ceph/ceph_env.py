@@ -63,6 +63,20 @@ def checksum(cluster, image, pool="rbd", length=None):
     return hashlib.sha256(out[:length] if length else out).hexdigest()
 
 
+def export_import(src, dst, src_cluster="capa", dst_cluster="perf", data_pool="ecdata"):
+    """`rbd export | rbd import` of @src ("image" or "image@snap", pool rbd)
+    from @src_cluster into a new image @dst of @dst_cluster, its data in
+    @data_pool: the baseline the copy benchmarks measure against."""
+    exp = subprocess.Popen(["rbd", "-c", conf(src_cluster), "export", "--no-progress",
+                            "rbd/" + src, "-"], stdout=subprocess.PIPE)
+    imp = subprocess.run(["rbd", "-c", conf(dst_cluster), "import", "--no-progress",
+                          "--data-pool", data_pool, "-", "rbd/" + dst], stdin=exp.stdout,
+                         capture_output=True, timeout=1800)
+    exp.stdout.close()
+    if exp.wait(timeout=60) != 0 or imp.returncode != 0:
+        raise RuntimeError("export | import failed: %s" % imp.stderr)
+
+
 def fill(cluster, image, mib=8, pool="rbd"):
     """Writes @mib MiB of pseudo-random data at the start of @image."""
     tool("rbd", cluster, "bench", "--io-type", "write", "--io-pattern", "rand", "--io-size",
