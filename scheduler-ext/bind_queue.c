@@ -80,16 +80,18 @@ int gantry_sched_bind_queue_start(struct gantry_extender *ext, struct gantry_met
 
         if (!q)
                 return -ENOMEM;
+        if (!workers)
+                workers = 1;
         q->ext = ext;
         q->metrics = metrics;
         pthread_mutex_init(&q->lock, NULL);
         pthread_cond_init(&q->wake, NULL);
-        q->workers = calloc(workers ? workers : 1, sizeof(*q->workers));
+        q->workers = calloc(workers, sizeof(*q->workers));
         if (!q->workers) {
                 gantry_sched_bind_queue_free(q);
                 return -ENOMEM;
         }
-        for (unsigned int i = 0; i < (workers ? workers : 1); i++) {
+        for (unsigned int i = 0; i < workers; i++) {
                 r = pthread_create(&q->workers[i], NULL, worker, q);
                 if (r != 0) {
                         gantry_sched_bind_queue_stop(q);

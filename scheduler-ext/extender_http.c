@@ -290,14 +290,16 @@ int gantry_sched_server_start(struct gantry_extender *ext,
                 s->daemon = MHD_start_daemon(
                         flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-                        (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s, MHD_OPTION_HTTPS_MEM_CERT, s->tls_cert, MHD_OPTION_HTTPS_MEM_KEY,
-                        s->tls_key, MHD_OPTION_HTTPS_MEM_TRUST, s->client_ca,
-                        MHD_OPTION_NOTIFY_CONNECTION, connection_notify, s, MHD_OPTION_END);
+                        (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
+                        MHD_OPTION_HTTPS_MEM_CERT, s->tls_cert, MHD_OPTION_HTTPS_MEM_KEY, s->tls_key,
+                        MHD_OPTION_HTTPS_MEM_TRUST, s->client_ca, MHD_OPTION_NOTIFY_CONNECTION,
+                        connection_notify, s, MHD_OPTION_END);
         } else {
                 s->daemon = MHD_start_daemon(
                         flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-                        (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s, MHD_OPTION_END);
+                        (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
+                        MHD_OPTION_END);
         }
         if (!s->daemon) {
                 r = gantry_error_set(err, EADDRNOTAVAIL,

@@ -78,10 +78,11 @@ int kube_base64_decode(const char *in, size_t len, struct kube_blob *ret_blob);
 
 /* Per-client HTTP state: the connection and the current bearer token. */
 #define KUBE_IDLE_HANDLES 8 /* easy handles kept for reuse: about the extender's threads */
-/* Connections the shared cache keeps open: at least the binds in flight at
- * once (--bind-workers, up to 256 but 32 by default). curl's default, 5, closes
- * the connection of every request finishing while more are open, and the next
- * one pays a new TLS handshake on both sides (about 1 ms of CPU each). */
+/* Connections the shared cache keeps open: twice the binds in flight at once
+ * by default (--bind-workers 32; more workers than this reopen some). curl's
+ * default, 5, closes the connection of every request finishing while more
+ * are open, and the next one pays a new TLS handshake on both sides (about
+ * 1 ms of CPU each). */
 #define KUBE_MAX_CONNECTS 64L
 
 struct kube_http {

@@ -95,7 +95,7 @@ struct gantry_cluster {
         size_t n_backends, cap_backends;
         struct strmap *spine_by_name, *leaf_by_name, *node_by_name, *backend_by_name;
 
-        struct gp_entry **entries; /* dense, for scans by job */
+        struct gp_entry **entries; /* dense, for the scans of expiry and node removal */
         size_t n_entries, cap_entries, n_reservations;
         struct strmap *entry_by_uid;
         struct strmap *job_members; /* job -> struct gp_job_members * */
