@@ -549,7 +549,8 @@ size_t gantry_cluster_expire(struct gantry_cluster *c, double now)
         size_t n = 0;
 
         pthread_rwlock_wrlock(&c->lock);
-        for (size_t i = 0; i < c->n_entries;) {
+        /* only reservations expire: with none, no scan of every entry */
+        for (size_t i = 0; c->n_reservations > 0 && i < c->n_entries;) {
                 struct gp_entry *e = c->entries[i];
 
                 if (e->expires_at > 0 && e->expires_at <= now) {
