@@ -333,10 +333,14 @@ class EvictTest(unittest.TestCase):
         wait_for("the retried patch of A's copy-state", lambda: self.copy_state(names["a"]) == "done",
                  30)
         self.assertEqual(self.api.get("/fake/state")["failuresLeft"], 0)
+        # the API server has the patch before the plugin logs that it took:
+        # the line is waited for, not read at once
+        done = "event=tier.copy_state pv=%s state=done retried=2" % names["a"]
+        wait_for("the retried patch's log line", lambda: done in p3.read_log(), 30)
         log = p3.read_log()
         self.assertRegex(log, r"event=tier\.copy_state_failed pv=%s state=done attempt=2 "
                          r"error=.*HTTP 503" % names["a"])
-        self.assertIn("event=tier.copy_state pv=%s state=done retried=2" % names["a"], log)
+        self.assertIn(done, log)
         self.assertIn('gantry_copy_state_patch_failures_total{state="done"} 2', self.metrics(p3))
         p3.stop()
 
