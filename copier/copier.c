@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "checksum.h"
 #include "clock.h"
 #include "copier.h"
 
@@ -37,6 +38,7 @@ struct gantry_copier_copy {
         struct gantry_copier_position pos;
         uint64_t cursor;         /* objects below it were started (or were done already) */
         unsigned workers_left;
+        unsigned checking;       /* checksum checks in flight (at most in_flight) */
         unsigned since_persist;  /* objects done since the last persist */
         int err;                 /* first error of a worker or of persist */
         uint64_t mismatch_at;    /* verify: the offset of the first object that differed */
@@ -68,7 +70,7 @@ int gantry_copier_copy_new(struct gantry_copier_source *src, struct gantry_copie
                 c->o.persist_every_objects = PERSIST_OBJECTS_DEFAULT;
         if (c->o.persist_every_ms == 0)
                 c->o.persist_every_ms = PERSIST_MS_DEFAULT;
-        if (c->o.verify && !dst->ops->read) {
+        if (c->o.verify && !dst->ops->read && !dst->checksum) {
                 free(c);
                 return -EOPNOTSUPP;
         }
@@ -239,6 +241,81 @@ static uint64_t next_object(struct gantry_copier_copy *c)
         return i;
 }
 
+/* Object @i (@len bytes) is copied and, with verify, checked: it counts as done. Under lock. */
+static void done_locked(struct gantry_copier_copy *c, uint64_t i, uint64_t len)
+{
+        gantry_copier_position_mark_done(&c->pos, i);
+        c->p.bytes_done += len;
+        c->p.objects_done++;
+        c->since_persist++;
+        pthread_cond_broadcast(&c->cond);
+}
+
+/* Stops the copy with @r from object @i, unless it stopped already. Under lock. */
+static void fail_locked(struct gantry_copier_copy *c, uint64_t i, int r)
+{
+        if (!c->err && r != -ECANCELED) {
+                c->err = r;
+                c->mismatch_at = i * c->p.object_size;
+        }
+        pthread_cond_broadcast(&c->cond);
+}
+
+/* One object's checksum check in flight. */
+struct check {
+        struct gantry_copier_copy *c;
+        uint64_t i, len;
+};
+
+/* The checksum's verdict on an object, from a librados thread. */
+static void check_done(int r, void *arg)
+{
+        struct check *k = arg;
+        struct gantry_copier_copy *c = k->c;
+
+        pthread_mutex_lock(&c->lock);
+        if (r < 0)
+                fail_locked(c, k->i, r);
+        else
+                done_locked(c, k->i, k->len);
+        c->checking--;
+        pthread_cond_broadcast(&c->cond);
+        pthread_mutex_unlock(&c->lock);
+        free(k);
+}
+
+/*
+ * Starts the checksum check of object @i (@len bytes of @buf), waiting first
+ * while in_flight checks are out: the object counts as done when the
+ * verdict comes (check_done). Returns 0 or -errno (nothing started).
+ */
+static int check_object(struct gantry_copier_copy *c, uint64_t i, uint64_t len, const char *buf)
+{
+        struct check *k = malloc(sizeof(*k));
+        int r;
+
+        if (!k)
+                return -ENOMEM;
+        *k = (struct check){ .c = c, .i = i, .len = len };
+        pthread_mutex_lock(&c->lock);
+        while (c->checking >= c->o.in_flight && !c->err && !atomic_load(&c->cancel))
+                pthread_cond_wait(&c->cond, &c->lock);
+        r = c->err ? c->err : atomic_load(&c->cancel) ? -ECANCELED : 0;
+        if (r == 0)
+                c->checking++;
+        pthread_mutex_unlock(&c->lock);
+        if (r == 0 && (r = gantry_copier_checksum_start(c->dst->checksum, i * c->p.object_size, len, buf,
+                                                        check_done, k)) < 0) {
+                pthread_mutex_lock(&c->lock);
+                c->checking--;
+                pthread_cond_broadcast(&c->cond);
+                pthread_mutex_unlock(&c->lock);
+        }
+        if (r < 0)
+                free(k);
+        return r;
+}
+
 /* Reads object @off (@len bytes) back from the destination into @back and compares it with @buf. */
 static int verify_object(struct gantry_copier_copy *c, uint64_t off, size_t len, const char *buf, char *back)
 {
@@ -254,9 +331,10 @@ static void *worker(void *arg)
         struct gantry_copier_copy *c = arg;
         char *buf = NULL, *back = NULL;
         uint64_t i, len, written;
+        bool checksum = c->o.verify && c->dst->checksum, checking;
         int r = posix_memalign((void **)&buf, 4096, c->p.object_size) ? -ENOMEM : 0;
 
-        if (r == 0 && c->o.verify && posix_memalign((void **)&back, 4096, c->p.object_size))
+        if (r == 0 && c->o.verify && !checksum && posix_memalign((void **)&back, 4096, c->p.object_size))
                 r = -ENOMEM;
 
         pthread_mutex_lock(&c->lock);
@@ -275,6 +353,7 @@ static void *worker(void *arg)
 
                 len = object_length(c, i);
                 written = 0;
+                checking = false;
                 r = gantry_copier_bucket_take(c->o.bucket, len, &c->cancel);
                 if (r == 0)
                         r = c->src->ops->read(c->src, i * c->p.object_size, len, buf);
@@ -282,22 +361,18 @@ static void *worker(void *arg)
                         r = write_object(c, i * c->p.object_size, len, buf, &written);
                 if (r == 0 && back)
                         r = verify_object(c, i * c->p.object_size, len, buf, back);
+                if (r == 0 && checksum)
+                        checking = (r = check_object(c, i, len, buf)) == 0;
 
                 pthread_mutex_lock(&c->lock);
                 c->p.bytes_read += len;
                 c->p.bytes_written += written;
                 if (r < 0) {
-                        if (!c->err && r != -ECANCELED) {
-                                c->err = r;
-                                c->mismatch_at = i * c->p.object_size;
-                        }
+                        fail_locked(c, i, r);
                         break;
                 }
-                gantry_copier_position_mark_done(&c->pos, i);
-                c->p.bytes_done += len;
-                c->p.objects_done++;
-                c->since_persist++;
-                pthread_cond_broadcast(&c->cond);
+                if (!checking)
+                        done_locked(c, i, len);
         }
         c->workers_left--;
         pthread_cond_broadcast(&c->cond);
@@ -337,14 +412,14 @@ static void coordinate(struct gantry_copier_copy *c, char *text)
 
         gantry_clock_deadline(&until, c->o.persist_every_ms);
         pthread_mutex_lock(&c->lock);
-        while (c->workers_left > 0) {
+        while (c->workers_left > 0 || c->checking > 0) {
                 if (c->err || atomic_load(&c->cancel)) {
                         /* stopping: nothing to persist until the workers are out */
                         pthread_cond_wait(&c->cond, &c->lock);
                         continue;
                 }
                 r = pthread_cond_timedwait(&c->cond, &c->lock, &until);
-                if (c->workers_left == 0 || c->err || atomic_load(&c->cancel))
+                if ((c->workers_left == 0 && c->checking == 0) || c->err || atomic_load(&c->cancel))
                         continue;
                 if (r != ETIMEDOUT && c->since_persist < c->o.persist_every_objects)
                         continue;

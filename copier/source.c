@@ -4,6 +4,7 @@
  */
 #include <stdlib.h>
 
+#include "checksum.h"
 #include "source.h"
 
 void gantry_copier_source_free(struct gantry_copier_source *s)
@@ -18,6 +19,7 @@ void gantry_copier_dest_free(struct gantry_copier_dest *d)
 {
         if (!d)
                 return;
+        gantry_copier_checksum_free(d->checksum);
         d->ops->free(d);
         free(d);
 }

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checksum.h"
 #include "clock.h"
 #include "copier.h"
 #include "log.h"
@@ -297,6 +298,23 @@ static int persist(const struct gantry_copier_progress *p, const char *position,
         return r;
 }
 
+/*
+ * The inline verify of a drain asks the OSDs for each object's checksum
+ * rather than reading it back (copier/checksum.h) where the image has the
+ * simple layout; else, or when librados fails to set it up, it reads back.
+ */
+static void verify_by_checksum(struct gantry_copier_dest *dst, rados_ioctx_t io, const struct job *j)
+{
+        const char *why = NULL;
+        int r = gantry_copier_dest_rbd_checksum(dst, io, &why);
+
+        if (r == 0)
+                log_info("target.drain_verify", "bdev=%s image=%s check=checksum", j->key, j->image);
+        else
+                log_info("target.drain_verify", "bdev=%s image=%s check=read-back reason=\"%s\"", j->key, j->image,
+                         why ? why : strerror(-r));
+}
+
 /* Picks the oldest running drain or restore into @j. Returns 1 when there is one. Under the lock. */
 static int next_job(struct tgt_context *ctx, struct job *j)
 {
@@ -375,6 +393,8 @@ static int run(struct tgt_drainer *w, struct job *j, struct gantry_copier_progre
                         gantry_error_set(err, r, "opening %s and %s: %s", j->path, j->image, strerror(-r));
                         goto out;
                 }
+                if (o.verify)
+                        verify_by_checksum(dst, io, j);
         }
         if ((r = gantry_copier_copy_new(src, dst, &o, &copy)) < 0) {
                 gantry_error_set(err, r, "preparing the copy of %s: %s", j->image, strerror(-r));
