@@ -11,10 +11,15 @@
  * write the rest, with at most @in_flight objects in flight, drawing on an
  * optional shared bandwidth cap (bucket.h) and stopping early on cancel.
  *
- * With @verify, a worker reads each object back from the destination once
- * written and compares it with the source's bytes still in its buffer: the
- * read-back check runs as the bytes go, overlapped with the other workers'
- * writes, rather than as a second pass after the copy.
+ * With @verify, each object is checked once written, as the bytes go,
+ * overlapped with the other workers' writes, rather than as a second pass
+ * after the copy. Where the destination can (an RBD image with the simple
+ * layout, set up by gantry_copier_dest_rbd_checksum(), checksum.h) the
+ * worker asks the OSD for the object's checksum without waiting for it and
+ * goes on with its next object; the object counts as done when the answer
+ * matches the CRC of the bytes written, with at most @in_flight such checks
+ * out. Elsewhere the worker reads the object back and compares it with the
+ * source's bytes still in its buffer.
  *
  * Position and resume: objects start in index order; the position
  * (position.h) is a watermark plus the few done objects above it. Every
@@ -60,10 +65,11 @@ struct gantry_copier_copy_opts {
         unsigned persist_every_ms;      /* 0: 2000 */
         gantry_copier_persist_cb persist; /* NULL: nothing stored */
         /*
-         * true: each object is read back from the destination right after it
-         * is written and compared with what was read from the source, before
-         * it counts as done (so a position never counts an unverified
-         * object); a difference stops the copy with -EUCLEAN.
+         * true: each object is checked against what was read from the
+         * source right after it is written (its checksum asked of the OSD,
+         * or read back), before it counts as done (so a position never
+         * counts an unverified object); a difference stops the copy with
+         * -EUCLEAN.
          */
         bool verify;
         void *arg;                      /* for @persist */

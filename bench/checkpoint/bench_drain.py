@@ -1,7 +1,8 @@
 """Checkpoint drain throughput (label bench, needs the ceph fixture): the same
 backing file drained by gantry-target into the fixture's "perf" cluster
 (pool rbd, data in the EC pool ecdata) against `rbd import` of that file into
-the same pools, in one run; with and without the read-back verify. Then the
+the same pools, in one run; with and without the verify (by checksum: the
+OSDs' CRC-32C of each object, as gantry-target runs it). Then the
 fast tier's write burst (a new file written and fsync'ed in the lvstore)
 alone and while a capped drain runs. Prints figures and ratios; asserts
 nothing about time."""
@@ -112,14 +113,14 @@ def main():
         print("  rbd import                   %6.2f s  %7.1f MB/s" % (t_import, mb / t_import))
         print("  drain (gantry-target)        %6.2f s  %7.1f MB/s  ratio %.2f vs rbd import" %
               (results[False], mb / results[False], t_import / results[False]))
-        print("  drain + verify (read back)   %6.2f s  %7.1f MB/s  ratio %.2f vs rbd import" %
+        print("  drain + verify (checksum)    %6.2f s  %7.1f MB/s  ratio %.2f vs rbd import" %
               (results[True], mb / results[True], t_import / results[True]))
         print("  fast-tier burst (%d MiB, fsync) alone %7.1f MB/s; during a drain capped at %d MB/s %7.1f MB/s"
               "  ratio %.2f" % (BURST // MiB, alone, cap, during, during / alone))
         figure("drain_verify_vs_rbd_import", t_import / results[True], ">=0.9",
-               "speed of a drain with read-back ÷ rbd import of the same %d MiB" % (SIZE // MiB))
+               "speed of a drain with its verify ÷ rbd import of the same %d MiB" % (SIZE // MiB))
         figure("drain_vs_rbd_import", t_import / results[False], None,
-               "speed of a drain without read-back ÷ rbd import")
+               "speed of a drain without verify ÷ rbd import")
         figure("burst_during_capped_drain", during / alone, None,
                "fast-tier write speed during a capped drain ÷ alone")
     finally:

@@ -4,7 +4,9 @@ snapshot into the performance cluster's EC data pool, content checked by
 checksum, holes and zero runs never written (counted by the copier and by
 the destination's RADOS objects); a copy killed with SIGKILL resumes from
 its last persisted position; an incremental copy between two snapshots
-moves only the changed objects; a sparse file is drained into an image."""
+moves only the changed objects; a sparse file is drained into an image; the
+verify by checksum finds an object changed behind the copier's back (a
+plain librados write into the data pool), where reading back is kept."""
 import hashlib
 import json
 import os
@@ -37,6 +39,17 @@ def run_copy(*args, check=True):
         raise AssertionError("tier-copy %s: rc %d: %s" % (" ".join(args), r.returncode, r.stderr))
     done = [x for x in lines if x["event"] == "done"]
     return [x for x in lines if x["event"] == "persist"], done[0] if done else None
+
+
+def verify_lines(args):
+    """Runs tier-copy with --verify; returns (its verify line, its done line)."""
+    r = subprocess.run([TOOL, "--verify", *args], capture_output=True, text=True, timeout=300)
+    lines = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+    verify = [x for x in lines if x["event"] == "verify"]
+    done = [x for x in lines if x["event"] == "done"]
+    if len(verify) != 1 or len(done) != 1:
+        raise AssertionError("tier-copy %s: rc %d: %s" % (" ".join(args), r.returncode, r.stderr))
+    return verify[0], done[0]
 
 
 def data_objects(cluster, image, pool="rbd", data_pool="ecdata"):
@@ -180,6 +193,56 @@ class TierCopyTest(unittest.TestCase):
             with open(f.name, "rb") as g:
                 want = hashlib.sha256(g.read()).hexdigest()
         self.assertEqual(env.checksum("perf", dst), want)
+
+    def test_verify_by_checksum_finds_a_changed_object(self):
+        # 6 objects: data, a zero run (object 2 starts with 2 MiB of zeros), object 3 all
+        # zeros (never written: its RADOS object does not exist), a short last object
+        size = 20 * MiB + 12345
+        with tempfile.NamedTemporaryFile(prefix="tier-src-") as f:
+            f.write(pattern(10, size))
+            f.seek(8 * MiB)
+            f.write(bytes(2 * MiB))
+            f.seek(12 * MiB)
+            f.write(bytes(4 * MiB))
+            f.flush()
+            with open(f.name, "rb") as g:
+                want = hashlib.sha256(g.read()).hexdigest()
+
+            def copy(what, *extra):
+                dst = self.name(what)
+                self.images.append(("perf", dst))
+                return dst, verify_lines(["--src-file", f.name, "--dst-conf", env.conf("perf"), "--dst-image", dst,
+                                          "--create", "--in-flight", "4", "--persist-objects", "1", *extra])
+
+            # the EC data pool answers the checksum op: nothing is read back, the copy is whole
+            dst, (verify, done) = copy("ok", "--data-pool", "ecdata")
+            self.assertEqual(verify, {"event": "verify", "check": "checksum"})
+            self.assertEqual((done["result"], done["bytes_done"]), (0, size))
+            self.assertEqual(env.checksum("perf", dst), want)
+            # one byte changed in object 2 after the copier wrote it: the drain fails there,
+            # never counting it done (in the EC pool and in a replicated one)
+            for what, pool in (("ec", ["--data-pool", "ecdata"]), ("rep", [])):
+                _, (verify, done) = copy(what, *pool, "--corrupt-object", "2")
+                self.assertEqual(verify["check"], "checksum")
+                self.assertEqual((done["result"], done["mismatch_at"]), (-117, 8 * MiB), what)  # -EUCLEAN
+                self.assertLessEqual(done["bytes_done"], size - 4 * MiB)
+            # the short last object is checked too (synchronously)
+            _, (_, done) = copy("last", "--data-pool", "ecdata", "--corrupt-object", "5")
+            self.assertEqual((done["result"], done["mismatch_at"]), (-117, 20 * MiB))
+            # without the check the same fault goes unseen: the check is what finds it
+            dst = self.name("unchecked")
+            self.images.append(("perf", dst))
+            _, done = run_copy("--src-file", f.name, "--dst-conf", env.conf("perf"), "--dst-image", dst, "--create",
+                               "--data-pool", "ecdata", "--corrupt-object", "2")
+            self.assertEqual(done["result"], 0)
+            self.assertNotEqual(env.checksum("perf", dst), want)
+            # fancy striping: object N of the copy is not one RADOS object; the copier reads back
+            dst, (verify, done) = copy("striped", "--data-pool", "ecdata", "--stripe-unit", str(MiB),
+                                       "--stripe-count", "4")
+            self.assertEqual(verify, {"event": "verify", "check": "read-back",
+                                      "why": "fancy striping (stripe unit or count)"})
+            self.assertEqual(done["result"], 0)
+            self.assertEqual(env.checksum("perf", dst), want)
 
     def test_bad_position(self):
         src = self.make_source(16, [(0, pattern(9, MiB))])

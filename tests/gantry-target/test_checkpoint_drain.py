@@ -141,6 +141,10 @@ class CheckpointDrainTest(TargetsTestCase):
             done = [l for l in f if "event=target.drain_complete" in l and self.image_of(s) in l]
         self.assertEqual(len(done), 1)
         self.assertRegex(done[0], r"written=9437184 seconds=[0-9.]+ rate=")  # the data bytes: zeros are not written
+        with open(self.t.log) as f:  # the EC pool answers the checksum op: nothing was read back
+            checks = [l for l in f if "event=target.drain_verify" in l and self.image_of(s) in l]
+        self.assertEqual(len(checks), 1, checks)
+        self.assertIn("check=checksum", checks[0])
         metrics = self.t.metrics()
         self.assertRegex(metrics, r'gantry_target_copies_total\{kind="drain",result="complete"\} [1-9]')
         self.assertRegex(metrics, r'gantry_target_copy_bytes_total\{kind="drain"\} [1-9]')
