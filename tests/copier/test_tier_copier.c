@@ -3,7 +3,9 @@
  * read nor written, zero runs inside data are not written, the content
  * arrives whole, a cancelled copy resumes from its persisted position and
  * re-reads only what was in flight, errors stop the copy, and the read-back
- * check as the bytes go finds an object stored wrong.
+ * check as the bytes go finds an object stored wrong. The CRC-32C the
+ * checksum verify compares with the OSD's (its check against real Ceph is
+ * ceph_tier_copy's) against a bit-by-bit reference.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +20,7 @@
 #include <cmocka.h>
 
 #include "copier.h"
+#include "crc32c.h"
 
 #define MiB (1024ull * 1024)
 #define SIZE (40 * MiB)
@@ -324,6 +327,39 @@ static void test_verify_as_it_goes(void **state)
         corrupt_object = UINT64_MAX;
 }
 
+/* CRC-32C one bit at a time, Ceph's convention: no inversion before or after. */
+static uint32_t reference_crc32c(uint32_t crc, const unsigned char *p, size_t n)
+{
+        while (n--) {
+                crc ^= *p++;
+                for (int k = 0; k < 8; k++)
+                        crc = crc & 1 ? (crc >> 1) ^ 0x82f63b78u : crc >> 1;
+        }
+        return crc;
+}
+
+static void test_crc32c(void **state)
+{
+        unsigned char *buf = malloc(100003);
+        uint32_t seed = 0xffffffffu;
+
+        (void)state;
+        assert_non_null(buf);
+        /* the check value of CRC-32C, 0xe3069283, is this with the final inversion */
+        assert_int_equal(gantry_copier_crc32c(seed, "123456789", 9), 0xe3069283u ^ 0xffffffffu);
+        for (size_t i = 0; i < 100003; i++)
+                buf[i] = (unsigned char)(i * 2654435761u >> 13);
+        /* unaligned starts and odd lengths, in one go or in two pieces */
+        assert_int_equal(gantry_copier_crc32c(seed, buf + 1, 100001), reference_crc32c(seed, buf + 1, 100001));
+        assert_int_equal(gantry_copier_crc32c(gantry_copier_crc32c(seed, buf, 4099), buf + 4099, 7),
+                         reference_crc32c(seed, buf, 4106));
+        /* NULL: zeros, past one internal block */
+        memset(buf, 0, 10000);
+        assert_int_equal(gantry_copier_crc32c(0x1234u, NULL, 10000), reference_crc32c(0x1234u, buf, 10000));
+        assert_int_equal(gantry_copier_crc32c(0x1234u, NULL, 0), 0x1234u);
+        free(buf);
+}
+
 static void test_errors(void **state)
 {
         struct files *f = *state;
@@ -360,6 +396,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_copy_skips_holes_and_zeros, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cancel_and_resume, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_verify_as_it_goes, setup, teardown),
+                cmocka_unit_test(test_crc32c),
                 cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
