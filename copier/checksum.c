@@ -10,6 +10,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,11 +108,12 @@ static void completed(rados_completion_t comp, void *arg)
 }
 
 /*
- * The image's last object, shorter than an object: the RADOS object may
- * hold bytes past the copy's end (a destination larger than the source),
- * which the checksum would cover; then the object's bytes are read back.
+ * One check, waited for. A RADOS object longer than @k->len (the image's
+ * last object, shorter than an object, in a destination larger than the
+ * source) holds bytes the checksum would cover too: then the object's bytes
+ * are read back.
  */
-static int check_partial(struct check *k, uint64_t offset, const char *buf, const char *oid)
+static int check_sync(struct check *k, uint64_t offset, const char *buf, const char *oid)
 {
         int r = rados_read_op_operate(k->op, k->s->io, oid, 0);
         char *back;
@@ -127,39 +129,69 @@ static int check_partial(struct check *k, uint64_t offset, const char *buf, cons
         return r;
 }
 
-int gantry_copier_checksum_start(struct gantry_copier_checksum *s, uint64_t offset, size_t len, const char *buf,
-                                 gantry_copier_checksum_cb done, void *arg)
+/* A check of @len bytes of @buf at @offset, its op made, object name in @oid. Returns NULL for ENOMEM. */
+static struct check *check_new(struct gantry_copier_checksum *s, uint64_t offset, size_t len, const char *buf,
+                               char oid[RBD_MAX_BLOCK_NAME_SIZE + 24])
 {
-        char oid[RBD_MAX_BLOCK_NAME_SIZE + 24];
         uint32_t seed = htole32(SEED);
-        struct check *k;
-        int r;
+        struct check *k = calloc(1, sizeof(*k));
 
-        if (offset % s->object_size != 0 || len == 0 || len > s->object_size)
-                return -EINVAL;
-        if (!(k = calloc(1, sizeof(*k))))
-                return -ENOMEM;
+        if (!k)
+                return NULL;
         k->s = s;
         k->len = len;
         k->end = data_end(buf, len);
         k->crc_end = gantry_copier_crc32c(SEED, buf, k->end);
-        k->done = done;
-        k->arg = arg;
-        snprintf(oid, sizeof(oid), "%s.%016llx", s->prefix, (unsigned long long)(offset / s->object_size));
+        snprintf(oid, RBD_MAX_BLOCK_NAME_SIZE + 24, "%s.%016llx", s->prefix,
+                 (unsigned long long)(offset / s->object_size));
         if (!(k->op = rados_create_read_op())) {
                 check_free(k);
-                return -ENOMEM;
+                return NULL;
         }
         rados_read_op_stat(k->op, &k->size, &k->mtime, &k->stat_rval);
         rados_read_op_checksum(k->op, LIBRADOS_CHECKSUM_TYPE_CRC32C, (const char *)&seed, sizeof(seed), 0, 0, 0,
                                (char *)k->out, sizeof(k->out), &k->sum_rval);
         rados_read_op_set_flags(k->op, LIBRADOS_OP_FLAG_FADVISE_DONTNEED);
+        return k;
+}
+
+static bool fits(const struct gantry_copier_checksum *s, uint64_t offset, size_t len)
+{
+        return offset % s->object_size == 0 && len > 0 && len <= s->object_size;
+}
+
+int gantry_copier_checksum_run(struct gantry_copier_checksum *s, uint64_t offset, size_t len, const char *buf)
+{
+        char oid[RBD_MAX_BLOCK_NAME_SIZE + 24];
+        struct check *k;
+        int r;
+
+        if (!fits(s, offset, len))
+                return -EINVAL;
+        if (!(k = check_new(s, offset, len, buf, oid)))
+                return -ENOMEM;
+        r = check_sync(k, offset, buf, oid);
+        check_free(k);
+        return r;
+}
+
+int gantry_copier_checksum_start(struct gantry_copier_checksum *s, uint64_t offset, size_t len, const char *buf,
+                                 gantry_copier_checksum_cb done, void *arg)
+{
+        char oid[RBD_MAX_BLOCK_NAME_SIZE + 24];
+        struct check *k;
+        int r;
+
+        if (!fits(s, offset, len))
+                return -EINVAL;
         if (len < s->object_size) {
-                r = check_partial(k, offset, buf, oid);
-                check_free(k);
-                done(r, arg);
+                done(gantry_copier_checksum_run(s, offset, len, buf), arg);
                 return 0;
         }
+        if (!(k = check_new(s, offset, len, buf, oid)))
+                return -ENOMEM;
+        k->done = done;
+        k->arg = arg;
         if ((r = rados_aio_create_completion2(k, completed, &k->comp)) < 0 ||
             (r = rados_aio_read_op_operate(k->op, s->io, k->comp, oid, 0)) < 0) {
                 check_free(k);

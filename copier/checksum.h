@@ -49,5 +49,8 @@ int gantry_copier_dest_rbd_checksum(struct gantry_copier_dest *d, rados_ioctx_t 
 int gantry_copier_checksum_start(struct gantry_copier_checksum *s, uint64_t offset, size_t len, const char *buf,
                                  gantry_copier_checksum_cb done, void *arg);
 
+/* The same check, waited for: returns 0 same, -EUCLEAN different, or -errno. Thread-safe. */
+int gantry_copier_checksum_run(struct gantry_copier_checksum *s, uint64_t offset, size_t len, const char *buf);
+
 /* Frees; no check may be in flight. NULL is a no-op. */
 void gantry_copier_checksum_free(struct gantry_copier_checksum *s);

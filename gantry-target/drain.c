@@ -157,10 +157,15 @@ int tgt_durable_remove(struct tgt_context *ctx, const char *image, struct gantry
         return 0;
 }
 
-/* One read-back verify: threads take 4 MiB chunks in turn and compare file and image. */
+/*
+ * One verify of a whole image: threads take 4 MiB chunks in turn and compare
+ * file and image, by checksum where the image has one 4 MiB object per chunk
+ * and the simple layout (@sum), else by reading the image back.
+ */
 struct verify {
         int fd;
         rbd_image_t img;
+        struct gantry_copier_checksum *sum;
         uint64_t size;
         pthread_mutex_t lock;
         uint64_t next;   /* the next chunk's offset */
@@ -203,13 +208,19 @@ static void *verify_worker(void *arg)
                         r = got < 0 ? -errno : -EIO;
                         break;
                 }
-                got = rbd_read(v->img, off, n, b);
-                if (got != (ssize_t)n) {
-                        r = got < 0 ? (int)got : -EIO;
-                        break;
+                if (v->sum) {
+                        r = gantry_copier_checksum_run(v->sum, off, n, a);
+                        if (r < 0 && r != -EUCLEAN)
+                                break;
+                } else {
+                        got = rbd_read(v->img, off, n, b);
+                        if (got != (ssize_t)n) {
+                                r = got < 0 ? (int)got : -EIO;
+                                break;
+                        }
+                        r = memcmp(a, b, n) != 0 ? -EUCLEAN : 0;
                 }
-                if (memcmp(a, b, n) != 0) {
-                        r = -EUCLEAN;
+                if (r == -EUCLEAN) {
                         pthread_mutex_lock(&v->lock);
                         v->bad_at = off;
                         pthread_mutex_unlock(&v->lock);
@@ -224,10 +235,15 @@ static void *verify_worker(void *arg)
         return NULL;
 }
 
-/* Compares every data chunk of @path with the same range of @img, @threads at a time. -EUCLEAN on a difference. */
-static int verify(const char *path, rbd_image_t img, uint64_t size, unsigned threads, struct gantry_error *err)
+/*
+ * Compares every data chunk of @path with the same range of @dst's image, @threads at a time.
+ * -EUCLEAN on a difference.
+ */
+static int verify(const char *path, rbd_image_t img, const struct gantry_copier_dest *dst, uint64_t size,
+                  unsigned threads, struct gantry_error *err)
 {
-        struct verify v = { .img = img, .size = size };
+        struct verify v = { .img = img, .size = size,
+                            .sum = dst->object_size == VERIFY_CHUNK ? dst->checksum : NULL };
         pthread_t tids[GANTRY_COPIER_IN_FLIGHT_MAX];
         unsigned n = 0;
 
@@ -393,7 +409,7 @@ static int run(struct tgt_drainer *w, struct job *j, struct gantry_copier_progre
                         gantry_error_set(err, r, "opening %s and %s: %s", j->path, j->image, strerror(-r));
                         goto out;
                 }
-                if (o.verify)
+                if (ctx->durable->verify) /* inline, or the whole image once a resumed copy ends */
                         verify_by_checksum(dst, io, j);
         }
         if ((r = gantry_copier_copy_new(src, dst, &o, &copy)) < 0) {
@@ -425,7 +441,7 @@ static int run(struct tgt_drainer *w, struct job *j, struct gantry_copier_progre
                 goto out;
         }
         if (ctx->durable->verify && resumed &&
-            (r = verify(j->path, img, j->size, ctx->durable->in_flight, err)) < 0)
+            (r = verify(j->path, img, dst, j->size, ctx->durable->in_flight, err)) < 0)
                 j->position[0] = '\0';
         /* the point-in-time image a dataset volume is cloned from, and a restore reads */
         if (r == 0 && !restore && (r = rbd_snap_create(img, TGT_DRAINED_SNAP)) == -EEXIST)

@@ -184,6 +184,48 @@ class CheckpointDrainTest(TargetsTestCase):
         written = re.findall(r"event=target\.drain_complete .*image=%s .*written=(\d+)" % self.image_of(s), log)
         self.assertLessEqual(int(written[-1]), 48 * MiB - done)  # what was persisted is not copied again
 
+    def test_resumed_drain_checks_the_whole_image_by_checksum(self):
+        v = self.volume("pvc-drain-resume-bad")
+        want = self.write_checkpoint(v, "resume-bad", [(0, 24 * MiB)])
+        req = self.snapshot_req("snap-drain-resume-bad", v)
+        s = self.call("CreateSnapshot", req).snapshot
+        self.addCleanup(self.call, "DeleteSnapshot", csi_pb2.DeleteSnapshotRequest(snapshot_id=s.snapshot_id))
+        state_file = os.path.join(self.t.dir, "state.json")
+        deadline = time.monotonic() + 60
+        position = ""
+        while time.monotonic() < deadline and int(position.split(":")[0] or 0) < 1:  # until object 0 counts done
+            with open(state_file) as f:
+                st = json.load(f)
+            position = [b["drain"] for b in st["bdevs"].values() if "drain" in b][0].get("position", "")
+            time.sleep(0.1)
+        self.assertGreaterEqual(int(position.split(":")[0] or 0), 1)
+        self.t.kill9()
+        # object 0, done before the kill, changed while gantry-target is down (a plain librados
+        # write into the EC data pool): the resumed copy skips it, the whole-image check after it
+        # asks the OSDs for its checksum and finds it, and the drain starts over
+        prefix = env.rbd_info("perf", self.image_of(s))["block_name_prefix"]
+        io = env.admin_ioctx("perf", "ecdata")
+        try:
+            first = io.read(prefix + ".0000000000000000", 1)
+            io.write(prefix + ".0000000000000000", bytes([first[0] ^ 0x5a]), 0)
+        finally:
+            io.close()
+        self.t.start()
+        self.until_ready(req)
+        self.assertEqual(env.checksum("perf", self.image_of(s)), want)
+        with open(self.t.log) as f:
+            log = f.read()
+        image = self.image_of(s)
+        started = re.findall(r"event=target\.drain_started .*image=%s .*resume=(\S+)" % image, log)
+        self.assertEqual(len(started), 3, started)
+        self.assertEqual((started[0], started[2]), ("no", "no"))  # the start, and the start over
+        self.assertNotEqual(started[1], "no")  # the resumed run
+        failed = re.findall(r"event=target\.drain_failed .*image=%s .*error=\"([^\"]*)\"" % image, log)
+        self.assertEqual(len(failed), 1, failed)
+        self.assertRegex(failed[0], r"^verify: the image differs from \S+ at byte 0$")
+        checks = re.findall(r"event=target\.drain_verify .*image=%s check=(\S+)" % image, log)
+        self.assertEqual(checks, ["checksum"] * 3)
+
     def test_until_drained_frees_the_fast_copy(self):
         v = self.volume("pvc-drain-evict")
         want = self.write_checkpoint(v, "evict", [(MiB, 2 * MiB)])
