@@ -15,12 +15,13 @@
  * worker; the worker (one thread, drains run one after the other, oldest
  * first) copies, and the copier's persist callback writes the position into
  * the state file (atomically, like every change), so gantry-target killed
- * with kill -9 resumes from it at start. With the read-back check (the
- * durable tier's "verify") the copier reads each object back from the image
- * as soon as it is written and compares it with the file's bytes, so the
- * check overlaps the copy and the position counts only checked objects; a
- * resumed drain reads the whole image back once more after the copy (what
- * the run before wrote may predate any check). Only then is the state
+ * with kill -9 resumes from it at start. With the check (the durable tier's
+ * "verify") the copier checks each object as soon as it is written against
+ * the file's bytes, so the check overlaps the copy and the position counts
+ * only checked objects; a resumed drain checks the whole image once more
+ * after the copy (what the run before wrote may predate any check). Both
+ * ask the OSDs for each object's CRC-32C where the image allows it
+ * (copier/checksum.h), else read the object back. Only then is the state
  * "complete" (a mismatch: "failed", copied again from the start on the next
  * start). A failure leaves "failed" with
  * the error; the next bdev_lvol_start_drain (the snapshotter's next
