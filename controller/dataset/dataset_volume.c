@@ -7,9 +7,11 @@
  * CreateVolume follows the journal's order (journal.c): reserve the name
  * with the record (ready=0) in one operation, make the image (new, cloned
  * from a snapshot, or copied from a volume -- possibly in another cluster),
- * then mark the record ready. A retry finds the reservation by name and picks up where the last
- * attempt stopped; a half-made image (ready=0) is removed and made
- * again, so a crash anywhere leaves nothing behind once the CO retries.
+ * then mark the record ready. A retry finds the reservation by name and
+ * picks up where the last attempt stopped; a half-made image (ready=0) is
+ * removed and made again, so a crash anywhere leaves nothing behind once
+ * the CO retries. DeleteVolume of an empty volume removes its image while
+ * it reads the record (the volume ID says it is one: gantry_uuid_is_plain).
  *
  * A source in another cluster is not copied within the call: promotion.c
  * runs the copy in the background and CreateVolume answers ABORTED with its

@@ -30,6 +30,14 @@
  * pair costs three ordered journal round trips (reservation, ready, removal)
  * and one read, which DeleteVolume overlaps with the image's removal when
  * the uuid alone says the volume is empty (gantry_uuid_is_plain).
+ *
+ * What stays in order, and why: the reservation before the image (an image
+ * made first and a crash would leave it unknown to every retry); ready=1
+ * after the image (librbd makes an image in several steps, and only the
+ * record tells a whole one from a half-made one); the removal after the
+ * image's (else a crash would leave an image no record names). The read
+ * overlaps the removal only for an empty volume: any other may be a clone
+ * whose parent must be noted, or a copy's destination, before it goes.
  */
 #include <errno.h>
 #include <stdio.h>
