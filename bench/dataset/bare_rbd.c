@@ -7,10 +7,12 @@
  *
  * With "journal", each pair also does, with bare librados, the RADOS
  * operations the plugin's journal adds to an empty volume, in the same
- * order (journal.c): reserve the name in a directory object (omap compare +
- * set), make the image, write the record (ready=1); on delete read the
- * record, remove the image, the name (compare + remove) and the record. What the plugin costs beyond that is its own (gRPC, locks,
- * decoding): the figure tells the journal's share of the gap from the rest.
+ * order (journal.c): reserve the name with the record (ready=0) in the
+ * directory object (omap compare + set), make the image, mark the record
+ * ready; on delete read the record while the image is removed, then remove
+ * the name (compare) and the record in one operation. What the plugin
+ * costs beyond that is its own (gRPC, locks, decoding): the figure tells
+ * the journal's share of the gap from the rest.
  *
  * Prints one line: "ops=N concurrency=C p50_ms=… p99_ms=… ops_per_s=…
  * cpu_ms=… lat_ms=a,b,…", where an op is one create + remove pair, cpu_ms
@@ -42,70 +44,98 @@ struct bench {
 };
 
 #define DIR_OBJ "bench.volumes"
+#define NKEYS 8
 
-/* The record's keys, as many and about as long as the plugin's. */
-static int record_write(rados_ioctx_t io, const char *obj, const char *name, const char *image)
+/* The record's keys in the directory, as many and about as long as the plugin's. */
+static void record_keys(const char *uuid, char k[NKEYS][64], const char *keys[NKEYS],
+                        size_t kl[NKEYS])
 {
-        const char *keys[] = { "name", "image", "source", "fp", "dataPool", "size", "ready", "plain" };
-        const char *vals[] = { name, image, "",
-                               "cluster=perf;pool=rbd;dataPool=ecdata;features=layering;size=67108864;"
-                               "source=;fs=;mkfs=;map=",
-                               "ecdata", "67108864", "1", "1" };
-        size_t kl[8], vl[8];
-        rados_write_op_t op = rados_create_write_op();
-        int r;
+        static const char *const f[NKEYS] = { "name", "image", "source", "fp", "dataPool",
+                                              "size", "ready", "plain" };
 
-        for (int i = 0; i < 8; i++)
-                kl[i] = strlen(keys[i]), vl[i] = strlen(vals[i]);
-        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
-        rados_write_op_omap_set2(op, keys, vals, kl, vl, 8);
-        r = rados_write_op_operate(op, io, obj, NULL, 0);
-        rados_release_write_op(op);
-        return r;
+        for (int i = 0; i < NKEYS; i++) {
+                snprintf(k[i], 64, "\xf4\x8f\xbf\xbf%s.%s", uuid, f[i]);
+                keys[i] = k[i];
+                kl[i] = strlen(k[i]);
+        }
+}
+
+/* Adds the record (@ready) to @op. */
+static void record_set(rados_write_op_t op, const char *uuid, const char *name,
+                       const char *image, const char *ready)
+{
+        char k[NKEYS][64];
+        const char *keys[NKEYS];
+        const char *vals[NKEYS] = { name, image, "",
+                                    "cluster=perf;pool=rbd;dataPool=ecdata;features=layering;"
+                                    "size=67108864;source=;fs=;mkfs=;map=",
+                                    "ecdata", "67108864", ready, "1" };
+        size_t kl[NKEYS], vl[NKEYS];
+
+        record_keys(uuid, k, keys, kl);
+        for (int i = 0; i < NKEYS; i++)
+                vl[i] = strlen(vals[i]);
+        rados_write_op_omap_set2(op, keys, vals, kl, vl, NKEYS);
 }
 
 /* One pair with the journal's operations around it (see the top of the file). */
 static int journal_pair(struct bench *b, const char *name, rbd_image_options_t o)
 {
-        char uuid[40], image[64], obj[64];
-        const char *keys[1] = { name }, *vals[1] = { uuid };
-        size_t kl[1] = { strlen(name) }, vl[1];
+        char uuid[40], image[64], k[NKEYS][64];
+        const char *keys[NKEYS + 1], *vals[1] = { uuid };
+        size_t kl[NKEYS + 1], vl[1];
         rados_write_op_t op;
         rados_read_op_t rop;
+        rados_completion_t c;
         rados_omap_iter_t it = NULL;
-        unsigned char more;
-        int prval = 0, r;
+        int prval = 0, r, rr;
 
-        snprintf(uuid, sizeof(uuid), "%08x-0000-4000-8000-%012x", (unsigned)getpid(),
+        snprintf(uuid, sizeof(uuid), "%08x-0000-8000-8000-%012x", (unsigned)getpid(),
                  (unsigned)(strtoul(strrchr(name, '-') + 1, NULL, 10)));
         vl[0] = strlen(uuid);
         snprintf(image, sizeof(image), "%s", name);
-        snprintf(obj, sizeof(obj), "bench.volume.%s", uuid);
+        /* create: the name and the record (ready=0) in one op, the image, then ready=1 */
+        keys[0] = name;
+        kl[0] = strlen(name);
         op = rados_create_write_op();
         rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
         rados_write_op_omap_cmp(op, name, LIBRADOS_CMPXATTR_OP_EQ, "", 0, &prval);
         rados_write_op_omap_set2(op, keys, vals, kl, vl, 1);
+        record_set(op, uuid, name, image, "0");
+        r = rados_write_op_operate(op, b->io, DIR_OBJ, NULL, 0);
+        rados_release_write_op(op);
+        if (r < 0 || (r = rbd_create4(b->io, image, b->size, o)) < 0)
+                return r;
+        op = rados_create_write_op();
+        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+        record_set(op, uuid, name, image, "1");
         r = rados_write_op_operate(op, b->io, DIR_OBJ, NULL, 0);
         rados_release_write_op(op);
         if (r < 0)
                 return r;
-        if ((r = rbd_create4(b->io, image, b->size, o)) < 0 ||
-            (r = record_write(b->io, obj, name, image)) < 0)
-                return r;
+        /* delete: the record read while the image is removed, then name + record in one op */
+        record_keys(uuid, k, keys + 1, kl + 1);
         rop = rados_create_read_op();
-        rados_read_op_omap_get_vals2(rop, "", "", 32, &it, &more, &prval);
-        r = rados_read_op_operate(rop, b->io, obj, 0);
+        rados_read_op_omap_get_vals_by_keys2(rop, keys + 1, NKEYS, kl + 1, &it, &prval);
+        rados_aio_create_completion2(NULL, NULL, &c);
+        r = rados_aio_read_op_operate(rop, b->io, c, DIR_OBJ, 0);
+        rr = rbd_remove(b->io, image);
+        if (r == 0) {
+                rados_aio_wait_for_complete(c);
+                r = rados_aio_get_return_value(c);
+        }
         if (it)
                 rados_omap_get_end(it);
+        rados_aio_release(c);
         rados_release_read_op(rop);
-        if (r < 0 || (r = rbd_remove(b->io, image)) < 0)
+        if (r < 0 || (r = rr) < 0)
                 return r;
         op = rados_create_write_op();
         rados_write_op_omap_cmp(op, name, LIBRADOS_CMPXATTR_OP_EQ, uuid, strlen(uuid), &prval);
-        rados_write_op_omap_rm_keys2(op, keys, kl, 1);
+        rados_write_op_omap_rm_keys2(op, keys, kl, NKEYS + 1);
         r = rados_write_op_operate(op, b->io, DIR_OBJ, NULL, 0);
         rados_release_write_op(op);
-        return r < 0 ? r : rados_remove(b->io, obj);
+        return r;
 }
 
 static double now_ms(void)

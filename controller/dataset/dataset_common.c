@@ -109,6 +109,16 @@ int gantry_dataset_open_record(const struct gantry_config *config, const char *i
         return 1;
 }
 
+int gantry_dataset_check_name(const char *name, size_t size, struct gantry_error *err)
+{
+        if (strlen(name) >= size)
+                return gantry_error_set(err, EINVAL, "name: longer than %zu bytes", size - 1);
+        if (gantry_journal_check_name(name) < 0)
+                return gantry_error_set(err, EINVAL, "name: must not begin with U+10FFFF or an "
+                                        "invalid UTF-8 byte");
+        return 0;
+}
+
 void gantry_dataset_target_close(struct gantry_dataset_target *t)
 {
         gantry_ceph_ioctx_destroy(t->io);

@@ -43,6 +43,13 @@ int gantry_id_encode(const struct gantry_volume_ref *ref, char *buf, size_t size
 int gantry_id_decode(const char *id, struct gantry_volume_ref *ret_ref);
 /* A fresh random UUID (lower-case, 36 chars). */
 void gantry_uuid_generate(char out[GANTRY_UUID_LEN + 1]);
+/*
+ * A volume made empty (no content source) gets a uuid of version 8 instead
+ * of 4, its other bits as random: the volume ID alone then tells
+ * DeleteVolume that its short way applies (every earlier uuid is version 4).
+ */
+void gantry_uuid_mark_plain(char uuid[GANTRY_UUID_LEN + 1]);
+bool gantry_uuid_is_plain(const char *uuid);
 
 /* ---- StorageClass parameters (params.c) ---- */
 
@@ -139,33 +146,45 @@ struct gantry_journal_entry {
                                 * a clone of, "pool-id/namespace/image-id" (drained_trash.c) */
         bool plain;            /* volumes made empty (no content source): never a clone, never
                                 * copied into; false too in records older than the key */
+        bool legacy;           /* read from an earlier version's record object (journal.c) */
 };
 
+/*
+ * 0 when @name may be a CO name in the journal, -EINVAL when it begins with
+ * U+10FFFF or sorts after it (the directory's record keys begin so).
+ */
+int gantry_journal_check_name(const char *name);
 /* The uuid reserved for @name, or -ENOENT. */
 int gantry_journal_lookup_name(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
                                char uuid[GANTRY_UUID_LEN + 1]);
-/* Reserves @name -> @uuid in the directory (before anything else exists). */
+/*
+ * Reserves @name -> @uuid in the directory (-EEXIST when taken), and with it,
+ * in the same atomic operation, writes @e's record unless @e is NULL.
+ */
 int gantry_journal_reserve(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
-                           const char *uuid);
-/* Writes (idempotently) the per-object record. */
+                           const char *uuid, const struct gantry_journal_entry *e);
+/* Writes (idempotently) the record of @e: where it was read from (@e->legacy), else the directory. */
 int gantry_journal_write(rados_ioctx_t io, enum gantry_journal_kind kind,
                          const struct gantry_journal_entry *e);
-/*
- * The same write, started without waiting (so the image can be made
- * meanwhile): *@ret is the write in flight, which the caller must pass to
- * gantry_journal_write_end() exactly once; that waits for it and returns
- * its result (NULL: 0).
- */
-struct gantry_journal_pending;
-int gantry_journal_write_start(rados_ioctx_t io, enum gantry_journal_kind kind,
-                               const struct gantry_journal_entry *e, struct gantry_journal_pending **ret);
-int gantry_journal_write_end(struct gantry_journal_pending *w);
-/* Reads the per-object record of @uuid, or -ENOENT. */
+/* Reads the record of @uuid, or -ENOENT. */
 int gantry_journal_read(rados_ioctx_t io, enum gantry_journal_kind kind, const char *uuid,
                         struct gantry_journal_entry *ret);
-/* Removes the directory key (if it still maps to @uuid), then the record; each idempotent. */
-int gantry_journal_remove(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
-                          const char *uuid);
+/*
+ * The same read, started without waiting (so work that does not depend on
+ * it can run meanwhile): gantry_journal_read_end() must be called exactly
+ * once on *@ret; it waits and returns what gantry_journal_read() would.
+ */
+struct gantry_journal_reading;
+int gantry_journal_read_start(rados_ioctx_t io, enum gantry_journal_kind kind, const char *uuid,
+                              struct gantry_journal_reading **ret);
+int gantry_journal_read_end(struct gantry_journal_reading *rd, struct gantry_journal_entry *ret);
+/*
+ * Removes @e's record and its directory key (if that still maps to @e's
+ * uuid), in one atomic operation; an earlier version's record: the key,
+ * then the record object. Idempotent.
+ */
+int gantry_journal_remove(rados_ioctx_t io, enum gantry_journal_kind kind,
+                          const struct gantry_journal_entry *e);
 /*
  * Lists directory entries after @start_after (exclusive, "" from the start),
  * at most @max. Calls @fn(name, uuid, ctx) for each; *ret_more says if more exist.
@@ -209,6 +228,8 @@ int gantry_dataset_target_open_pool_id(const struct gantry_config *config, const
                                        int64_t pool_id, struct gantry_dataset_target *ret,
                                        struct gantry_error *err);
 void gantry_dataset_target_close(struct gantry_dataset_target *t);
+/* CreateVolume's or CreateSnapshot's name: shorter than @size, and one the journal can keep. */
+int gantry_dataset_check_name(const char *name, size_t size, struct gantry_error *err);
 /*
  * For the Delete calls: opens the pool of @id and reads its @kind record.
  * Returns 1 with @t open and @e filled, 0 when there is nothing to delete

@@ -84,7 +84,7 @@ static int reserve(rados_ioctx_t io, const char *name, const struct gantry_journ
                 r = gantry_journal_lookup_name(io, GANTRY_JOURNAL_SNAPSHOT, name, uuid);
                 if (r == -ENOENT) {
                         gantry_uuid_generate(uuid);
-                        r = gantry_journal_reserve(io, GANTRY_JOURNAL_SNAPSHOT, name, uuid);
+                        r = gantry_journal_reserve(io, GANTRY_JOURNAL_SNAPSHOT, name, uuid, NULL);
                         if (r == -EEXIST)
                                 continue;
                 }
@@ -141,8 +141,8 @@ int gantry_dataset_create_snapshot(struct gantry_csi_call *call,
         rbd_image_t img;
         int r;
 
-        if (strlen(req->name) >= sizeof(e.name))
-                return gantry_error_set(err, EINVAL, "name: longer than %zu bytes", sizeof(e.name) - 1);
+        if ((r = gantry_dataset_check_name(req->name, sizeof(e.name), err)) < 0)
+                return r;
         if ((r = check_parameters(req, err)) < 0)
                 return r;
         if (gantry_id_decode(req->source_volume_id, &ref) < 0)
@@ -247,7 +247,7 @@ int gantry_dataset_delete_snapshot(struct gantry_csi_call *call,
                 r = gantry_ceph_error(err, r, "remove snapshot", e.image);
                 goto out;
         }
-        r = gantry_journal_remove(t.io, GANTRY_JOURNAL_SNAPSHOT, e.name, e.uuid);
+        r = gantry_journal_remove(t.io, GANTRY_JOURNAL_SNAPSHOT, &e);
         if (r < 0) {
                 r = gantry_ceph_error(err, r, "remove journal of", req->snapshot_id);
                 goto out;

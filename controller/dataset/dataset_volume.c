@@ -4,13 +4,14 @@
  * erasure-coded pool (RBD_IMAGE_OPTION_DATA_POOL), metadata and journal in a
  * replicated one.
  *
- * CreateVolume follows the journal's order (journal.c): reserve the name,
- * write the record (ready=0; not for an empty volume, whose first record is
- * the ready one), make the image (new, cloned from a snapshot, or copied
- * from a volume -- possibly in another cluster), then mark the record
- * ready. A retry finds the reservation by name and picks up where the last
- * attempt stopped; a half-made image (ready=0) is removed and made
- * again, so a crash anywhere leaves nothing behind once the CO retries.
+ * CreateVolume follows the journal's order (journal.c): reserve the name
+ * with the record (ready=0) in one operation, make the image (new, cloned
+ * from a snapshot, or copied from a volume -- possibly in another cluster),
+ * then mark the record ready. A retry finds the reservation by name and
+ * picks up where the last attempt stopped; a half-made image (ready=0) is
+ * removed and made again, so a crash anywhere leaves nothing behind once
+ * the CO retries. DeleteVolume of an empty volume removes its image while
+ * it reads the record (the volume ID says it is one: gantry_uuid_is_plain).
  *
  * A source in another cluster is not copied within the call: promotion.c
  * runs the copy in the background and CreateVolume answers ABORTED with its
@@ -314,6 +315,21 @@ static int fingerprint(const struct gantry_dataset_params *p, uint64_t size, con
         return n < 0 || (size_t)n >= bufsize ? -ENAMETOOLONG : 0;
 }
 
+/* @e, the record (ready=0) of volume @name under @uuid. */
+static void new_record(struct gantry_journal_entry *e, const char *uuid, const char *name,
+                       const char *fp, const struct gantry_dataset_params *p, uint64_t size,
+                       bool plain)
+{
+        memset(e, 0, sizeof(*e));
+        memcpy(e->uuid, uuid, GANTRY_UUID_LEN + 1);
+        snprintf(e->name, sizeof(e->name), "%s", name);
+        gantry_dataset_image_name(uuid, e->image, sizeof(e->image));
+        snprintf(e->fingerprint, sizeof(e->fingerprint), "%s", fp);
+        snprintf(e->data_pool, sizeof(e->data_pool), "%s", p->data_pool ? p->data_pool : "");
+        e->size = size;
+        e->plain = plain;
+}
+
 /*
  * Reserves @name or finds its reservation; fills @e (record written, maybe
  * not ready). Returns 1 when this call made the reservation (nothing can
@@ -321,70 +337,54 @@ static int fingerprint(const struct gantry_dataset_params *p, uint64_t size, con
  */
 static int reserve(rados_ioctx_t io, const char *name, const char *fp,
                    const struct gantry_dataset_params *p, uint64_t size, bool plain,
-                   struct gantry_journal_entry *e, struct gantry_journal_pending **pending,
-                   struct gantry_error *err)
+                   struct gantry_journal_entry *e, struct gantry_error *err)
 {
         char uuid[GANTRY_UUID_LEN + 1];
-        int r, fresh = 0;
+        int r;
 
         for (int attempt = 0; attempt < 3; attempt++) {
                 /*
-                 * The reservation first: its compare makes it fail (-EEXIST)
-                 * when the name is taken, so a new name costs one round trip
-                 * instead of a lookup and then the reservation. Only a name
-                 * already reserved is looked up.
+                 * The reservation first, with the record (ready=0) in the
+                 * same operation: its compare makes it fail (-EEXIST) when
+                 * the name is taken, so a new name costs one round trip
+                 * instead of a lookup, the reservation and the record. Only a
+                 * name already reserved is looked up. An empty volume's uuid
+                 * says so (DeleteVolume's short way starts on the ID alone).
                  */
                 gantry_uuid_generate(uuid);
-                r = gantry_journal_reserve(io, GANTRY_JOURNAL_VOLUME, name, uuid);
+                if (plain)
+                        gantry_uuid_mark_plain(uuid);
+                new_record(e, uuid, name, fp, p, size, plain);
+                r = gantry_journal_reserve(io, GANTRY_JOURNAL_VOLUME, name, uuid, e);
                 if (r == 0)
-                        fresh = 1;
-                else if (r == -EEXIST) {
+                        return 1;
+                if (r == -EEXIST) {
                         r = gantry_journal_lookup_name(io, GANTRY_JOURNAL_VOLUME, name, uuid);
                         if (r == -ENOENT)
                                 continue; /* deleted since: reserve again */
                 }
                 if (r < 0)
                         return gantry_ceph_error(err, r, "reserve volume name", name);
-                /* a uuid made just now has no record yet: no read to make */
-                r = fresh ? -ENOENT : gantry_journal_read(io, GANTRY_JOURNAL_VOLUME, uuid, e);
+                r = gantry_journal_read(io, GANTRY_JOURNAL_VOLUME, uuid, e);
                 if (r == 0) {
                         if (strcmp(e->fingerprint, fp) != 0)
                                 return gantry_error_set(err, EEXIST,
                                                         "name: volume %s already exists with other "
                                                         "parameters, size or source",
                                                         name);
-                        return fresh;
+                        return 0;
                 }
                 if (r != -ENOENT)
                         return gantry_ceph_error(err, r, "read journal of", name);
-                /* reserved, but the record was never written: write it now */
-                memset(e, 0, sizeof(*e));
-                memcpy(e->uuid, uuid, sizeof(uuid));
-                snprintf(e->name, sizeof(e->name), "%s", name);
-                gantry_dataset_image_name(uuid, e->image, sizeof(e->image));
-                snprintf(e->fingerprint, sizeof(e->fingerprint), "%s", fp);
-                snprintf(e->data_pool, sizeof(e->data_pool), "%s", p->data_pool ? p->data_pool : "");
-                e->size = size;
-                e->plain = plain;
                 /*
-                 * A fresh reservation's record is written while the image is
-                 * made (the caller waits for both before ready=1): the image's
-                 * name comes from the uuid, so a crash in between leaves
-                 * nothing the name's reservation cannot find (the retry
-                 * writes the record and remakes the half-made image). An
-                 * empty volume's record is written once, ready: until then
-                 * nobody knows its uuid but the name, which finds it the
-                 * same way, and a record ready=0 would tell nothing more.
+                 * Reserved by an earlier version, whose record was written
+                 * apart (an empty volume's only once ready): the image, named
+                 * after the uuid, may be half made. Write the record now.
                  */
-                if (fresh && plain)
-                        r = 0;
-                else if (fresh)
-                        r = gantry_journal_write_start(io, GANTRY_JOURNAL_VOLUME, e, pending);
-                else
-                        r = gantry_journal_write(io, GANTRY_JOURNAL_VOLUME, e);
-                if (r < 0)
+                new_record(e, uuid, name, fp, p, size, plain);
+                if ((r = gantry_journal_write(io, GANTRY_JOURNAL_VOLUME, e)) < 0)
                         return gantry_ceph_error(err, r, "write journal of", name);
-                return fresh;
+                return 0;
         }
         return gantry_error_set(err, EBUSY, "name: volume %s is being created elsewhere", name);
 }
@@ -399,21 +399,18 @@ static int reserve(rados_ioctx_t io, const char *name, const char *fp,
 static int reserve_locked(rados_ioctx_t io, const char *name, const char *fp,
                           const struct gantry_dataset_params *p, uint64_t size, bool plain,
                           struct gantry_journal_entry *e, char *uuid_lock, size_t uuid_lock_size,
-                          struct gantry_journal_pending **pending, struct gantry_error *err)
+                          struct gantry_error *err)
 {
         char again[GANTRY_UUID_LEN + 1];
         int r, fresh;
 
         for (int attempt = 0; attempt < 3; attempt++) {
-                if ((fresh = reserve(io, name, fp, p, size, plain, e, pending, err)) < 0)
+                if ((fresh = reserve(io, name, fp, p, size, plain, e, err)) < 0)
                         return fresh;
                 snprintf(uuid_lock, uuid_lock_size, "volume:%s", e->uuid);
-                if (gantry_lock_try(uuid_lock) < 0) {
-                        gantry_journal_write_end(*pending);
-                        *pending = NULL;
+                if (gantry_lock_try(uuid_lock) < 0)
                         return gantry_error_set(err, EBUSY, "name: volume %s is busy (being "
                                                 "deleted?)", name);
-                }
                 /*
                  * A uuid this call reserved has not been answered to anyone:
                  * no DeleteVolume can know it, so nothing can have removed it
@@ -473,14 +470,13 @@ static int create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolu
         struct gantry_journal_entry e;
         char fp[512], name_lock[300], uuid_lock[64];
         bool name_locked = false, uuid_locked = false, fresh;
-        struct gantry_journal_pending *pending = NULL; /* a fresh record's write in flight */
         uint64_t size, have;
         Csi__V1__Volume *vol;
         int r;
 
         /* everything is checked before any side effect */
-        if (strlen(req->name) >= sizeof(e.name))
-                return gantry_error_set(err, EINVAL, "name: longer than %zu bytes", sizeof(e.name) - 1);
+        if ((r = gantry_dataset_check_name(req->name, sizeof(e.name), err)) < 0)
+                return r;
         if ((r = check_capabilities(req->volume_capabilities, req->n_volume_capabilities, err)) < 0)
                 return r;
         if ((r = gantry_params_parse_dataset((void *const *)req->parameters, req->n_parameters, &p, err)) < 0)
@@ -515,7 +511,7 @@ static int create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolu
                 goto out;
         }
         if ((r = reserve_locked(t.io, req->name, fp, &p, size, !s.id, &e, uuid_lock,
-                                sizeof(uuid_lock), &pending, err)) < 0)
+                                sizeof(uuid_lock), err)) < 0)
                 goto out;
         fresh = r == 1;
         uuid_locked = true;
@@ -530,13 +526,7 @@ static int create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolu
                 if (across) {
                         struct volume_in_making v = { .e = &e, .p = &p, .s = &s, .io = t.io,
                                                       .size = size };
-                        /* a copy starts only under a written record */
-                        r = gantry_journal_write_end(pending);
-                        pending = NULL;
-                        if (r < 0) {
-                                r = gantry_ceph_error(err, r, "write journal of", req->name);
-                                goto out; /* the retry writes the record again */
-                        }
+                        /* a copy starts only under a written record (reserve() wrote it) */
                         r = promote(&v, &keep, err); /* -EBUSY while the copy runs */
                         if (r == -EBUSY && gantry_promotion_running(e.uuid)) {
                                 memcpy(w->uuid, e.uuid, sizeof(w->uuid));
@@ -545,12 +535,6 @@ static int create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolu
                 } else if (fresh || (r = gantry_dataset_image_remove(t.io, e.image, true, err)) >= 0) {
                         keep = false;
                         r = make_image(t.io, e.image, e.uuid, size, &p, &s, err);
-                }
-                if (pending) { /* the record, written meanwhile */
-                        int rw = gantry_journal_write_end(pending);
-                        pending = NULL;
-                        if (rw < 0 && r >= 0)
-                                r = gantry_ceph_error(err, rw, "write journal of", req->name);
                 }
                 if (r < 0) {
                         if (!keep && r != -EBUSY) {
@@ -561,7 +545,7 @@ static int create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolu
                                                            &ignore) == 0 &&
                                       gantry_promotion_cancel(call->config, t.io, e.uuid, &ignore) == 0)) &&
                                     gantry_dataset_image_remove(t.io, e.image, true, &ignore) == 0)
-                                        gantry_journal_remove(t.io, GANTRY_JOURNAL_VOLUME, e.name, e.uuid);
+                                        gantry_journal_remove(t.io, GANTRY_JOURNAL_VOLUME, &e);
                         }
                         goto out;
                 }
@@ -584,7 +568,6 @@ static int create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolu
         resp->volume = vol;
         r = 0;
 out:
-        gantry_journal_write_end(pending); /* only when an error came first */
         if (uuid_locked)
                 gantry_lock_release(uuid_lock);
         if (name_locked)
@@ -627,10 +610,47 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
         return create_volume(call, req, resp, &w, err);
 }
 
+/*
+ * DeleteVolume's short way for a volume whose uuid says it was made empty
+ * (gantry_uuid_is_plain): its image is named after the uuid, and it is no
+ * clone and no copy's destination, so librbd removes it while the record is
+ * read, not after. Returns 2 when the image is gone (the record in @e is
+ * left to remove), 1 with @e read when the long way must follow (librbd
+ * refused: watched, snapshots, a half-made image), 0 when there is nothing
+ * to delete, or -errno; @t is open unless 0 or -errno came before it.
+ */
+static int remove_plain(struct gantry_csi_call *call, const Csi__V1__DeleteVolumeRequest *req,
+                        struct gantry_dataset_target *t, struct gantry_journal_entry *e,
+                        struct gantry_error *err)
+{
+        struct gantry_journal_reading *rd;
+        char image[128];
+        int r, removed;
+
+        r = gantry_dataset_target_open(call->config, req->volume_id, "volume_id",
+                                       (void *const *)req->secrets, req->n_secrets, t, err);
+        if (r == -ENOENT) /* the pool is gone, and what it held with it */
+                return 0;
+        if (r < 0)
+                return r;
+        if ((r = gantry_journal_read_start(t->io, GANTRY_JOURNAL_VOLUME, t->ref.uuid, &rd)) < 0)
+                return gantry_ceph_error(err, r, "read journal of", req->volume_id);
+        gantry_dataset_image_name(t->ref.uuid, image, sizeof(image));
+        removed = rbd_remove(t->io, image);
+        r = gantry_journal_read_end(rd, e);
+        if (r == -ENOENT) /* no record: deleted already (and no image either) */
+                return 0;
+        if (r < 0)
+                return gantry_ceph_error(err, r, "read journal of", req->volume_id);
+        if (e->plain && strcmp(e->image, image) == 0 && (removed == 0 || removed == -ENOENT))
+                return 2;
+        return 1;
+}
+
 int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__DeleteVolumeRequest *req,
                                  struct gantry_error *err)
 {
-        struct gantry_dataset_target t;
+        struct gantry_dataset_target t = { 0 };
         struct gantry_journal_entry e;
         struct gantry_volume_ref ref;
         rbd_image_t img = NULL;
@@ -645,8 +665,14 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
         if (gantry_lock_try(lock) < 0)
                 return gantry_error_set(err, EBUSY, "volume_id: an operation on %s is in progress",
                                         req->volume_id);
-        r = gantry_dataset_open_record(call->config, req->volume_id, "volume_id", GANTRY_JOURNAL_VOLUME,
-                                       (void *const *)req->secrets, req->n_secrets, &t, &e, err);
+        if (gantry_uuid_is_plain(ref.uuid))
+                r = remove_plain(call, req, &t, &e, err);
+        else
+                r = gantry_dataset_open_record(call->config, req->volume_id, "volume_id",
+                                               GANTRY_JOURNAL_VOLUME, (void *const *)req->secrets,
+                                               req->n_secrets, &t, &e, err);
+        if (r == 2)
+                goto removed;
         if (r <= 0)
                 goto out;
         /*
@@ -654,9 +680,9 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
          * destination (nothing to cancel): librbd's removal alone, which refuses
          * a watched image or one with snapshots before it removes anything. On
          * a refusal the long way below names the reason (and purges our own
-         * leftover snapshots).
+         * leftover snapshots). An empty volume of this version tried it already.
          */
-        if (e.plain && e.ready && rbd_remove(t.io, e.image) == 0)
+        if (!gantry_uuid_is_plain(e.uuid) && e.plain && e.ready && rbd_remove(t.io, e.image) == 0)
                 goto removed;
         /* one read-only open of the image serves the note, the checks and the leftovers' count */
         if ((r = gantry_dataset_image_open(t.io, e.image, e.ready, &img, err)) < 0)
@@ -686,7 +712,7 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
         if (r < 0 || (r = gantry_drained_parent_purge(call->config, t.cluster->cluster_id, &e, err)) < 0)
                 goto out;
 removed:
-        r = gantry_journal_remove(t.io, GANTRY_JOURNAL_VOLUME, e.name, e.uuid);
+        r = gantry_journal_remove(t.io, GANTRY_JOURNAL_VOLUME, &e);
         if (r < 0) {
                 r = gantry_ceph_error(err, r, "remove journal of", req->volume_id);
                 goto out;

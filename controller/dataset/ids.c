@@ -37,6 +37,16 @@ void gantry_uuid_generate(char out[GANTRY_UUID_LEN + 1])
                  b[15]);
 }
 
+void gantry_uuid_mark_plain(char uuid[GANTRY_UUID_LEN + 1])
+{
+        uuid[14] = '8';
+}
+
+bool gantry_uuid_is_plain(const char *uuid)
+{
+        return strlen(uuid) == GANTRY_UUID_LEN && uuid[14] == '8';
+}
+
 static int is_uuid(const char *s)
 {
         if (strlen(s) != GANTRY_UUID_LEN)

@@ -1,26 +1,43 @@
 /*
  * The provisioning journal, kept in RADOS omap next to the images.
  *
- * Two kinds of objects per pool and kind (volumes, snapshots):
- *   gantry.volumes            directory: omap key = the CO's name, value = uuid
- *   gantry.volume.<uuid>      record: omap keys name, image, source, fp,
- *                             dataPool, size, ready, parent (only
- *                             written by a DeleteVolume that found a drained
- *                             checkpoint image as its clone parent), and
- *                             plain = "1" for a volume made empty (no
- *                             content source: DeleteVolume's short way)
+ * One directory object per pool and kind (volumes, snapshots),
+ * gantry.volumes / gantry.snapshots, holds in its omap both
+ *   <name>                    the CO's name -> uuid: the reservation
+ *   U+10FFFF <uuid>.<field>   the record of uuid, one key per field: name,
+ *                             image, source, fp, dataPool, size, ready,
+ *                             parent (only written by a DeleteVolume that
+ *                             found a drained checkpoint image as its clone
+ *                             parent), and plain = "1" for a volume made
+ *                             empty (no content source)
+ * The record keys begin with U+10FFFF, a noncharacter no CO name may begin
+ * with (gantry_journal_check_name): they sort after every name, so a listing
+ * of the names stops at the first of them. Records written by earlier
+ * versions sit in their own objects, gantry.volume.<uuid> (same fields,
+ * without the prefix): they are still read (after a miss in the directory),
+ * rewritten in place and removed; new records never go there.
  *
- * The directory entry is the reservation: it is written (atomically, with an
- * omap compare so two plugins can never reserve one name twice) before the
- * record, and the record before the image is marked ready (a fresh
- * reservation's record is written while the image is made: the image is
- * named after the uuid, so the name finds it either way; an empty volume's
- * record is written only once, ready, after its image: a name without a
- * record is a reservation whose image may be half made). Whatever step a
- * crash interrupts, the retry of the same request finds the uuid by name and
- * finishes the job; DeleteVolume removes the image, then the directory key, then the record
- * (which the retry finds by the uuid in the volume ID). No step leaves
- * anything a retry cannot find.
+ * Why one object: the reservation and the record are written by one atomic
+ * operation, and removed by another, so they are never apart. CreateVolume
+ * reserves the name and writes the record (ready=0) in one round trip before
+ * the image is made (the image is named after the uuid: a retry finds both by
+ * the name), then marks the record ready. DeleteVolume reads the record,
+ * removes the image, then the name and the record together (the name only
+ * if it still maps to this uuid). Whatever step a crash interrupts, the
+ * retry of the same request finds the uuid by name, or the record by the
+ * uuid in the volume ID, and finishes the job: no step leaves anything a
+ * retry cannot find, and no window where a name outlives its record. Each
+ * pair costs three ordered journal round trips (reservation, ready, removal)
+ * and one read, which DeleteVolume overlaps with the image's removal when
+ * the uuid alone says the volume is empty (gantry_uuid_is_plain).
+ *
+ * What stays in order, and why: the reservation before the image (an image
+ * made first and a crash would leave it unknown to every retry); ready=1
+ * after the image (librbd makes an image in several steps, and only the
+ * record tells a whole one from a half-made one); the removal after the
+ * image's (else a crash would leave an image no record names). The read
+ * overlaps the removal only for an empty volume: any other may be a clone
+ * whose parent must be noted, or a copy's destination, before it goes.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -29,15 +46,43 @@
 
 #include "dataset_internal.h"
 
+/* U+10FFFF in UTF-8: the first bytes of every record key in a directory */
+#define RECORD_PREFIX "\xf4\x8f\xbf\xbf"
+#define RECORD_PREFIX_LEN 4
+#define N_FIELDS 9
+#define KEY_MAX (RECORD_PREFIX_LEN + GANTRY_UUID_LEN + 16)
+
+static const char *const fields[N_FIELDS] = { "name", "image", "source", "fp", "dataPool",
+                                              "size", "ready", "parent", "plain" };
+
 static const char *dir_object(enum gantry_journal_kind kind)
 {
         return kind == GANTRY_JOURNAL_VOLUME ? "gantry.volumes" : "gantry.snapshots";
 }
 
-static void record_object(enum gantry_journal_kind kind, const char *uuid, char *buf, size_t size)
+/* The object of a record written by an earlier version. */
+static void legacy_object(enum gantry_journal_kind kind, const char *uuid, char *buf, size_t size)
 {
         snprintf(buf, size, "%s.%s", kind == GANTRY_JOURNAL_VOLUME ? "gantry.volume" : "gantry.snapshot",
                  uuid);
+}
+
+/* The directory key of @uuid's @field. */
+static void record_key(const char *uuid, const char *field, char buf[KEY_MAX])
+{
+        snprintf(buf, KEY_MAX, RECORD_PREFIX "%s.%s", uuid, field);
+}
+
+/* Whether directory key @k (@len bytes) is a record's rather than a name. */
+static bool is_record_key(const char *k, size_t len)
+{
+        return len >= RECORD_PREFIX_LEN && memcmp(k, RECORD_PREFIX, RECORD_PREFIX_LEN) >= 0;
+}
+
+int gantry_journal_check_name(const char *name)
+{
+        /* strncmp compares as unsigned char: a name sorting from the prefix on is refused */
+        return strncmp(name, RECORD_PREFIX, RECORD_PREFIX_LEN) >= 0 ? -EINVAL : 0;
 }
 
 int gantry_journal_lookup_name(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
@@ -72,8 +117,53 @@ int gantry_journal_lookup_name(rados_ioctx_t io, enum gantry_journal_kind kind, 
         return r;
 }
 
+/*
+ * @e's fields as keys (@prefixed: the directory's, else a legacy object's)
+ * and values, into @keys/@vals (lengths too); returns how many. parent and
+ * plain only when there is one, and when true. @kbuf and @size hold what the
+ * arrays point to.
+ */
+static int record_kv(const struct gantry_journal_entry *e, bool prefixed,
+                     char kbuf[N_FIELDS][KEY_MAX], char size[32], const char *keys[N_FIELDS],
+                     const char *vals[N_FIELDS], size_t key_lens[N_FIELDS],
+                     size_t val_lens[N_FIELDS])
+{
+        const char *v[N_FIELDS] = { e->name, e->image, e->source, e->fingerprint, e->data_pool,
+                                    size, e->ready ? "1" : "0", e->parent, "1" };
+        int n = 0;
+
+        snprintf(size, 32, "%llu", (unsigned long long)e->size);
+        for (int i = 0; i < N_FIELDS; i++) {
+                if ((i == 7 && !e->parent[0]) || (i == 8 && !e->plain))
+                        continue;
+                if (prefixed) {
+                        record_key(e->uuid, fields[i], kbuf[n]);
+                        keys[n] = kbuf[n];
+                } else {
+                        keys[n] = fields[i];
+                }
+                vals[n] = v[i];
+                key_lens[n] = strlen(keys[n]);
+                val_lens[n] = strlen(vals[n]);
+                n++;
+        }
+        return n;
+}
+
+/* Adds to @op the omap keys of @e's record (@prefixed: in the directory). */
+static void record_set(rados_write_op_t op, const struct gantry_journal_entry *e, bool prefixed)
+{
+        char kbuf[N_FIELDS][KEY_MAX], size[32];
+        const char *keys[N_FIELDS], *vals[N_FIELDS];
+        size_t key_lens[N_FIELDS], val_lens[N_FIELDS];
+        int n = record_kv(e, prefixed, kbuf, size, keys, vals, key_lens, val_lens);
+
+        /* the keys and values are copied into the op here */
+        rados_write_op_omap_set2(op, keys, vals, key_lens, val_lens, (size_t)n);
+}
+
 int gantry_journal_reserve(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
-                           const char *uuid)
+                           const char *uuid, const struct gantry_journal_entry *e)
 {
         rados_write_op_t op = rados_create_write_op();
         const char *keys[1] = { name }, *vals[1] = { uuid };
@@ -86,98 +176,29 @@ int gantry_journal_reserve(rados_ioctx_t io, enum gantry_journal_kind kind, cons
         /* a missing key compares as empty: the name must be free */
         rados_write_op_omap_cmp(op, name, LIBRADOS_CMPXATTR_OP_EQ, "", 0, &prval);
         rados_write_op_omap_set2(op, keys, vals, key_lens, val_lens, 1);
+        if (e)
+                record_set(op, e, true);
         r = rados_write_op_operate(op, io, dir_object(kind), NULL, 0);
         rados_release_write_op(op);
         return r == -ECANCELED ? -EEXIST : r;
-}
-
-/* The write op of @e's record (created when missing), ready to operate on @obj. */
-static rados_write_op_t record_op(enum gantry_journal_kind kind, const struct gantry_journal_entry *e,
-                                  char obj[64])
-{
-        char size[32];
-        const char *keys[9] = { "name", "image", "source", "fp", "dataPool", "size", "ready" };
-        const char *vals[9] = { e->name, e->image, e->source, e->fingerprint, e->data_pool, size,
-                                e->ready ? "1" : "0" };
-        int n = 7;
-        size_t key_lens[9], val_lens[9];
-        rados_write_op_t op;
-
-        /* parent and plain: only when there is one, and when true */
-        if (e->parent[0])
-                keys[n] = "parent", vals[n++] = e->parent;
-        if (e->plain)
-                keys[n] = "plain", vals[n++] = "1";
-        snprintf(size, sizeof(size), "%llu", (unsigned long long)e->size);
-        for (int i = 0; i < n; i++) {
-                key_lens[i] = strlen(keys[i]);
-                val_lens[i] = strlen(vals[i]);
-        }
-        record_object(kind, e->uuid, obj, 64);
-        op = rados_create_write_op();
-        if (!op)
-                return NULL;
-        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
-        /* the keys and values are copied into the op here: @e may change after */
-        rados_write_op_omap_set2(op, keys, vals, key_lens, val_lens, (size_t)n);
-        return op;
 }
 
 int gantry_journal_write(rados_ioctx_t io, enum gantry_journal_kind kind,
                          const struct gantry_journal_entry *e)
 {
         char obj[64];
-        rados_write_op_t op = record_op(kind, e, obj);
+        rados_write_op_t op = rados_create_write_op();
         int r;
 
         if (!op)
                 return -ENOMEM;
-        r = rados_write_op_operate(op, io, obj, NULL, 0);
+        /* a record stays where it is: an earlier version's in its object */
+        if (e->legacy)
+                legacy_object(kind, e->uuid, obj, sizeof(obj));
+        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+        record_set(op, e, !e->legacy);
+        r = rados_write_op_operate(op, io, e->legacy ? obj : dir_object(kind), NULL, 0);
         rados_release_write_op(op);
-        return r;
-}
-
-struct gantry_journal_pending {
-        rados_write_op_t op;
-        rados_completion_t c;
-};
-
-int gantry_journal_write_start(rados_ioctx_t io, enum gantry_journal_kind kind,
-                               const struct gantry_journal_entry *e, struct gantry_journal_pending **ret)
-{
-        struct gantry_journal_pending *w = calloc(1, sizeof(*w));
-        char obj[64];
-        int r;
-
-        if (!w)
-                return -ENOMEM;
-        if (!(w->op = record_op(kind, e, obj))) {
-                free(w);
-                return -ENOMEM;
-        }
-        if ((r = rados_aio_create_completion2(NULL, NULL, &w->c)) < 0 ||
-            (r = rados_aio_write_op_operate(w->op, io, w->c, obj, NULL, 0)) < 0) {
-                if (w->c)
-                        rados_aio_release(w->c);
-                rados_release_write_op(w->op);
-                free(w);
-                return r;
-        }
-        *ret = w;
-        return 0;
-}
-
-int gantry_journal_write_end(struct gantry_journal_pending *w)
-{
-        int r;
-
-        if (!w)
-                return 0;
-        rados_aio_wait_for_complete(w->c);
-        r = rados_aio_get_return_value(w->c);
-        rados_aio_release(w->c);
-        rados_release_write_op(w->op);
-        free(w);
         return r;
 }
 
@@ -189,92 +210,231 @@ static void copy_value(char *dst, size_t size, const char *v, size_t len)
         dst[len] = '\0';
 }
 
-int gantry_journal_read(rados_ioctx_t io, enum gantry_journal_kind kind, const char *uuid,
-                        struct gantry_journal_entry *ret)
+/* Fills @e's field @f (@k without any prefix) from @v; 1 when it is the name, else 0. */
+static int apply_field(struct gantry_journal_entry *e, const char *f, const char *v, size_t vlen)
 {
-        struct gantry_journal_entry e = { 0 };
-        rados_read_op_t op;
+        char num[32];
+
+        if (strcmp(f, "name") == 0) {
+                copy_value(e->name, sizeof(e->name), v, vlen);
+                return 1;
+        }
+        if (strcmp(f, "image") == 0)
+                copy_value(e->image, sizeof(e->image), v, vlen);
+        else if (strcmp(f, "source") == 0)
+                copy_value(e->source, sizeof(e->source), v, vlen);
+        else if (strcmp(f, "fp") == 0)
+                copy_value(e->fingerprint, sizeof(e->fingerprint), v, vlen);
+        else if (strcmp(f, "dataPool") == 0)
+                copy_value(e->data_pool, sizeof(e->data_pool), v, vlen);
+        else if (strcmp(f, "parent") == 0)
+                copy_value(e->parent, sizeof(e->parent), v, vlen);
+        else if (strcmp(f, "size") == 0) {
+                copy_value(num, sizeof(num), v, vlen);
+                e->size = strtoull(num, NULL, 10);
+        } else if (strcmp(f, "ready") == 0)
+                e->ready = vlen == 1 && v[0] == '1';
+        else if (strcmp(f, "plain") == 0)
+                e->plain = vlen == 1 && v[0] == '1';
+        return 0;
+}
+
+/*
+ * Reads the fields of @iter into @e (@skip: the bytes of each key before the
+ * field's name); 0 when the name was among them, else -ENOENT.
+ */
+static int parse_record(rados_omap_iter_t iter, size_t skip, struct gantry_journal_entry *e)
+{
+        char *k, *v;
+        size_t klen, vlen;
+        int named = 0;
+
+        while (rados_omap_get_next2(iter, &k, &v, &klen, &vlen) == 0 && k)
+                if (v && klen > skip)
+                        named |= apply_field(e, k + skip, v, vlen);
+        return named && e->name[0] ? 0 : -ENOENT;
+}
+
+/* The record of @uuid in an earlier version's object, or -ENOENT. */
+static int read_legacy(rados_ioctx_t io, enum gantry_journal_kind kind, const char *uuid,
+                       struct gantry_journal_entry *e)
+{
+        rados_read_op_t op = rados_create_read_op();
         rados_omap_iter_t iter = NULL;
         unsigned char more = 0;
-        int prval = 0, r, found = 0;
-        char obj[64], *k, *v, num[32];
-        size_t klen, vlen;
+        int prval = 0, r;
+        char obj[64];
 
-        record_object(kind, uuid, obj, sizeof(obj));
-        op = rados_create_read_op();
         if (!op)
                 return -ENOMEM;
+        legacy_object(kind, uuid, obj, sizeof(obj));
         rados_read_op_omap_get_vals2(op, "", "", 32, &iter, &more, &prval);
         r = rados_read_op_operate(op, io, obj, 0);
         if (r >= 0 && prval < 0)
                 r = prval;
-        while (r >= 0 && rados_omap_get_next2(iter, &k, &v, &klen, &vlen) == 0 && k) {
-                found = 1;
-                if (!v)
-                        continue;
-                if (strcmp(k, "name") == 0)
-                        copy_value(e.name, sizeof(e.name), v, vlen);
-                else if (strcmp(k, "image") == 0)
-                        copy_value(e.image, sizeof(e.image), v, vlen);
-                else if (strcmp(k, "source") == 0)
-                        copy_value(e.source, sizeof(e.source), v, vlen);
-                else if (strcmp(k, "fp") == 0)
-                        copy_value(e.fingerprint, sizeof(e.fingerprint), v, vlen);
-                else if (strcmp(k, "dataPool") == 0)
-                        copy_value(e.data_pool, sizeof(e.data_pool), v, vlen);
-                else if (strcmp(k, "parent") == 0)
-                        copy_value(e.parent, sizeof(e.parent), v, vlen);
-                else if (strcmp(k, "size") == 0) {
-                        copy_value(num, sizeof(num), v, vlen);
-                        e.size = strtoull(num, NULL, 10);
-                } else if (strcmp(k, "ready") == 0)
-                        e.ready = vlen == 1 && v[0] == '1';
-                else if (strcmp(k, "plain") == 0)
-                        e.plain = vlen == 1 && v[0] == '1';
-        }
+        if (r >= 0)
+                r = parse_record(iter, 0, e);
         if (iter)
                 rados_omap_get_end(iter);
         rados_release_read_op(op);
-        if (r < 0)
+        e->legacy = true;
+        return r;
+}
+
+struct gantry_journal_reading {
+        rados_ioctx_t io;
+        enum gantry_journal_kind kind;
+        char uuid[GANTRY_UUID_LEN + 1];
+        rados_read_op_t op;
+        rados_completion_t c;
+        rados_omap_iter_t iter;
+        int prval;
+};
+
+int gantry_journal_read_start(rados_ioctx_t io, enum gantry_journal_kind kind, const char *uuid,
+                              struct gantry_journal_reading **ret)
+{
+        struct gantry_journal_reading *rd = calloc(1, sizeof(*rd));
+        char kbuf[N_FIELDS][KEY_MAX];
+        const char *keys[N_FIELDS];
+        size_t key_lens[N_FIELDS];
+        int r;
+
+        if (!rd)
+                return -ENOMEM;
+        rd->io = io;
+        rd->kind = kind;
+        snprintf(rd->uuid, sizeof(rd->uuid), "%s", uuid);
+        for (int i = 0; i < N_FIELDS; i++) {
+                record_key(uuid, fields[i], kbuf[i]);
+                keys[i] = kbuf[i];
+                key_lens[i] = strlen(kbuf[i]);
+        }
+        if (!(rd->op = rados_create_read_op())) {
+                free(rd);
+                return -ENOMEM;
+        }
+        rados_read_op_omap_get_vals_by_keys2(rd->op, keys, N_FIELDS, key_lens, &rd->iter, &rd->prval);
+        if ((r = rados_aio_create_completion2(NULL, NULL, &rd->c)) < 0 ||
+            (r = rados_aio_read_op_operate(rd->op, io, rd->c, dir_object(kind), 0)) < 0) {
+                if (rd->c)
+                        rados_aio_release(rd->c);
+                rados_release_read_op(rd->op);
+                free(rd);
                 return r;
-        if (!found || !e.name[0])
-                return -ENOENT;
-        memcpy(e.uuid, uuid, GANTRY_UUID_LEN + 1);
-        *ret = e;
+        }
+        *ret = rd;
         return 0;
 }
 
-int gantry_journal_remove(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
-                          const char *uuid)
+int gantry_journal_read_end(struct gantry_journal_reading *rd, struct gantry_journal_entry *ret)
+{
+        struct gantry_journal_entry e = { 0 };
+        int r;
+
+        rados_aio_wait_for_complete(rd->c);
+        r = rados_aio_get_return_value(rd->c);
+        if (r >= 0 && rd->prval < 0)
+                r = rd->prval;
+        if (r >= 0)
+                r = parse_record(rd->iter, RECORD_PREFIX_LEN + GANTRY_UUID_LEN + 1, &e);
+        if (rd->iter)
+                rados_omap_get_end(rd->iter);
+        rados_aio_release(rd->c);
+        rados_release_read_op(rd->op);
+        /* not in the directory (or no directory yet): maybe an earlier version's record */
+        if (r == -ENOENT)
+                r = read_legacy(rd->io, rd->kind, rd->uuid, &e);
+        if (r == 0) {
+                memcpy(e.uuid, rd->uuid, GANTRY_UUID_LEN + 1);
+                *ret = e;
+        }
+        free(rd);
+        return r;
+}
+
+int gantry_journal_read(rados_ioctx_t io, enum gantry_journal_kind kind, const char *uuid,
+                        struct gantry_journal_entry *ret)
+{
+        struct gantry_journal_reading *rd;
+        int r = gantry_journal_read_start(io, kind, uuid, &rd);
+
+        return r < 0 ? r : gantry_journal_read_end(rd, ret);
+}
+
+/* An earlier version's record: the directory key first, then the record object. */
+static int remove_legacy(rados_ioctx_t io, enum gantry_journal_kind kind,
+                         const struct gantry_journal_entry *e)
 {
         char obj[64];
         int r, prval = 0;
         rados_write_op_t op;
-        const char *keys[1] = { name };
-        size_t key_lens[1];
+        const char *keys[1] = { e->name };
+        size_t key_lens[1] = { strlen(e->name) };
 
         /*
-         * The directory key first, the record second: a crash between leaves a
-         * record found by uuid, so the retried delete finishes (its compare
-         * then fails harmlessly). The other order would leave a name key that
-         * no retry can find.
+         * A crash between leaves a record found by uuid, so the retried
+         * delete finishes (its compare then fails harmlessly). The other
+         * order would leave a name key that no retry can find.
          */
-        if (name && *name) {
-                key_lens[0] = strlen(name);
+        if (e->name[0]) {
                 op = rados_create_write_op();
                 if (!op)
                         return -ENOMEM;
                 /* only if the name still maps to this uuid (never drop another's reservation) */
-                rados_write_op_omap_cmp(op, name, LIBRADOS_CMPXATTR_OP_EQ, uuid, strlen(uuid), &prval);
+                rados_write_op_omap_cmp(op, e->name, LIBRADOS_CMPXATTR_OP_EQ, e->uuid,
+                                        strlen(e->uuid), &prval);
                 rados_write_op_omap_rm_keys2(op, keys, key_lens, 1);
                 r = rados_write_op_operate(op, io, dir_object(kind), NULL, 0);
                 rados_release_write_op(op);
                 if (r < 0 && r != -ECANCELED && r != -ENOENT)
                         return r;
         }
-        record_object(kind, uuid, obj, sizeof(obj));
+        legacy_object(kind, e->uuid, obj, sizeof(obj));
         r = rados_remove(io, obj);
         return r == -ENOENT ? 0 : r;
+}
+
+/* One atomic removal of the record of @e and, @with_name, of its name (if it maps to it). */
+static int remove_once(rados_ioctx_t io, enum gantry_journal_kind kind,
+                       const struct gantry_journal_entry *e, bool with_name)
+{
+        char kbuf[N_FIELDS][KEY_MAX];
+        const char *keys[N_FIELDS + 1];
+        size_t key_lens[N_FIELDS + 1];
+        int n = 0, prval = 0, r;
+        rados_write_op_t op = rados_create_write_op();
+
+        if (!op)
+                return -ENOMEM;
+        if (with_name) {
+                /* only if the name still maps to this uuid (never drop another's reservation) */
+                rados_write_op_omap_cmp(op, e->name, LIBRADOS_CMPXATTR_OP_EQ, e->uuid,
+                                        strlen(e->uuid), &prval);
+                keys[n] = e->name;
+                key_lens[n++] = strlen(e->name);
+        }
+        for (int i = 0; i < N_FIELDS; i++) {
+                record_key(e->uuid, fields[i], kbuf[i]);
+                keys[n] = kbuf[i];
+                key_lens[n++] = strlen(kbuf[i]);
+        }
+        rados_write_op_omap_rm_keys2(op, keys, key_lens, (size_t)n);
+        r = rados_write_op_operate(op, io, dir_object(kind), NULL, 0);
+        rados_release_write_op(op);
+        return r == -ENOENT ? 0 : r;
+}
+
+int gantry_journal_remove(rados_ioctx_t io, enum gantry_journal_kind kind,
+                          const struct gantry_journal_entry *e)
+{
+        int r;
+
+        if (e->legacy)
+                return remove_legacy(io, kind, e);
+        /* the name went already, or maps to another uuid: the record alone */
+        r = remove_once(io, kind, e, e->name[0] != '\0');
+        return r == -ECANCELED ? remove_once(io, kind, e, false) : r;
 }
 
 int gantry_journal_list(rados_ioctx_t io, enum gantry_journal_kind kind, const char *start_after,
@@ -299,6 +459,10 @@ int gantry_journal_list(rados_ioctx_t io, enum gantry_journal_kind kind, const c
                 more = 0;
         } else {
                 while (r >= 0 && rados_omap_get_next2(iter, &k, &v, &klen, &vlen) == 0 && k) {
+                        if (is_record_key(k, klen)) {
+                                more = 0; /* the records sort after every name */
+                                break;
+                        }
                         if (!v || vlen != GANTRY_UUID_LEN)
                                 continue;
                         memcpy(uuid, v, GANTRY_UUID_LEN);

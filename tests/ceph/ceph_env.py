@@ -98,13 +98,13 @@ def admin_ioctx(cluster="perf", pool="rbd"):
     return _admins[cluster].open_ioctx(pool)
 
 
-def omap_all(io, obj):
+def omap_all(io, obj, prefix=""):
     import rados
     out = {}
     after = ""
     while True:
         with rados.ReadOpCtx() as op:
-            it, _ = io.get_omap_vals(op, after, "", 1000)
+            it, _ = io.get_omap_vals(op, after, prefix, 1000)
             try:
                 io.operate_read_op(op, obj)
             except rados.ObjectNotFound:
@@ -117,23 +117,48 @@ def omap_all(io, obj):
         after = page[-1][0]
 
 
+# The first character of the journal's record keys in its directory object
+# (controller/dataset/journal.c): "<RECORD><uuid>.<field>", after every name.
+RECORD = "\U0010ffff"
+
+
 def journal(cluster="perf", pool="rbd", kind="volume"):
-    """{name: uuid} of the journal directory, and the set of record uuids."""
+    """{name: uuid} of the journal directory, and the set of record uuids
+    (in the directory, and in the objects of earlier versions)."""
     io = admin_ioctx(cluster, pool)
     try:
-        directory = omap_all(io, "gantry.%ss" % kind)
+        keys = omap_all(io, "gantry.%ss" % kind)
+        directory = {k: v for k, v in keys.items() if not k.startswith(RECORD)}
+        records = {k[1:].split(".", 1)[0] for k in keys if k.startswith(RECORD)}
         prefix = "gantry.%s." % kind
-        records = {o.key[len(prefix):] for o in io.list_objects() if o.key.startswith(prefix)}
+        records |= {o.key[len(prefix):] for o in io.list_objects() if o.key.startswith(prefix)}
         return directory, records
     finally:
         io.close()
 
 
 def record(uuid, cluster="perf", pool="rbd", kind="volume"):
-    """The journal record of @uuid as a dict ({} when absent)."""
+    """The journal record of @uuid as a dict ({} when absent): in the
+    directory, else in an earlier version's object."""
     io = admin_ioctx(cluster, pool)
     try:
-        return omap_all(io, "gantry.%s.%s" % (kind, uuid))
+        prefix = RECORD + uuid + "."
+        rec = {k[len(prefix):]: v for k, v in
+               omap_all(io, "gantry.%ss" % kind, prefix).items()}
+        return rec or omap_all(io, "gantry.%s.%s" % (kind, uuid))
+    finally:
+        io.close()
+
+
+def legacy_record(uuid, fields, cluster="perf", pool="rbd", kind="volume"):
+    """Writes @uuid's record as an earlier version did: its own object, with
+    bare librados (what upgraded clusters hold)."""
+    import rados
+    io = admin_ioctx(cluster, pool)
+    try:
+        with rados.WriteOpCtx() as op:
+            io.set_omap(op, tuple(fields), tuple(str(v).encode() for v in fields.values()))
+            io.operate_write_op(op, "gantry.%s.%s" % (kind, uuid))
     finally:
         io.close()
 

@@ -127,9 +127,9 @@ class DatasetTest(unittest.TestCase):
         self.assertEqual(list(env.journal()[0]).count(name), 1)
 
     def test_retry_finishes_a_name_reserved_without_record(self):
-        # what a plugin killed while making an empty volume leaves: the name
-        # reserved, no record (written only once the image is complete), and
-        # a half-made image (here of the wrong size)
+        # what a plugin of an earlier version killed while making an empty
+        # volume left: the name reserved, no record (it was written only once
+        # the image was complete), and a half-made image (here of the wrong size)
         import uuid as uuidlib
         name, uuid = self.name("v"), str(uuidlib.uuid4())
         image = "gantry-vol-" + uuid
@@ -154,6 +154,122 @@ class DatasetTest(unittest.TestCase):
         self.assertNotIn(name, directory)
         self.assertNotIn(uuid, records)
         self.assertNotIn(image, env.rbd_images())
+
+    def dir_keys(self, keys, rm=()):
+        """Sets (and removes) omap keys of the volumes' journal directory with
+        bare librados: the state a plugin killed between two steps leaves."""
+        import rados
+        io = env.admin_ioctx()
+        with rados.WriteOpCtx() as op:
+            if keys:
+                io.set_omap(op, tuple(keys), tuple(v.encode() for v in keys.values()))
+            if rm:
+                io.remove_omap_keys(op, tuple(rm))
+            io.operate_write_op(op, "gantry.volumes")
+
+    def record_keys(self, uuid, rec):
+        return {env.RECORD + uuid + "." + k: v for k, v in rec.items()}
+
+    def test_every_journal_step_boundary_retries_to_the_end(self):
+        # a template record, as this version writes it for these parameters
+        tmpl = self.create(self.name("t"), size=64 << 20)
+        rec = env.record(env.uuid_of(tmpl.volume_id))
+        self.assertEqual((rec["ready"], rec["plain"]), ("1", "1"))
+        # an empty volume's uuid says so (version 8): DeleteVolume starts on the ID alone
+        self.assertEqual(env.uuid_of(tmpl.volume_id)[14], "8")
+
+        def state(tag, image_size=None, ready="0"):
+            import uuid as uuidlib
+            name = self.name(tag)
+            u = str(uuidlib.uuid4())
+            u = u[:14] + "8" + u[15:]
+            image = "gantry-vol-" + u
+            self.addCleanup(env.tool, "rbd", "perf", "rm", "rbd/" + image, check=False)
+            self.addCleanup(self.dir_keys, {}, [name] + list(self.record_keys(u, rec)))
+            r = dict(rec, name=name, image=image, ready=ready)
+            self.dir_keys(dict({name: u}, **self.record_keys(u, r)))
+            if image_size:
+                env.tool("rbd", "perf", "create", "--size", str(image_size >> 20) + "M",
+                         "--data-pool", "ecdata", "rbd/" + image)
+            return name, u, image
+
+        # create killed after the reservation (with its record, ready=0), before the image
+        # or while it was made (half made: wrong size), or before the record was marked ready
+        for tag, size in (("r", None), ("h", 8 << 20), ("i", 64 << 20)):
+            name, u, image = state(tag, size)
+            vol = self.create(name, size=64 << 20)
+            self.assertEqual(env.uuid_of(vol.volume_id), u)
+            self.assertEqual(env.rbd_info("perf", image)["size"], 64 << 20)
+            self.assertEqual(env.record(u).get("ready"), "1")
+        # delete killed after the image went, before the name and the record
+        name, u, image = state("d", ready="1")
+        vid = tmpl.volume_id[:-36] + u
+        self.call("DeleteVolume", env.delete_req(vid))
+        directory, records = env.journal()
+        self.assertNotIn(name, directory)
+        self.assertNotIn(u, records)
+        # a name that maps to another uuid now: only the record goes
+        name, u, image = state("o", 64 << 20, ready="1")
+        other = "00000000-0000-4000-8000-000000000000"
+        self.dir_keys({name: other})
+        self.call("DeleteVolume", env.delete_req(tmpl.volume_id[:-36] + u))
+        directory, records = env.journal()
+        self.assertEqual(directory.get(name), other)
+        self.assertNotIn(u, records)
+        self.assertNotIn(image, env.rbd_images())
+        # (a watched one: test_delete_refused_while_watched, librbd refuses, the long way
+        # names the watcher)
+
+    def test_volumes_of_an_earlier_version(self):
+        # the record in its own object, as earlier versions wrote it (bare librados)
+        import uuid as uuidlib
+        tmpl = self.create(self.name("t"), size=64 << 20)
+        rec = env.record(env.uuid_of(tmpl.volume_id))
+        vols = {}
+        for tag, plain in (("p", True), ("c", False)):
+            name, u = self.name(tag), str(uuidlib.uuid4())
+            image = "gantry-vol-" + u
+            self.addCleanup(env.tool, "rbd", "perf", "rm", "rbd/" + image, check=False)
+            self.addCleanup(env.tool, "rados", "perf", "-p", "rbd", "rm", "gantry.volume." + u,
+                            check=False)
+            self.addCleanup(self.dir_keys, {}, [name])
+            r = dict(rec, name=name, image=image)
+            if not plain:
+                del r["plain"]
+            env.legacy_record(u, r)
+            self.dir_keys({name: u})
+            env.tool("rbd", "perf", "create", "--size", "64M", "--data-pool", "ecdata",
+                     "rbd/" + image)
+            vols[tag] = (name, u, image)
+        for tag, (name, u, image) in vols.items():
+            # a retried create finds it; ListVolumes lists it; GetVolume reads it
+            vol = self.call("CreateVolume", env.create_req(name, size=64 << 20)).volume
+            self.assertEqual(env.uuid_of(vol.volume_id), u)
+            self.assertEqual(vol.volume_context["imageName"], image)
+            got = self.call("ControllerGetVolume", csi_pb2.ControllerGetVolumeRequest(
+                volume_id=vol.volume_id))
+            self.assertEqual(got.volume.capacity_bytes, 64 << 20)
+            listed, token = set(), ""
+            while True:
+                page = self.call("ListVolumes", csi_pb2.ListVolumesRequest(
+                    max_entries=50, starting_token=token))
+                listed |= {e.volume.volume_id for e in page.entries}
+                token = page.next_token
+                if not token:
+                    break
+            self.assertIn(vol.volume_id, listed)
+            self.assertIn(tmpl.volume_id, listed)
+            # and DeleteVolume removes the image, the name and the record object
+            self.call("DeleteVolume", env.delete_req(vol.volume_id))
+            directory, records = env.journal()
+            self.assertNotIn(name, directory)
+            self.assertNotIn(u, records)
+            self.assertNotIn(image, env.rbd_images())
+            self.assertEqual(env.tool("rados", "perf", "-p", "rbd", "stat", "gantry.volume." + u,
+                                      check=False), "")
+        # a name the journal's record keys would collide with is refused
+        self.assertCode(Code.INVALID_ARGUMENT, lambda: self.call(
+            "CreateVolume", env.create_req(env.RECORD + "x")), "name")
 
     def test_bad_parameters_name_the_parameter(self):
         before = env.journal()

@@ -1,5 +1,5 @@
-/* Volume IDs (controller/dataset/ids.c), the per-name try-locks (locks.c), and the
- * cephx key check of the credentials (ceph_conn.c). */
+/* Volume IDs (controller/dataset/ids.c, an empty volume's uuid too), the names the journal keeps,
+ * the per-name try-locks (locks.c), and the cephx key check of the credentials (ceph_conn.c). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,6 +38,39 @@ static void test_longest_cluster_fits_128(void **state)
         assert_int_equal(gantry_id_encode(&ref, id, sizeof(id)), 0);
         assert_int_equal(strlen(id), 128);
         assert_int_equal(gantry_id_decode(id, &back), 0);
+}
+
+/* An empty volume's uuid (version 8) says so, and decodes like any other; no version-4 one does. */
+static void test_plain_uuid(void **state)
+{
+        struct gantry_volume_ref ref = { .cluster_id = "perf", .pool_id = 2 }, back;
+        char id[GANTRY_ID_MAX + 1];
+
+        (void)state;
+        for (int i = 0; i < 64; i++) {
+                gantry_uuid_generate(ref.uuid);
+                assert_false(gantry_uuid_is_plain(ref.uuid));
+        }
+        gantry_uuid_mark_plain(ref.uuid);
+        assert_true(gantry_uuid_is_plain(ref.uuid));
+        assert_int_equal(ref.uuid[14], '8');
+        assert_int_equal(gantry_id_encode(&ref, id, sizeof(id)), 0);
+        assert_int_equal(gantry_id_decode(id, &back), 0);
+        assert_true(gantry_uuid_is_plain(back.uuid));
+        assert_false(gantry_uuid_is_plain("5f1c1a52-8a2e-4a7b-9d3c-0c1e2f3a4b5c"));
+}
+
+/* Names the journal can keep: not from U+10FFFF (its record keys) on. */
+static void test_journal_names(void **state)
+{
+        (void)state;
+        assert_int_equal(gantry_journal_check_name("pvc-5f1c1a52"), 0);
+        assert_int_equal(gantry_journal_check_name("\xc3\xa9t\xc3\xa9"), 0);
+        assert_int_equal(gantry_journal_check_name("\xf4\x8f\xbf\xbe"), 0); /* U+10FFFE */
+        assert_int_equal(gantry_journal_check_name("\xf4\x8f"), 0);
+        assert_int_equal(gantry_journal_check_name("\xf4\x8f\xbf\xbf"), -EINVAL);
+        assert_int_equal(gantry_journal_check_name("\xf4\x8f\xbf\xbfx"), -EINVAL);
+        assert_int_equal(gantry_journal_check_name("\xff"), -EINVAL);
 }
 
 static void test_malformed(void **state)
@@ -107,6 +140,8 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_round_trip),
                 cmocka_unit_test(test_longest_cluster_fits_128),
+                cmocka_unit_test(test_plain_uuid),
+                cmocka_unit_test(test_journal_names),
                 cmocka_unit_test(test_malformed),
                 cmocka_unit_test(test_try_lock),
                 cmocka_unit_test(test_credentials_check_the_key),
