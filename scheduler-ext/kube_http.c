@@ -451,12 +451,6 @@ int kube_http_do(struct kube_http *h, const struct kube_request *req,
         if (!req->stream || req->timeout > 0)
                 curl_easy_setopt(e, CURLOPT_TIMEOUT, req->timeout > 0 ? req->timeout : h->request_timeout);
         curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-        /* HTTP/1.1, not curl's default of HTTP/2 over TLS: each request runs
-         * on its own thread with curl_easy_perform, so connections are never
-         * multiplexed anyway, and a request or a watch event costs less CPU
-         * in HTTP/1.1 on both sides (the API server's Go HTTP/2 server hands
-         * each frame to its connection's goroutine) */
-        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
         curl_easy_setopt(e, CURLOPT_USERAGENT, KUBE_USER_AGENT);
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
         curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);

@@ -152,8 +152,6 @@ int fake_request(struct fake_api *f, const char *method, const char *path, const
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
         curl_easy_setopt(e, CURLOPT_TIMEOUT, (long)(TEST_WAIT_MS / 1000));
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-        /* the fake speaks HTTP/1.1 only, whatever its --alpn offers */
-        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
         curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
         if (f->tls)

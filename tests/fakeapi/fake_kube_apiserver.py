@@ -198,8 +198,6 @@ class State:
         self.open_watches = 0
         self.watch_count = 0
         self.connections = 0       # TCP connections accepted
-        self.alpn_http11 = 0       # TLS connections that chose http/1.1 by ALPN (--alpn)
-        self.alpn_other = 0        # ... that chose another protocol (h2): closed, not served
         self.gone_mode = gone_mode
         self.stopping = False
         self.hold = False
@@ -778,8 +776,6 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(200, {"resourceVersion": str(st.rv), "openWatches": st.open_watches,
                                             "watches": st.watch_count, "requests": len(st.requests),
                                             "connections": st.connections,
-                                            "alpnHttp11": st.alpn_http11,
-                                            "alpnOther": st.alpn_other,
                                             "failuresLeft": sum(f["count"] for f in st.failures),
                                             "heldWatches": st.held_watches,
                                             "heldBindings": st.held_bindings,
@@ -811,16 +807,6 @@ class Server(ThreadingHTTPServer):
                 request.close()
                 return
             request.settimeout(None)
-            chosen = request.selected_alpn_protocol()
-            if chosen is not None:
-                with self.state.cond:
-                    if chosen == "http/1.1":
-                        self.state.alpn_http11 += 1
-                    else:
-                        self.state.alpn_other += 1
-                if chosen != "http/1.1":
-                    request.close()  # the fake speaks HTTP/1.1 only
-                    return
             try:
                 super().finish_request(request, client_address)
             finally:
@@ -945,9 +931,6 @@ def main():
     ap.add_argument("--tls-cert")
     ap.add_argument("--tls-key")
     ap.add_argument("--client-ca", help="accept client certificates signed by this CA")
-    ap.add_argument("--alpn", help="protocols offered by TLS ALPN, e.g. h2,http/1.1 as "
-                    "kube-apiserver does; a connection that picks another than http/1.1 is "
-                    "counted (alpnOther in /fake/state) and closed")
     ap.add_argument("--seed", help="JSON file {resource: [objects]} loaded at start")
     ap.add_argument("--nodes", type=int, default=0, help="generate this many GPU nodes")
     ap.add_argument("--leaves", type=int, default=4)
@@ -978,8 +961,6 @@ def main():
         if args.client_ca:
             ctx.load_verify_locations(args.client_ca)
             ctx.verify_mode = ssl.CERT_OPTIONAL
-        if args.alpn:
-            ctx.set_alpn_protocols(args.alpn.split(","))
         srv.tls_context = ctx
 
     parent = os.getppid()
