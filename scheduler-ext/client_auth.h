@@ -23,14 +23,14 @@ bool gantry_sched_client_path_is_open(const char *url);
 /*
  * The chains that verified, so that a client's next connection (a new TLS
  * handshake, which still proves the client holds the key) is not verified
- * again: kube-scheduler opens a connection for each bind in flight beyond its
- * 2 idle ones, and the chain's parse and signature check are one of the
- * costly steps of gantry-scheduler's side of a handshake. An entry is keyed by the SHA-256 of
- * the chain the client sent and holds until the earliest expiry of that
- * chain and of the trust list @ca_pem (PEM; the one given to the server):
- * the outcome of a verification cannot change before then (no CRLs). Only
- * verifications that succeeded are kept, at most a few dozen chains (one per
- * client identity in practice; the oldest goes first).
+ * again: kube-scheduler opens a connection for each bind in flight beyond
+ * its 2 idle ones, and the chain's parse and signature check are one of the
+ * costly steps of gantry-scheduler's side of a handshake. An entry is keyed
+ * by the SHA-256 of the chain the client sent and holds until the earliest
+ * expiry of that chain and of the trust list @ca_pem (PEM; the one given to
+ * the server): the outcome of a verification cannot change before then (no
+ * CRLs). Only verifications that succeeded are kept, at most 32 chains (one
+ * per client identity in practice; the oldest goes first).
  */
 struct gantry_sched_client_cache;
 
