@@ -99,6 +99,8 @@ int gantry_sched_bind_queue_start(struct gantry_extender *ext, struct gantry_met
                         return -r;
                 }
                 q->n_workers++;
+                /* for top -H and per-thread CPU: the Binding POSTs' share */
+                pthread_setname_np(q->workers[i], "bind-worker");
         }
         *ret_queue = q;
         return 0;

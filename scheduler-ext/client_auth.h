@@ -21,12 +21,33 @@ struct MHD_Connection;
 bool gantry_sched_client_path_is_open(const char *url);
 
 /*
- * Checks the client certificate of @conn's TLS session against the trust
- * list the server was started with. Returns 0 when it verifies; -EACCES when
- * the client sent none or one that does not verify, with the reason (no key
- * material, only the certificate's standing: "no client certificate",
- * "certificate signed by an unknown authority", ...) in @why (@why_len
- * bytes, always terminated). -ENOTCONN when @conn has no TLS session. Safe
- * from any of the server's threads.
+ * The chains that verified, so that a client's next connection (a new TLS
+ * handshake, which still proves the client holds the key) is not verified
+ * again: kube-scheduler opens a connection for each bind in flight beyond
+ * its 2 idle ones, and the chain's parse and signature check are one of the
+ * costly steps of gantry-scheduler's side of a handshake. An entry is keyed
+ * by the SHA-256 of the chain the client sent and holds until the earliest
+ * expiry of that chain and of the trust list @ca_pem (PEM; the one given to
+ * the server): the outcome of a verification cannot change before then (no
+ * CRLs). Only verifications that succeeded are kept, at most 32 chains (one
+ * per client identity in practice; the oldest goes first).
  */
-int gantry_sched_client_verify(struct MHD_Connection *conn, char *why, size_t why_len);
+struct gantry_sched_client_cache;
+
+/* A new cache for the trust list @ca_pem; -ENOMEM, or -EINVAL when @ca_pem
+ * holds no certificate. Free with gantry_sched_client_cache_free(). */
+int gantry_sched_client_cache_new(const char *ca_pem, struct gantry_sched_client_cache **ret_cache);
+void gantry_sched_client_cache_free(struct gantry_sched_client_cache *cache);
+
+/*
+ * Checks the client certificate of @conn's TLS session against the trust
+ * list the server was started with. Returns 0 when it verifies (1 when it
+ * did by a chain @cache, when not NULL, holds: verified by an earlier
+ * connection); -EACCES when the client sent none or one that does not
+ * verify, with the reason (no key material, only the certificate's standing:
+ * "no client certificate", "certificate signed by an unknown authority", ...)
+ * in @why (@why_len bytes, always terminated). -ENOTCONN when @conn has no
+ * TLS session. Safe from any of the server's threads.
+ */
+int gantry_sched_client_verify(struct MHD_Connection *conn, struct gantry_sched_client_cache *cache,
+                               char *why, size_t why_len);

@@ -33,6 +33,7 @@ struct gantry_sched_server {
         size_t max_body;
         char *tls_cert, *tls_key; /* PEM in memory for MHD; the key is never logged */
         char *client_ca;          /* PEM; NULL: plain HTTP, no caller checked */
+        struct gantry_sched_client_cache *verified; /* the client chains that verified */
 };
 
 static enum MHD_Result send_text(struct MHD_Connection *conn, unsigned int status,
@@ -126,15 +127,23 @@ static void connection_notify(void *cls, struct MHD_Connection *conn, void **soc
  * renegotiation), so a verified connection is not verified again: the
  * signature checks cost more than a filter at 500 nodes, three times a pod.
  */
-static bool client_refused(struct MHD_Connection *conn, char *msg, size_t size)
+static bool client_refused(struct gantry_sched_server *s, struct MHD_Connection *conn, char *msg,
+                           size_t size)
 {
         const union MHD_ConnectionInfo *info =
                 MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         struct conn_state *cs = info ? info->socket_context : NULL;
+        int r;
 
         if (cs && cs->verified)
                 return false;
-        if (gantry_sched_client_verify(conn, msg, size) < 0)
+        r = gantry_sched_client_verify(conn, s->verified, msg, size);
+        if (r != 1 && s->metrics)
+                gantry_metrics_counter_add(s->metrics, "gantry_scheduler_client_verifications_total",
+                                           "Client certificate chains verified (a chain that "
+                                           "verified is not verified again until it expires)",
+                                           NULL, 1);
+        if (r < 0)
                 return true;
         if (cs)
                 cs->verified = true;
@@ -156,7 +165,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
         /* before a request's body is read (the first call has no body state),
          * once per connection: its TLS session's certificate cannot change */
         if (s->client_ca && !*con_cls && !gantry_sched_client_path_is_open(url) &&
-            client_refused(conn, msg, sizeof(msg))) {
+            client_refused(s, conn, msg, sizeof(msg))) {
                 log_warn("sched.client_refused", "method=%s path=%s reason=\"%s\"", method, url, msg);
                 count_request(s, "refused", MHD_HTTP_FORBIDDEN, gantry_extender_now());
                 return send_text(conn, MHD_HTTP_FORBIDDEN, "application/json",
@@ -286,6 +295,12 @@ int gantry_sched_server_start(struct gantry_extender *ext,
                     (r = read_pem("--tls-key", opts->tls_key_file, &s->tls_key, err)) < 0 ||
                     (r = read_pem("--client-ca", opts->client_ca_file, &s->client_ca, err)) < 0)
                         goto fail;
+                /* a CA file GnuTLS's list import cannot read (MHD may still
+                 * take it): no cache, every connection verified in full */
+                if ((r = gantry_sched_client_cache_new(s->client_ca, &s->verified)) == -ENOMEM) {
+                        gantry_error_set(err, ENOMEM, "out of memory");
+                        goto fail;
+                }
                 flags |= MHD_USE_TLS;
                 s->daemon = MHD_start_daemon(
                         flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
@@ -318,6 +333,7 @@ fail:
         gantry_sched_bind_queue_free(s->binds);
         free(s->tls_cert);
         free(s->client_ca);
+        gantry_sched_client_cache_free(s->verified);
         if (s->tls_key)
                 explicit_bzero(s->tls_key, strlen(s->tls_key));
         free(s->tls_key);
@@ -335,6 +351,7 @@ void gantry_sched_server_stop(struct gantry_sched_server *s)
         gantry_sched_bind_queue_free(s->binds);
         free(s->tls_cert);
         free(s->client_ca);
+        gantry_sched_client_cache_free(s->verified);
         if (s->tls_key) {
                 explicit_bzero(s->tls_key, strlen(s->tls_key));
                 free(s->tls_key);

@@ -792,6 +792,13 @@ int gantry_kube_informer_start(struct gantry_kube_client *client, enum gantry_ku
                 informer_free(inf);
                 return gantry_error_set(err, r, "informer: cannot start its thread");
         }
+        {
+                char name[16]; /* the kernel's limit, with the NUL */
+
+                /* for top -H and per-thread CPU: "inf:pods", "inf:nodes", ... */
+                snprintf(name, sizeof(name), "inf:%s", inf->info->resource);
+                pthread_setname_np(inf->thread, name);
+        }
         log_info("kube.informer.start", "kind=%s server=%s", inf->info->kind,
                  gantry_kube_client_server(client));
         *ret_informer = inf;

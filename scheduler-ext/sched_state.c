@@ -404,6 +404,15 @@ static void remember(struct gantry_sched_state *st, const json_t *pod, bool add)
 
         if (!uid || !*uid || strlen(uid) > GANTRY_PLACEMENT_NAME_MAX)
                 return;
+        if (!add) {
+                /* most pending pods' updates are of pods filter has not seen:
+                 * nothing to refresh, no copy of a whole pod to make */
+                pthread_mutex_lock(&st->lock);
+                bool kept = strmap_get(st->remembered_pods, uid) != NULL;
+                pthread_mutex_unlock(&st->lock);
+                if (!kept)
+                        return;
+        }
         copy = json_deep_copy(pod);
         if (!copy)
                 return;

@@ -94,6 +94,34 @@ def cpu_seconds(plane, names):
     return out
 
 
+def thread_cpu(plane, name):
+    """{thread group: user + system CPU seconds so far} of the daemon @name's
+    threads, grouped by thread name: "http" (libmicrohttpd's: requests,
+    TLS handshakes, filter and prioritize), "bind-worker" (the Binding
+    POSTs), "inf:pods" (the pod watch), "other" (the rest)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    proc = plane.procs.get(name)
+    out = {}
+    if not proc or not proc.alive():
+        return out
+    base = "/proc/%d/task" % proc.popen.pid
+    try:
+        tids = os.listdir(base)
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open("%s/%s/stat" % (base, tid)) as f:
+                comm, rest = f.read().split("(", 1)[1].rsplit(")", 1)
+            fields = rest.split()
+        except (OSError, IndexError, ValueError):
+            continue
+        group = ("http" if comm.startswith("MHD") else
+                 comm if comm in ("bind-worker", "inf:pods") else "other")
+        out[group] = out.get(group, 0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 def uptime():
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -333,12 +361,13 @@ class Bench:
         verbs = {}
         daemons = ("etcd", "kube-apiserver", "kube-scheduler", mode)
         try:
-            cpu0 = cpu_seconds(p, daemons)
+            cpu0, thr0 = cpu_seconds(p, daemons), thread_cpu(p, mode)
             t0 = time.monotonic()
             p.start_scheduler(yaml.safe_dump(cfg))
             got = watch.wait(pods, 120 + pods / 2.0)
-            cpu1 = cpu_seconds(p, daemons)
+            cpu1, thr1 = cpu_seconds(p, daemons), thread_cpu(p, mode)
             cpu = {n: (cpu1[n] - cpu0.get(n, 0)) * 1000.0 / pods for n in cpu1}
+            thr = {n: (thr1[n] - thr0.get(n, 0)) * 1000.0 / pods for n in thr1}
             if got < pods:
                 raise AssertionError("%s: %d of %d pods bound in time" % (mode, got, pods))
             stamps = sorted(watch.bound.values())
@@ -360,6 +389,10 @@ class Bench:
                   "to the extender, %s from it to the API server" % (
                       mode, ", ".join("%s %.2f" % (n, cpu[n]) for n in daemons if n in cpu),
                       conns, api_conns))
+            if mode in ("gantry", "before") and thr:
+                print("    %s: its threads' CPU seconds per 1,000 pods: %s" % (
+                    mode, ", ".join("%s %.2f" % (n, thr[n]) for n in
+                                    ("http", "bind-worker", "inf:pods", "other") if n in thr)))
             if mode in ("gantry", "before"):
                 status, text = self.https_get(port, "/metrics")
                 if status == 200:

@@ -640,6 +640,31 @@ class TLSTest(unittest.TestCase):
         finally:
             self.assertEqual(s.stop(), 0)
 
+    def test_a_verified_chain_is_not_verified_again(self):
+        # each connection is a new handshake (GnuTLS checks there that the
+        # client holds the key), but a chain that verified is not verified
+        # again by the next connections; refusals are never remembered, and
+        # a chain the server has not verified is checked in full
+        s = self.serve()
+        good = (self.f("client.crt"), self.f("client.key"))
+        wrong_ca = (self.f("other-client.crt"), self.f("other-client.key"))
+        not_client = (self.f("server.crt"), self.f("server.key"))
+        try:
+            self.as_client(s, good)
+            for _ in range(3):
+                self.assertEqual(s.post("filter", fixture(NC_TRUE_FILTER))[0], 200)
+            # the three filters and this read: one verification
+            self.assertEqual(s.metric("gantry_scheduler_client_verifications_total"), 1)
+            for client in (wrong_ca, not_client, wrong_ca):
+                self.as_client(s, client)
+                self.assertEqual(s.post("filter", fixture(NC_TRUE_FILTER))[0], 403)
+            self.as_client(s, good)
+            self.assertEqual(s.post("filter", fixture(NC_TRUE_FILTER))[0], 200)
+            self.assertEqual(s.metric("gantry_scheduler_client_verifications_total"), 4)
+            self.assertEqual(s.metric("gantry_scheduler_connections_total"), 10)
+        finally:
+            self.assertEqual(s.stop(), 0)
+
     def test_start_needs_tls_or_insecure_http_by_name(self):
         binary = os.environ["GANTRY_SCHEDULER"]
         cases = [

@@ -315,6 +315,37 @@ static void bound_pod(struct gantry_sched_state *st, bool deleted, const char *u
         apply_event(st, GANTRY_OBJ_POD, deleted, text);
 }
 
+/* A pending pod's update refreshes the pod that filter kept for bind (bind
+ * reads it back by UID); a pending pod filter never saw is not kept by its
+ * updates, however many. */
+static void test_pending_updates_refresh_only_kept_pods(void **state)
+{
+        struct fx *f = *state;
+        const char *pending = "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"%s\","
+                              "\"labels\":{\"v\":\"%d\"}},\"spec\":{\"containers\":[]}}";
+        char text[512];
+        json_t *pod, *got;
+
+        snprintf(text, sizeof(text), pending, "seen", "u-seen", 1);
+        pod = json_loads(text, 0, NULL);
+        assert_non_null(pod);
+        gantry_sched_state_remember_pod(f->st, pod);
+        json_decref(pod);
+        for (int v = 2; v <= 3; v++) {
+                snprintf(text, sizeof(text), pending, "seen", "u-seen", v);
+                apply_event(f->st, GANTRY_OBJ_POD, false, text);
+                snprintf(text, sizeof(text), pending, "unseen", "u-unseen", v);
+                apply_event(f->st, GANTRY_OBJ_POD, false, text);
+        }
+        got = gantry_sched_state_get_pod(f->st, "u-seen");
+        assert_non_null(got);
+        assert_string_equal(json_string_value(json_object_get(
+                                    json_object_get(json_object_get(got, "metadata"), "labels"), "v")),
+                            "3");
+        json_decref(got);
+        assert_null(gantry_sched_state_get_pod(f->st, "u-unseen"));
+}
+
 /* Pods seen bound to a node the model does not have yet are charged when
  * the node appears (the pod informer may sync first); a node's DELETED
  * needs only its name. */
@@ -456,6 +487,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_bad_values_name_the_field, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_node_labels, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_topology_file, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pending_updates_refresh_only_kept_pods, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_pods_wait_for_their_node, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_removed_node_gives_back_its_pods, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pod_deleted_while_its_node_appears, setup,
