@@ -73,6 +73,17 @@ static void record_key(const char *uuid, const char *field, char buf[KEY_MAX])
         snprintf(buf, KEY_MAX, RECORD_PREFIX "%s.%s", uuid, field);
 }
 
+/* All N_FIELDS directory keys of @uuid's record into @keys/@key_lens; @kbuf holds them. */
+static void record_keys(const char *uuid, char kbuf[N_FIELDS][KEY_MAX], const char *keys[N_FIELDS],
+                        size_t key_lens[N_FIELDS])
+{
+        for (int i = 0; i < N_FIELDS; i++) {
+                record_key(uuid, fields[i], kbuf[i]);
+                keys[i] = kbuf[i];
+                key_lens[i] = strlen(kbuf[i]);
+        }
+}
+
 /* Whether directory key @k (@len bytes) is a record's rather than a name. */
 static bool is_record_key(const char *k, size_t len)
 {
@@ -305,11 +316,7 @@ int gantry_journal_read_start(rados_ioctx_t io, enum gantry_journal_kind kind, c
         rd->io = io;
         rd->kind = kind;
         snprintf(rd->uuid, sizeof(rd->uuid), "%s", uuid);
-        for (int i = 0; i < N_FIELDS; i++) {
-                record_key(uuid, fields[i], kbuf[i]);
-                keys[i] = kbuf[i];
-                key_lens[i] = strlen(kbuf[i]);
-        }
+        record_keys(uuid, kbuf, keys, key_lens);
         if (!(rd->op = rados_create_read_op())) {
                 free(rd);
                 return -ENOMEM;
@@ -362,64 +369,35 @@ int gantry_journal_read(rados_ioctx_t io, enum gantry_journal_kind kind, const c
         return r < 0 ? r : gantry_journal_read_end(rd, ret);
 }
 
-/* An earlier version's record: the directory key first, then the record object. */
-static int remove_legacy(rados_ioctx_t io, enum gantry_journal_kind kind,
-                         const struct gantry_journal_entry *e)
-{
-        char obj[64];
-        int r, prval = 0;
-        rados_write_op_t op;
-        const char *keys[1] = { e->name };
-        size_t key_lens[1] = { strlen(e->name) };
-
-        /*
-         * A crash between leaves a record found by uuid, so the retried
-         * delete finishes (its compare then fails harmlessly). The other
-         * order would leave a name key that no retry can find.
-         */
-        if (e->name[0]) {
-                op = rados_create_write_op();
-                if (!op)
-                        return -ENOMEM;
-                /* only if the name still maps to this uuid (never drop another's reservation) */
-                rados_write_op_omap_cmp(op, e->name, LIBRADOS_CMPXATTR_OP_EQ, e->uuid,
-                                        strlen(e->uuid), &prval);
-                rados_write_op_omap_rm_keys2(op, keys, key_lens, 1);
-                r = rados_write_op_operate(op, io, dir_object(kind), NULL, 0);
-                rados_release_write_op(op);
-                if (r < 0 && r != -ECANCELED && r != -ENOENT)
-                        return r;
-        }
-        legacy_object(kind, e->uuid, obj, sizeof(obj));
-        r = rados_remove(io, obj);
-        return r == -ENOENT ? 0 : r;
-}
-
-/* One atomic removal of the record of @e and, @with_name, of its name (if it maps to it). */
-static int remove_once(rados_ioctx_t io, enum gantry_journal_kind kind,
-                       const struct gantry_journal_entry *e, bool with_name)
+/*
+ * One atomic removal from the directory of @e's name (@name: only if it
+ * still maps to this uuid, else -ECANCELED and nothing goes) and of its
+ * record's keys (@record).
+ */
+static int remove_keys(rados_ioctx_t io, enum gantry_journal_kind kind,
+                       const struct gantry_journal_entry *e, bool name, bool record)
 {
         char kbuf[N_FIELDS][KEY_MAX];
         const char *keys[N_FIELDS + 1];
         size_t key_lens[N_FIELDS + 1];
-        int n = 0, prval = 0, r;
+        size_t n = 0;
+        int prval = 0, r;
         rados_write_op_t op = rados_create_write_op();
 
         if (!op)
                 return -ENOMEM;
-        if (with_name) {
-                /* only if the name still maps to this uuid (never drop another's reservation) */
+        if (record) {
+                record_keys(e->uuid, kbuf, keys, key_lens);
+                n = N_FIELDS;
+        }
+        if (name) {
+                /* never drop another's reservation */
                 rados_write_op_omap_cmp(op, e->name, LIBRADOS_CMPXATTR_OP_EQ, e->uuid,
                                         strlen(e->uuid), &prval);
                 keys[n] = e->name;
                 key_lens[n++] = strlen(e->name);
         }
-        for (int i = 0; i < N_FIELDS; i++) {
-                record_key(e->uuid, fields[i], kbuf[i]);
-                keys[n] = kbuf[i];
-                key_lens[n++] = strlen(kbuf[i]);
-        }
-        rados_write_op_omap_rm_keys2(op, keys, key_lens, (size_t)n);
+        rados_write_op_omap_rm_keys2(op, keys, key_lens, n);
         r = rados_write_op_operate(op, io, dir_object(kind), NULL, 0);
         rados_release_write_op(op);
         return r == -ENOENT ? 0 : r;
@@ -428,13 +406,26 @@ static int remove_once(rados_ioctx_t io, enum gantry_journal_kind kind,
 int gantry_journal_remove(rados_ioctx_t io, enum gantry_journal_kind kind,
                           const struct gantry_journal_entry *e)
 {
+        char obj[64];
         int r;
 
-        if (e->legacy)
-                return remove_legacy(io, kind, e);
-        /* the name went already, or maps to another uuid: the record alone */
-        r = remove_once(io, kind, e, e->name[0] != '\0');
-        return r == -ECANCELED ? remove_once(io, kind, e, false) : r;
+        if (!e->legacy) {
+                /* the name went already, or maps to another uuid: the record alone */
+                r = remove_keys(io, kind, e, e->name[0] != '\0', true);
+                return r == -ECANCELED ? remove_keys(io, kind, e, false, true) : r;
+        }
+        /*
+         * An earlier version's record has its own object: the directory key
+         * first, the object second. A crash between leaves a record found by
+         * uuid, so the retried delete finishes (its compare then fails
+         * harmlessly). The other order would leave a name key that no retry
+         * can find.
+         */
+        if (e->name[0] && (r = remove_keys(io, kind, e, true, false)) < 0 && r != -ECANCELED)
+                return r;
+        legacy_object(kind, e->uuid, obj, sizeof(obj));
+        r = rados_remove(io, obj);
+        return r == -ENOENT ? 0 : r;
 }
 
 int gantry_journal_list(rados_ioctx_t io, enum gantry_journal_kind kind, const char *start_after,
