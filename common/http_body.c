@@ -14,7 +14,7 @@
 #include "clock.h"
 #include "http_body.h"
 
-static int append(struct gantry_http_body *b, const char *data, size_t n)
+int gantry_http_body_append(struct gantry_http_body *b, const char *data, size_t n)
 {
         if (b->too_large || n > b->limit - b->len) {
                 b->too_large = true;
@@ -60,10 +60,18 @@ int gantry_http_body_feed(struct MHD_Connection *conn, void **con_cls, size_t li
                 return GANTRY_HTTP_BODY_READING;
         }
         if (*upload_data_size) {
-                r = append(b, upload_data, *upload_data_size);
+                r = gantry_http_body_append(b, upload_data, *upload_data_size);
                 *upload_data_size = 0;
                 return r < 0 ? r : GANTRY_HTTP_BODY_READING;
         }
+        if ((r = gantry_http_body_finish(b)) < 0)
+                return r;
+        *ret_body = b;
+        return GANTRY_HTTP_BODY_DONE;
+}
+
+int gantry_http_body_finish(struct gantry_http_body *b)
+{
         if (b->too_large)
                 return -EFBIG;
         if (!b->data) {
@@ -72,8 +80,7 @@ int gantry_http_body_feed(struct MHD_Connection *conn, void **con_cls, size_t li
                         return -ENOMEM;
                 b->cap = 1;
         }
-        *ret_body = b;
-        return GANTRY_HTTP_BODY_DONE;
+        return 0;
 }
 
 void gantry_http_body_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

@@ -48,6 +48,18 @@ int gantry_http_body_feed(struct MHD_Connection *conn, void **con_cls, size_t li
                           const struct gantry_http_body **ret_body);
 
 /*
+ * The accumulator without libmicrohttpd, for a transport that reads the
+ * body itself (gantry-scheduler's HTTP/2): start from a zeroed struct with
+ * .limit and .start set. gantry_http_body_append() adds @n bytes of @data,
+ * or notes that the body passed the limit (b->too_large; nothing stored):
+ * 0, or -ENOMEM. gantry_http_body_finish() at the body's end: 0 with
+ * b->data NUL-terminated, -EFBIG when it was too large, or -ENOMEM.
+ * Free b->data when done.
+ */
+int gantry_http_body_append(struct gantry_http_body *b, const char *data, size_t n);
+int gantry_http_body_finish(struct gantry_http_body *b);
+
+/*
  * MHD_OPTION_NOTIFY_COMPLETED callback: frees the body gantry_http_body_feed()
  * kept in *con_cls. @cls, @conn and @toe are not used.
  */

@@ -1,8 +1,7 @@
 /*
- * Binds off the HTTP threads: a FIFO of suspended bind requests, worker
- * threads that run the verb (gantry_extender_handle) and resume the
- * connection, and a list of finished answers that the access handler takes
- * when libmicrohttpd calls it again for that connection. Each bind's wait
+ * Binds off the serving threads: a FIFO of bind requests and worker
+ * threads that run the verb (gantry_extender_handle) and hand each answer
+ * to its request's completion callback. Each bind's wait
  * in the FIFO is a histogram of its own, apart from the bind verb's whole
  * time, so that a bind tail shows whether it queued or waited on the API
  * server. See bind_queue.h.
@@ -17,12 +16,11 @@
 
 struct bind_job {
         struct bind_job *next;
-        struct MHD_Connection *conn;
-        const char *body; /* borrowed from the suspended request */
+        const char *body; /* borrowed from the waiting request */
         size_t len;
         double queued_at; /* gantry_extender_now() at submit */
-        int status;
-        char *reply;
+        gantry_sched_bind_done_fn done;
+        void *arg;
 };
 
 struct gantry_sched_bind_queue {
@@ -31,7 +29,6 @@ struct gantry_sched_bind_queue {
         pthread_mutex_t lock;
         pthread_cond_t wake;
         struct bind_job *head, *tail; /* waiting for a worker */
-        struct bind_job *done;        /* answered, not yet taken */
         bool stopping;
         unsigned int n_workers;
         pthread_t *workers;
@@ -41,6 +38,8 @@ static void *worker(void *arg)
 {
         struct gantry_sched_bind_queue *q = arg;
         struct bind_job *j;
+        char *reply;
+        int status;
 
         for (;;) {
                 pthread_mutex_lock(&q->lock);
@@ -61,14 +60,9 @@ static void *worker(void *arg)
                                                          "gantry_scheduler_bind_queue_wait_seconds",
                                                          "Time a bind waited for a bind worker",
                                                          NULL, gantry_extender_now() - j->queued_at);
-                j->status = gantry_extender_handle(q->ext, GANTRY_VERB_BIND, j->body, j->len,
-                                                   &j->reply);
-                pthread_mutex_lock(&q->lock);
-                j->next = q->done;
-                q->done = j;
-                pthread_mutex_unlock(&q->lock);
-                /* after the answer is in place: the handler runs again at once */
-                MHD_resume_connection(j->conn);
+                status = gantry_extender_handle(q->ext, GANTRY_VERB_BIND, j->body, j->len, &reply);
+                j->done(j->arg, status, reply);
+                free(j);
         }
 }
 
@@ -106,14 +100,15 @@ int gantry_sched_bind_queue_start(struct gantry_extender *ext, struct gantry_met
         return 0;
 }
 
-int gantry_sched_bind_queue_submit(struct gantry_sched_bind_queue *q, struct MHD_Connection *conn,
-                                   const char *body, size_t len)
+int gantry_sched_bind_queue_submit(struct gantry_sched_bind_queue *q, const char *body, size_t len,
+                                   gantry_sched_bind_done_fn done, void *arg)
 {
         struct bind_job *j = calloc(1, sizeof(*j));
 
         if (!j)
                 return -ENOMEM;
-        j->conn = conn;
+        j->done = done;
+        j->arg = arg;
         j->body = body;
         j->len = len;
         j->queued_at = gantry_extender_now();
@@ -123,8 +118,6 @@ int gantry_sched_bind_queue_submit(struct gantry_sched_bind_queue *q, struct MHD
                 free(j);
                 return -ESHUTDOWN;
         }
-        /* suspended before any worker can resume it */
-        MHD_suspend_connection(conn);
         if (q->tail)
                 q->tail->next = j;
         else
@@ -133,29 +126,6 @@ int gantry_sched_bind_queue_submit(struct gantry_sched_bind_queue *q, struct MHD
         pthread_cond_signal(&q->wake);
         pthread_mutex_unlock(&q->lock);
         return 0;
-}
-
-int gantry_sched_bind_queue_take(struct gantry_sched_bind_queue *q, struct MHD_Connection *conn,
-                                 char **ret_reply)
-{
-        struct bind_job **p, *j = NULL;
-        int status = 0;
-
-        pthread_mutex_lock(&q->lock);
-        for (p = &q->done; *p; p = &(*p)->next) {
-                if ((*p)->conn == conn) {
-                        j = *p;
-                        *p = j->next;
-                        break;
-                }
-        }
-        pthread_mutex_unlock(&q->lock);
-        if (j) {
-                status = j->status;
-                *ret_reply = j->reply;
-                free(j);
-        }
-        return status;
 }
 
 void gantry_sched_bind_queue_stop(struct gantry_sched_bind_queue *q)
@@ -173,15 +143,8 @@ void gantry_sched_bind_queue_stop(struct gantry_sched_bind_queue *q)
 
 void gantry_sched_bind_queue_free(struct gantry_sched_bind_queue *q)
 {
-        struct bind_job *j;
-
         if (!q)
                 return;
-        while ((j = q->done)) {
-                q->done = j->next;
-                free(j->reply);
-                free(j);
-        }
         pthread_mutex_destroy(&q->lock);
         pthread_cond_destroy(&q->wake);
         free(q->workers);

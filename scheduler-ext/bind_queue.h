@@ -1,20 +1,28 @@
 /*
- * Binds off the HTTP threads. A bind waits for the Binding POST to the API
- * server (milliseconds, up to --bind-timeout); done on the libmicrohttpd
- * thread that read it, it would stall every other connection that thread
- * serves, among them kube-scheduler's next filter. The HTTP face suspends the
- * bind's connection, hands the request to this queue's workers, and answers
- * it when a worker has run the verb and resumed the connection.
+ * Binds off the serving threads. A bind waits for the Binding POST to the
+ * API server (milliseconds, up to --bind-timeout); done on the thread that
+ * read it, it would stall every other request that thread serves, among
+ * them kube-scheduler's next filter. Both transports hand a bind's body to
+ * this queue's workers and go on serving: HTTP/1.1 (libmicrohttpd)
+ * suspends the bind's connection and resumes it from the completion
+ * callback; HTTP/2 (h2_conn.c) wakes its connection's thread, which
+ * submits the answer on the bind's stream.
  */
 #pragma once
 
-#include <microhttpd.h>
 #include <stddef.h>
 
 #include "extender.h"
 
 struct gantry_metrics;
 struct gantry_sched_bind_queue;
+
+/*
+ * A finished bind: its HTTP status and *reply* (malloc'd JSON, the
+ * callback's to free; NULL when out of memory). Called on a bind worker
+ * (or, for the binds still queued at stop, on the thread that stops).
+ */
+typedef void (*gantry_sched_bind_done_fn)(void *arg, int status, char *reply);
 
 /*
  * Starts @workers threads (at least 1) running binds through @ext; each
@@ -26,29 +34,20 @@ int gantry_sched_bind_queue_start(struct gantry_extender *ext, struct gantry_met
                                   unsigned int workers, struct gantry_sched_bind_queue **ret_queue);
 
 /*
- * From the access handler of a connection whose bind body (@body, @len:
- * borrowed, valid until the request completes) is complete: suspends @conn
- * and queues the bind. Returns 0 (the handler returns MHD_YES; the
- * connection is resumed when the bind is done), or -ENOMEM / -ESHUTDOWN
- * (nothing suspended: the caller binds inline).
+ * Queues the bind whose body is @body, @len (borrowed: valid until @done is
+ * called). Returns 0 (@done will be called exactly once, with @arg), or
+ * -ENOMEM / -ESHUTDOWN (@done is never called: the caller binds inline).
  */
-int gantry_sched_bind_queue_submit(struct gantry_sched_bind_queue *q, struct MHD_Connection *conn,
-                                   const char *body, size_t len);
+int gantry_sched_bind_queue_submit(struct gantry_sched_bind_queue *q, const char *body, size_t len,
+                                   gantry_sched_bind_done_fn done, void *arg);
 
 /*
- * From the access handler once more for @conn: the finished bind's HTTP
- * status (> 0) with *ret_reply (malloc'd JSON, the caller's), or 0 when
- * @conn has no finished bind (not submitted yet).
- */
-int gantry_sched_bind_queue_take(struct gantry_sched_bind_queue *q, struct MHD_Connection *conn,
-                                 char **ret_reply);
-
-/*
- * Runs the binds still queued, resumes their connections and joins the
- * workers. Call before MHD_stop_daemon() (a suspended connection must be
- * resumed first). NULL is a no-op.
+ * Runs the binds still queued (their callbacks run before this returns) and
+ * joins the workers; later submits fail with -ESHUTDOWN. Call before the
+ * transports stop (a suspended connection must be resumed first). NULL is a
+ * no-op.
  */
 void gantry_sched_bind_queue_stop(struct gantry_sched_bind_queue *q);
 
-/* Frees @q after MHD_stop_daemon() (the answers nobody took). NULL: no-op. */
+/* Frees a stopped @q. NULL: no-op. */
 void gantry_sched_bind_queue_free(struct gantry_sched_bind_queue *q);

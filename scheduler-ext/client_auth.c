@@ -1,7 +1,7 @@
 /*
  * The client certificate check of gantry-scheduler's HTTPS server: GnuTLS
- * verifies the peer's chain against the CA given to MHD
- * (MHD_OPTION_HTTPS_MEM_TRUST), its dates, and that it may authenticate a
+ * verifies the peer's chain against the trust list of the TLS front's
+ * credentials (--client-ca), its dates, and that it may authenticate a
  * TLS client; a small cache of the chains that verified spares a client's
  * later connections the same check. See client_auth.h.
  */
@@ -9,7 +9,6 @@
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
-#include <microhttpd.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -188,29 +187,21 @@ out:
         pthread_mutex_unlock(&c->lock);
 }
 
-int gantry_sched_client_verify(struct MHD_Connection *conn, struct gantry_sched_client_cache *cache,
+int gantry_sched_client_verify(gnutls_session_t session, struct gantry_sched_client_cache *cache,
                                char *why, size_t why_len)
 {
         unsigned char digest[DIGEST_LEN];
         const gnutls_datum_t *peers;
         bool digested = false;
-        const union MHD_ConnectionInfo *info;
-        gnutls_session_t session;
         gnutls_typed_vdata_st purpose = { .type = GNUTLS_DT_KEY_PURPOSE_OID,
                                           .data = (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT };
         unsigned int status = 0, n = 0;
         int r;
 
-        info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-        if (!info || !info->tls_session) {
-                snprintf(why, why_len, "not a TLS connection");
-                return -ENOTCONN;
-        }
-        session = (gnutls_session_t)info->tls_session;
         if (gnutls_certificate_type_get(session) != GNUTLS_CRT_X509 ||
             !(peers = gnutls_certificate_get_peers(session, &n)) || n == 0) {
                 snprintf(why, why_len, "no client certificate");
-                return -EACCES;
+                return -ENOKEY;
         }
         if (cache && chain_digest(peers, n, digest) == 0) {
                 digested = true;

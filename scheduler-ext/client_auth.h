@@ -8,10 +8,9 @@
  */
 #pragma once
 
+#include <gnutls/gnutls.h>
 #include <stdbool.h>
 #include <stddef.h>
-
-struct MHD_Connection;
 
 /*
  * True for the paths served to anyone who reaches the port: the liveness
@@ -40,14 +39,14 @@ int gantry_sched_client_cache_new(const char *ca_pem, struct gantry_sched_client
 void gantry_sched_client_cache_free(struct gantry_sched_client_cache *cache);
 
 /*
- * Checks the client certificate of @conn's TLS session against the trust
- * list the server was started with. Returns 0 when it verifies (1 when it
+ * Checks the client certificate of the handshaken server @session against
+ * the trust list of its credentials. Returns 0 when it verifies (1 when it
  * did by a chain @cache, when not NULL, holds: verified by an earlier
- * connection); -EACCES when the client sent none or one that does not
- * verify, with the reason (no key material, only the certificate's standing:
- * "no client certificate", "certificate signed by an unknown authority", ...)
- * in @why (@why_len bytes, always terminated). -ENOTCONN when @conn has no
- * TLS session. Safe from any of the server's threads.
+ * connection); -EACCES when the client sent one that does not verify,
+ * -ENOKEY when it sent none; with the reason (no key material, only the
+ * certificate's standing: "no client certificate", "certificate signed by
+ * an unknown authority", ...) in @why (@why_len bytes, always terminated).
+ * Call from the thread that owns @session; @cache is safe from any thread.
  */
-int gantry_sched_client_verify(struct MHD_Connection *conn, struct gantry_sched_client_cache *cache,
+int gantry_sched_client_verify(gnutls_session_t session, struct gantry_sched_client_cache *cache,
                                char *why, size_t why_len);

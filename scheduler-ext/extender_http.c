@@ -1,17 +1,23 @@
 /*
- * The HTTP face of gantry-scheduler on libmicrohttpd: routing, body
- * accumulation with a size limit, request metrics, TLS and the client
- * certificate check before any verb (client_auth.c). The verbs
- * themselves are in extender.c. A bind waits on the API server: it runs on
- * the bind queue's workers (bind_queue.c) with its connection suspended, so
- * the thread that read it goes on serving filters. See extender_http.h.
+ * gantry-scheduler's server: the HTTP/1.1 transport on libmicrohttpd, and
+ * the start and stop of the whole. With TLS the port is the TLS front's
+ * (tls_front.c): it serves h2 itself and relays every other connection in
+ * plaintext to libmicrohttpd, started without a listening socket, with
+ * the client certificate's outcome handed over by descriptor. With
+ * --insecure-http libmicrohttpd listens itself. Both transports answer
+ * through the router (sched_router.c); a bind runs on the bind queue's
+ * workers (bind_queue.c) with its connection suspended, so the thread
+ * that read it goes on serving filters. See extender_http.h.
  */
 #include <errno.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "attr_file.h"
 #include "bind_queue.h"
@@ -21,133 +27,141 @@
 #include "log.h"
 #include "metrics.h"
 #include "netaddr.h"
+#include "sched_router.h"
+#include "tls_front.h"
 
 #define DEFAULT_MAX_BODY (64u << 20)
 #define TLS_FILE_MAX (1u << 20)
+#define TIMEOUT_S 30u          /* libmicrohttpd's connection timeout, the front's handshake's */
+#define MAX_CONNECTIONS 256u   /* TLS connections at once (a thread each) */
+#define STOP_GRACE_S 10u       /* for connections to end at stop before they are cut */
+
+/* A relayed connection's client certificate outcome, until libmicrohttpd
+ * announces the connection (by its descriptor). */
+struct handoff {
+        struct handoff *next;
+        int fd;
+        char *refused; /* NULL: verified */
+};
 
 struct gantry_sched_server {
         struct MHD_Daemon *daemon;
-        struct gantry_extender *ext;
-        struct gantry_sched_bind_queue *binds;
-        struct gantry_metrics *metrics;
-        size_t max_body;
-        char *tls_cert, *tls_key; /* PEM in memory for MHD; the key is never logged */
+        struct gantry_sched_router router;
+        struct gantry_sched_tls_front *front; /* NULL: --insecure-http */
+        char *tls_cert, *tls_key; /* PEM in memory; the key is never logged */
         char *client_ca;          /* PEM; NULL: plain HTTP, no caller checked */
         struct gantry_sched_client_cache *verified; /* the client chains that verified */
+        pthread_mutex_t lock;                       /* handoffs */
+        struct handoff *handoffs;
 };
 
-static enum MHD_Result send_text(struct MHD_Connection *conn, unsigned int status,
-                                 const char *type, char *text, bool owned)
-{
-        if (owned)
-                return gantry_http_reply_owned(conn, status, type, text);
-        return gantry_http_reply(conn, status, type, text);
-}
-
-static void count_request(struct gantry_sched_server *s, const char *verb, int status, double start)
-{
-        char labels[96];
-
-        if (!s->metrics)
-                return;
-        snprintf(labels, sizeof(labels), "verb=\"%s\",code=\"%d\"", verb, status);
-        gantry_metrics_counter_add(s->metrics, "gantry_scheduler_requests_total",
-                                   "Extender requests by verb and HTTP status", labels, 1);
-        snprintf(labels, sizeof(labels), "verb=\"%s\"", verb);
-        gantry_metrics_histogram_observe(s->metrics, "gantry_scheduler_request_seconds",
-                                         "Extender request latency by verb", labels,
-                                         gantry_extender_now() - start);
-}
-
-static enum MHD_Result serve_get(struct gantry_sched_server *s, struct MHD_Connection *conn,
-                                 const char *url)
-{
-        char *text = NULL;
-
-        if (!strcmp(url, "/healthz"))
-                return send_text(conn, MHD_HTTP_OK, "text/plain", "ok\n", false);
-        if (!strcmp(url, "/readyz")) {
-                char why[128];
-
-                if (gantry_extender_ready(s->ext, why, sizeof(why)))
-                        return send_text(conn, MHD_HTTP_OK, "text/plain", "ok\n", false);
-                if (asprintf(&text, "not ready: %s\n", why) < 0)
-                        return send_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain",
-                                         "not ready\n", false);
-                return send_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", text, true);
-        }
-        if (!strcmp(url, "/metrics") && s->metrics) {
-                gantry_extender_update_gauges(s->ext);
-                if (gantry_metrics_render(s->metrics, &text) < 0)
-                        return send_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",
-                                         "render failed\n", false);
-                return send_text(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", text, true);
-        }
-        return send_text(conn, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n", false);
-}
-
-static enum MHD_Result reply_json(struct gantry_sched_server *s, struct MHD_Connection *conn,
-                                  const char *verb, int status, char *json, double start)
-{
-        count_request(s, verb, status, start);
-        if (!json)
-                return send_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "application/json",
-                                 "{\"Error\":\"out of memory\"}", false);
-        return send_text(conn, (unsigned int)status, "application/json", json, true);
-}
-
-/* Per TLS connection: whether its client certificate was verified. */
+/* Per libmicrohttpd connection. */
 struct conn_state {
-        bool verified;
+        struct MHD_Connection *conn;
+        struct gantry_sched_server *s;
+        char *refused;                   /* the client certificate's outcome; NULL: verified */
+        double bind_start;
+        bool has_answer;                 /* a bind's answer, waiting for the resumed handler */
+        struct gantry_sched_reply answer;
 };
+
+static enum MHD_Result send_reply(struct MHD_Connection *conn, const struct gantry_sched_reply *r)
+{
+        if (r->owned)
+                return gantry_http_reply_owned(conn, r->status, r->type, r->text);
+        return gantry_http_reply(conn, r->status, r->type, r->text);
+}
+
+static void drop_answer(struct conn_state *cs)
+{
+        if (cs->has_answer && cs->answer.owned)
+                free(cs->answer.text);
+        cs->has_answer = false;
+}
+
+static char *take_handoff(struct gantry_sched_server *s, int fd, bool *found)
+{
+        struct handoff **p, *h;
+        char *refused = NULL;
+
+        *found = false;
+        pthread_mutex_lock(&s->lock);
+        for (p = &s->handoffs; *p; p = &(*p)->next)
+                if ((*p)->fd == fd) {
+                        h = *p;
+                        *p = h->next;
+                        refused = h->refused;
+                        *found = true;
+                        free(h);
+                        break;
+                }
+        pthread_mutex_unlock(&s->lock);
+        return refused;
+}
+
+/* The TLS front's relay: @fd to libmicrohttpd, with its client's outcome. */
+static int relay_to_mhd(void *arg, int fd, const struct sockaddr *peer, socklen_t peer_len,
+                        const char *refused)
+{
+        struct gantry_sched_server *s = arg;
+        struct handoff *h = calloc(1, sizeof(*h));
+        bool found;
+
+        if (!h || (refused && !(h->refused = strdup(refused)))) {
+                free(h);
+                close(fd);
+                return -ENOMEM;
+        }
+        h->fd = fd;
+        pthread_mutex_lock(&s->lock);
+        h->next = s->handoffs;
+        s->handoffs = h;
+        pthread_mutex_unlock(&s->lock);
+        if (MHD_add_connection(s->daemon, fd, peer, peer_len) != MHD_YES) {
+                /* libmicrohttpd closed @fd */
+                free(take_handoff(s, fd, &found));
+                return -EIO;
+        }
+        return 0;
+}
 
 static void connection_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
                               enum MHD_ConnectionNotificationCode code)
 {
         struct gantry_sched_server *s = cls;
+        struct conn_state *cs = *socket_context;
+        const union MHD_ConnectionInfo *info;
+        bool found = false;
 
-        (void)conn;
         if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-                /* each is a TLS handshake, with its public-key work on both
-                 * sides: kept-alive clients open few */
-                if (s->metrics)
-                        gantry_metrics_counter_add(s->metrics, "gantry_scheduler_connections_total",
-                                                   "TLS connections accepted (each a handshake)",
-                                                   NULL, 1);
-                *socket_context = calloc(1, sizeof(struct conn_state)); /* NULL: verify each time */
-        } else {
-                free(*socket_context);
+                cs = calloc(1, sizeof(*cs)); /* NULL: refused, binds inline */
+                info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+                if (cs) {
+                        cs->conn = conn;
+                        cs->s = s;
+                        if (s->front && info)
+                                cs->refused = take_handoff(s, info->connect_fd, &found);
+                        if (s->front && !found && !cs->refused)
+                                cs->refused = strdup("no TLS session");
+                }
+                *socket_context = cs;
+        } else if (cs) {
+                drop_answer(cs);
+                free(cs->refused);
+                free(cs);
                 *socket_context = NULL;
         }
 }
 
-/*
- * Whether @conn's client certificate is refused (@msg says why). A session's
- * peer certificate is fixed by its handshake (libmicrohttpd never completes a
- * renegotiation), so a verified connection is not verified again: the
- * signature checks cost more than a filter at 500 nodes, three times a pod.
- */
-static bool client_refused(struct gantry_sched_server *s, struct MHD_Connection *conn, char *msg,
-                           size_t size)
+/* A bind worker's answer: kept for the handler, which runs once resumed. */
+static void bind_done(void *arg, int status, char *reply)
 {
-        const union MHD_ConnectionInfo *info =
-                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-        struct conn_state *cs = info ? info->socket_context : NULL;
-        int r;
+        struct conn_state *cs = arg;
 
-        if (cs && cs->verified)
-                return false;
-        r = gantry_sched_client_verify(conn, s->verified, msg, size);
-        if (r != 1 && s->metrics)
-                gantry_metrics_counter_add(s->metrics, "gantry_scheduler_client_verifications_total",
-                                           "Client certificate chains verified (a chain that "
-                                           "verified is not verified again until it expires)",
-                                           NULL, 1);
-        if (r < 0)
-                return true;
-        if (cs)
-                cs->verified = true;
-        return false;
+        gantry_sched_route_json(&cs->s->router, GANTRY_VERB_BIND, status, reply, cs->bind_start,
+                                &cs->answer);
+        cs->has_answer = true;
+        MHD_resume_connection(cs->conn);
 }
 
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
@@ -155,83 +169,66 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
                               size_t *upload_data_size, void **con_cls)
 {
         struct gantry_sched_server *s = cls;
+        const union MHD_ConnectionInfo *info =
+                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        struct conn_state *cs = info ? info->socket_context : NULL;
         const struct gantry_http_body *got, *req;
+        struct gantry_sched_reply reply;
         enum gantry_extender_verb verb;
-        const char *slash, *cl;
-        char *reply = NULL, msg[128];
-        int status, r;
+        const char *cl, *refused = NULL;
+        int r;
 
         (void)version;
-        /* before a request's body is read (the first call has no body state),
-         * once per connection: its TLS session's certificate cannot change */
-        if (s->client_ca && !*con_cls && !gantry_sched_client_path_is_open(url) &&
-            client_refused(s, conn, msg, sizeof(msg))) {
-                log_warn("sched.client_refused", "method=%s path=%s reason=\"%s\"", method, url, msg);
-                count_request(s, "refused", MHD_HTTP_FORBIDDEN, gantry_extender_now());
-                return send_text(conn, MHD_HTTP_FORBIDDEN, "application/json",
-                                 "{\"Error\":\"a client certificate signed by gantry-scheduler's "
-                                 "--client-ca is required\"}", false);
-        }
-        if (strcmp(method, "POST") != 0) {
-                if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
-                        return serve_get(s, conn, url);
-                return send_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
-                                 "method not allowed\n", false);
-        }
-        slash = strrchr(url, '/');
-        if (gantry_extender_verb_parse(slash ? slash + 1 : url, &verb) < 0)
-                return send_text(conn, MHD_HTTP_NOT_FOUND, "application/json",
-                                 "{\"Error\":\"no such verb: POST to .../filter, .../prioritize "
-                                 "or .../bind\"}", false);
-        r = gantry_http_body_feed(conn, con_cls, s->max_body, upload_data, upload_data_size, &got);
+        if (s->router.check_clients)
+                refused = cs ? cs->refused : "out of memory";
+        if (gantry_sched_route_head(&s->router, method, url, refused, &verb, &reply) ==
+            GANTRY_SCHED_ROUTE_REPLY)
+                return send_reply(conn, &reply);
+        r = gantry_http_body_feed(conn, con_cls, s->router.max_body, upload_data, upload_data_size,
+                                  &got);
         if (r == GANTRY_HTTP_BODY_READING)
                 return MHD_YES;
         if (r == -ENOMEM)
                 return MHD_NO;
         if (r == -EFBIG) {
                 cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-                if (cl && !*con_cls)
-                        snprintf(msg, sizeof(msg), "request body: %s bytes, the limit is %zu", cl,
-                                 s->max_body);
-                else
-                        snprintf(msg, sizeof(msg), "request body: more than %zu bytes", s->max_body);
-                status = 413;
-                goto too_large;
+                req = *con_cls;
+                gantry_sched_route_too_large(&s->router, verb, cl && !req ? strtoull(cl, NULL, 10) : 0,
+                                             req ? req->start : gantry_extender_now(), &reply);
+                return send_reply(conn, &reply);
         }
-        if (verb == GANTRY_VERB_BIND && s->binds) {
+        if (cs && cs->has_answer) {
                 /* called again once a worker has bound: its answer */
-                status = gantry_sched_bind_queue_take(s->binds, conn, &reply);
-                if (status > 0)
-                        return reply_json(s, conn, gantry_extender_verb_name(verb), status, reply,
-                                          got->start);
-                if (gantry_sched_bind_queue_submit(s->binds, conn, got->data, got->len) == 0)
-                        return MHD_YES;
+                cs->has_answer = false;
+                return send_reply(conn, &cs->answer);
         }
-        status = gantry_extender_handle(s->ext, verb, got->data, got->len, &reply);
-        return reply_json(s, conn, gantry_extender_verb_name(verb), status, reply, got->start);
-
-too_large:
-        log_warn("sched.request_too_large", "verb=%s", gantry_extender_verb_name(verb));
-        {
-                char body[200];
-
-                snprintf(body, sizeof(body), "{\"Error\":\"%s\"}", msg);
-                reply = strdup(body);
+        if (verb == GANTRY_VERB_BIND && cs) {
+                /* suspended before any worker can resume it */
+                cs->bind_start = got->start;
+                MHD_suspend_connection(conn);
+                if (gantry_sched_route_verb(&s->router, verb, got->data, got->len, got->start,
+                                            bind_done, cs, &cs->answer) == GANTRY_SCHED_ROUTE_REPLY) {
+                        /* bound inline (no queue, or stopping): answered once resumed */
+                        cs->has_answer = true;
+                        MHD_resume_connection(conn);
+                }
+                return MHD_YES;
         }
-        req = *con_cls;
-        return reply_json(s, conn, gantry_extender_verb_name(verb), status, reply,
-                          req ? req->start : gantry_extender_now());
+        gantry_sched_route_verb(&s->router, verb, got->data, got->len, got->start, NULL, NULL,
+                                &reply);
+        return send_reply(conn, &reply);
 }
 
 /* A bind's answer that its connection never took (the client went away). */
 static void request_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                               enum MHD_RequestTerminationCode toe)
 {
-        struct gantry_sched_server *s = cls;
-        char *reply = NULL;
+        const union MHD_ConnectionInfo *info =
+                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 
-        if (s->binds && gantry_sched_bind_queue_take(s->binds, conn, &reply) > 0)
-                free(reply);
+        (void)cls;
+        if (info && info->socket_context)
+                drop_answer(info->socket_context);
         gantry_http_body_completed(NULL, conn, con_cls, toe);
 }
 
@@ -252,6 +249,27 @@ static int read_pem(const char *flag, const char *path, char **ret, struct gantr
         return 0;
 }
 
+static void server_free(struct gantry_sched_server *s)
+{
+        struct handoff *h;
+
+        gantry_sched_bind_queue_free(s->router.binds);
+        while ((h = s->handoffs)) {
+                s->handoffs = h->next;
+                free(h->refused);
+                free(h);
+        }
+        pthread_mutex_destroy(&s->lock);
+        free(s->tls_cert);
+        free(s->client_ca);
+        gantry_sched_client_cache_free(s->verified);
+        if (s->tls_key) {
+                explicit_bzero(s->tls_key, strlen(s->tls_key));
+                free(s->tls_key);
+        }
+        free(s);
+}
+
 int gantry_sched_server_start(struct gantry_extender *ext,
                               const struct gantry_sched_server_options *opts,
                               struct gantry_sched_server **ret_server, int *ret_port,
@@ -263,7 +281,7 @@ int gantry_sched_server_start(struct gantry_extender *ext,
         struct sockaddr_storage ss;
         const union MHD_DaemonInfo *info;
         unsigned int threads = opts->threads > 0 ? (unsigned int)opts->threads : 4;
-        int r;
+        int r, port = 0;
 
         if (!opts->addr || gantry_netaddr_parse(opts->addr, &ss) < 0)
                 return gantry_error_set(err, EINVAL, "--listen %s: must be HOST:PORT",
@@ -279,14 +297,15 @@ int gantry_sched_server_start(struct gantry_extender *ext,
         s = calloc(1, sizeof(*s));
         if (!s)
                 return gantry_error_set(err, ENOMEM, "out of memory");
-        s->ext = ext;
-        s->metrics = opts->metrics;
-        s->max_body = opts->max_body_bytes ? opts->max_body_bytes : DEFAULT_MAX_BODY;
+        pthread_mutex_init(&s->lock, NULL);
+        s->router.ext = ext;
+        s->router.metrics = opts->metrics;
+        s->router.max_body = opts->max_body_bytes ? opts->max_body_bytes : DEFAULT_MAX_BODY;
         /* kube-scheduler binds from as many goroutines as pods in their
          * binding cycle: each worker waits on one Binding round trip */
         if ((r = gantry_sched_bind_queue_start(ext, opts->metrics, opts->bind_workers > 0 ?
                                                    (unsigned int)opts->bind_workers : 32,
-                                               &s->binds)) < 0) {
+                                               &s->router.binds)) < 0) {
                 gantry_error_set(err, -r, "bind workers: %s", strerror(-r));
                 goto fail;
         }
@@ -295,49 +314,64 @@ int gantry_sched_server_start(struct gantry_extender *ext,
                     (r = read_pem("--tls-key", opts->tls_key_file, &s->tls_key, err)) < 0 ||
                     (r = read_pem("--client-ca", opts->client_ca_file, &s->client_ca, err)) < 0)
                         goto fail;
-                /* a CA file GnuTLS's list import cannot read (MHD may still
-                 * take it): no cache, every connection verified in full */
+                /* a CA file GnuTLS's list import cannot read: no cache, every
+                 * connection verified in full */
                 if ((r = gantry_sched_client_cache_new(s->client_ca, &s->verified)) == -ENOMEM) {
                         gantry_error_set(err, ENOMEM, "out of memory");
                         goto fail;
                 }
-                flags |= MHD_USE_TLS;
+                s->router.check_clients = true;
+                /* plaintext, fed by the TLS front's relays */
                 s->daemon = MHD_start_daemon(
-                        flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                        flags | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, answer, s,
                         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-                        (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
-                        MHD_OPTION_HTTPS_MEM_CERT, s->tls_cert, MHD_OPTION_HTTPS_MEM_KEY, s->tls_key,
-                        MHD_OPTION_HTTPS_MEM_TRUST, s->client_ca, MHD_OPTION_NOTIFY_CONNECTION,
-                        connection_notify, s, MHD_OPTION_END);
+                        TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
+                        MHD_OPTION_NOTIFY_CONNECTION, connection_notify, s, MHD_OPTION_END);
+                if (!s->daemon) {
+                        r = gantry_error_set(err, ENOMEM, "the HTTP/1.1 server did not start");
+                        goto fail;
+                }
+                r = gantry_sched_tls_front_start(
+                        &(struct gantry_sched_tls_front_options){
+                                .addr = (struct sockaddr *)&ss,
+                                .addr_len = ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                                     : sizeof(struct sockaddr_in),
+                                .cert_pem = s->tls_cert, .key_pem = s->tls_key,
+                                .ca_pem = s->client_ca, .max_connections = MAX_CONNECTIONS,
+                                .timeout_s = TIMEOUT_S, .verified = s->verified,
+                                .metrics = opts->metrics, .router = &s->router,
+                                .relay = relay_to_mhd, .relay_arg = s },
+                        &s->front, &port, err);
+                if (r < 0) {
+                        if (r == -EADDRINUSE || r == -EADDRNOTAVAIL || r == -EACCES)
+                                gantry_error_set(err, -r, "--listen %s: cannot serve there: %s",
+                                                 opts->addr, strerror(-r));
+                        goto fail;
+                }
         } else {
                 s->daemon = MHD_start_daemon(
                         flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-                        (unsigned int)30, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
-                        MHD_OPTION_END);
-        }
-        if (!s->daemon) {
-                r = gantry_error_set(err, EADDRNOTAVAIL,
-                                     "--listen %s: cannot serve there (address in use, or a bad "
-                                     "TLS certificate, key or client CA)", opts->addr);
-                goto fail;
-        }
-        if (ret_port) {
+                        TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
+                        MHD_OPTION_NOTIFY_CONNECTION, connection_notify, s, MHD_OPTION_END);
+                if (!s->daemon) {
+                        r = gantry_error_set(err, EADDRNOTAVAIL,
+                                             "--listen %s: cannot serve there (address in use?)",
+                                             opts->addr);
+                        goto fail;
+                }
                 info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-                *ret_port = info ? info->port : 0;
+                port = info ? info->port : 0;
         }
+        if (ret_port)
+                *ret_port = port;
         *ret_server = s;
         return 0;
 fail:
-        gantry_sched_bind_queue_stop(s->binds);
-        gantry_sched_bind_queue_free(s->binds);
-        free(s->tls_cert);
-        free(s->client_ca);
-        gantry_sched_client_cache_free(s->verified);
-        if (s->tls_key)
-                explicit_bzero(s->tls_key, strlen(s->tls_key));
-        free(s->tls_key);
-        free(s);
+        gantry_sched_bind_queue_stop(s->router.binds);
+        if (s->daemon)
+                MHD_stop_daemon(s->daemon);
+        server_free(s);
         return r;
 }
 
@@ -345,16 +379,14 @@ void gantry_sched_server_stop(struct gantry_sched_server *s)
 {
         if (!s)
                 return;
-        /* binds in flight end and their connections are resumed first */
-        gantry_sched_bind_queue_stop(s->binds);
+        gantry_sched_tls_front_stop_accepting(s->front);
+        /* binds in flight end and their answers are handed back first:
+         * libmicrohttpd's connections resumed, h2 streams answered */
+        gantry_sched_bind_queue_stop(s->router.binds);
+        /* h2: GOAWAY, the open streams finished; no new relay */
+        gantry_sched_tls_front_stop_connections(s->front);
+        /* closes the relays' plaintext ends: they end */
         MHD_stop_daemon(s->daemon);
-        gantry_sched_bind_queue_free(s->binds);
-        free(s->tls_cert);
-        free(s->client_ca);
-        gantry_sched_client_cache_free(s->verified);
-        if (s->tls_key) {
-                explicit_bzero(s->tls_key, strlen(s->tls_key));
-                free(s->tls_key);
-        }
-        free(s);
+        gantry_sched_tls_front_free(s->front, STOP_GRACE_S);
+        server_free(s);
 }

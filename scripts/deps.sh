@@ -13,7 +13,7 @@ PACKAGES=(
   # storage backends
   librbd-dev librados-dev libnvme-dev libjson-c-dev libblkid-dev
   # HTTP, JSON, YAML
-  libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev libyaml-dev
+  libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev libyaml-dev libnghttp2-dev
   # tests
   libcmocka-dev python3 python3-grpcio python3-grpc-tools python3-protobuf python3-yaml python3-kubernetes
   openssl # test CAs: the fake Kubernetes API server, gantry-target TLS

@@ -1,0 +1,32 @@
+/*
+ * One HTTP/2 connection of gantry-scheduler (nghttp2 does the framing and
+ * HPACK), over a TLS session the front has handshaken (tls_front.h). Each
+ * stream's head and body go to the router (sched_router.h) as libmicrohttpd's
+ * requests do: filters, prioritizes and GETs are answered on this
+ * connection's thread, a bind goes to the bind queue and its answer is
+ * submitted when the worker wakes the thread. Only this thread touches the
+ * nghttp2 session and the TLS session.
+ */
+#pragma once
+
+#include <gnutls/gnutls.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+struct gantry_sched_router;
+
+/* The streams a client may open at once: above the default 32 bind workers,
+ * so kube-scheduler's binds in flight queue here rather than at its side. */
+#define GANTRY_SCHED_H2_MAX_STREAMS 128
+
+/*
+ * Serves the connection until the client closes it, it fails, it has no
+ * stream open for @idle_s seconds, or *@stopping is set and @wake (an
+ * eventfd, the thread's wake-up also for its finished binds) is written:
+ * then GOAWAY, and the streams already open are finished first. Returns once
+ * every bind it queued has been answered. @refused: why the client's
+ * certificate was refused (NULL: it verified, or none is checked).
+ */
+void gantry_sched_h2_serve(gnutls_session_t tls, int fd, int wake, const atomic_bool *stopping,
+                           struct gantry_sched_router *router, const char *refused,
+                           unsigned int idle_s);
