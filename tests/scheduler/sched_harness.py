@@ -37,6 +37,26 @@ FAKEAPI = os.environ.get("GANTRY_FAKEAPI") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "fakeapi", "fake_kube_apiserver.py")
 
 
+PKI_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fakeapi",
+                          "make_test_pki.sh")
+
+
+def make_test_pki(tag):
+    """A temp dir holding the test PKI (tests/fakeapi/make_test_pki.sh): the
+    serving certificate, the client CA, a client certificate it signed, and
+    one of the same subject from another CA; its keys registered with the
+    canary as "<tag>-<file>". The caller removes the dir."""
+    pki = tempfile.mkdtemp(prefix="gantry-%s-%d-" % (tag, os.getpid()))
+    try:
+        subprocess.run(["bash", PKI_SCRIPT, pki], check=True, capture_output=True, timeout=60)
+        for key in ("server.key", "client.key", "other-client.key"):
+            canary.register_pem_key("%s-%s" % (tag, key), os.path.join(pki, key))
+    except BaseException:
+        shutil.rmtree(pki, ignore_errors=True)
+        raise
+    return pki
+
+
 def fixture(name):
     with open(os.path.join(FIXTURES, name), "rb") as f:
         return f.read()

@@ -16,11 +16,10 @@ import tempfile
 import threading
 import unittest
 
-from sched_harness import FakeAPI, Scheduler, canary, fixture, fixture_json, wait_for, FIXTURES
+from sched_harness import (FakeAPI, Scheduler, canary, fixture, fixture_json, make_test_pki,
+                           wait_for, FIXTURES)
 
 NC_TRUE_FILTER = "nodecache-true-001-filter.json"
-PKI_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fakeapi",
-                          "make_test_pki.sh")
 TOKEN = canary.secret("api-token")
 CURL_SECONDS = 60
 
@@ -36,19 +35,11 @@ def connections(s, protocol):
 
 
 class H2Base(unittest.TestCase):
-    """The test PKI (tests/fakeapi/make_test_pki.sh) and a curl driver."""
+    """The test PKI (sched_harness.make_test_pki) and a curl driver."""
 
     @classmethod
     def setUpClass(cls):
-        cls.pki = tempfile.mkdtemp(prefix="gantry-sched-h2-%d-" % os.getpid())
-        try:
-            subprocess.run(["bash", PKI_SCRIPT, cls.pki], check=True, capture_output=True,
-                           timeout=60)
-            for key in ("server.key", "client.key"):
-                canary.register_pem_key("sched-h2-" + key, os.path.join(cls.pki, key))
-        except BaseException:
-            shutil.rmtree(cls.pki, ignore_errors=True)
-            raise
+        cls.pki = make_test_pki("sched-h2")
 
     @classmethod
     def tearDownClass(cls):

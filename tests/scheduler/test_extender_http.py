@@ -17,7 +17,7 @@ import time
 import unittest
 import uuid
 
-from sched_harness import Scheduler, canary, fixture, fixture_json
+from sched_harness import Scheduler, fixture, fixture_json, make_test_pki
 
 NC_TRUE_FILTER = "nodecache-true-001-filter.json"
 NC_TRUE_PRIO = "nodecache-true-002-prioritize.json"
@@ -511,10 +511,6 @@ class LimitsTest(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-PKI_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fakeapi",
-                          "make_test_pki.sh")
-
-
 class TLSTest(unittest.TestCase):
     """HTTPS with client certificates: the test PKI (tests/fakeapi/make_test_pki.sh)
     gives the serving certificate, the client CA, a client certificate it
@@ -522,15 +518,7 @@ class TLSTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.pki = tempfile.mkdtemp(prefix="gantry-sched-tls-%d-" % os.getpid())
-        try:
-            subprocess.run(["bash", PKI_SCRIPT, cls.pki], check=True, capture_output=True,
-                           timeout=60)
-            for key in ("server.key", "client.key", "other-client.key"):
-                canary.register_pem_key("sched-tls-" + key, os.path.join(cls.pki, key))
-        except BaseException:
-            shutil.rmtree(cls.pki, ignore_errors=True)
-            raise
+        cls.pki = make_test_pki("sched-tls")
 
     @classmethod
     def tearDownClass(cls):
