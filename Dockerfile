@@ -23,7 +23,7 @@ RUN apt-get update \
       build-essential cmake pkg-config \
       libgrpc-dev protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev protobuf-compiler \
       librbd-dev librados-dev libnvme-dev libjson-c-dev libblkid-dev \
-      libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev libyaml-dev \
+      libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev libnghttp2-dev libyaml-dev \
       libcmocka-dev python3 golang-go \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -38,7 +38,7 @@ FROM debian:bookworm-slim AS runtime
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libgrpc29 libprotobuf-c1 librbd1 librados2 libnvme1 libblkid1 \
-      libcurl4 libjansson4 libmicrohttpd12 libyaml-0-2 \
+      libcurl4 libjansson4 libmicrohttpd12 libnghttp2-14 libgnutls30 libyaml-0-2 \
       ca-certificates e2fsprogs xfsprogs kmod \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 65532 gantry \

@@ -405,10 +405,18 @@ class Bench:
                         text, "gantry_kube_request_seconds", "resource").items()
                         if r == "pods/binding"})
                     verbs = {(v if mode == "gantry" else "before " + v): x for v, x in q.items()}
+                    # by the protocol ALPN chose (main's binary before h2: unlabelled)
+                    accepted = {}
                     for line in text.splitlines():
-                        if line.startswith("gantry_scheduler_connections_total "):
-                            print("    %s: %s TLS connections accepted from kube-scheduler "
-                                  "(each a handshake)" % (mode, line.split()[1]))
+                        if line.startswith("gantry_scheduler_connections_total"):
+                            name = line.split()[0]
+                            proto = name.split('protocol="')[1].split('"')[0] \
+                                if 'protocol="' in name else "any"
+                            accepted[proto] = accepted.get(proto, 0) + int(float(line.split()[-1]))
+                    if accepted:
+                        print("    %s: %d TLS connections accepted from kube-scheduler (each a "
+                              "handshake): %s" % (mode, sum(accepted.values()), ", ".join(
+                                  "%s %d" % kv for kv in sorted(accepted.items()))))
         finally:
             watch.close()
             if "kube-scheduler" in p.procs:
