@@ -3,7 +3,8 @@
  * helpers (common/http_body.c), over real HTTP on loopback: a tiny server
  * echoes back each body it accumulated, and libcurl sends bodies in one
  * piece, in many chunks, at the limit, past it (announced by Content-Length
- * or only discovered while reading a chunked upload), and empty.
+ * or only discovered while reading a chunked upload), and empty; and the
+ * accumulator fed directly, without libmicrohttpd.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -235,6 +236,30 @@ static void test_headers_checked_first(void **state)
         free(reply);
 }
 
+/* The accumulator fed directly, as gantry-scheduler's HTTP/2 feeds it. */
+static void test_direct_append(void **state)
+{
+        struct gantry_http_body b = { .limit = 8 };
+        struct gantry_http_body empty = { .limit = 8 };
+
+        (void)state;
+        assert_int_equal(gantry_http_body_append(&b, "abcd", 4), 0);
+        assert_int_equal(gantry_http_body_append(&b, "efgh", 4), 0);
+        assert_int_equal(gantry_http_body_finish(&b), 0);
+        assert_int_equal(b.len, 8);
+        assert_string_equal(b.data, "abcdefgh");
+        /* one byte past the limit: noted, not stored */
+        assert_int_equal(gantry_http_body_append(&b, "i", 1), 0);
+        assert_true(b.too_large);
+        assert_int_equal(b.len, 8);
+        assert_int_equal(gantry_http_body_finish(&b), -EFBIG);
+        free(b.data);
+        /* no body at all: an empty string */
+        assert_int_equal(gantry_http_body_finish(&empty), 0);
+        assert_string_equal(empty.data, "");
+        free(empty.data);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -245,6 +270,7 @@ int main(void)
                 cmocka_unit_test(test_announced_too_large),
                 cmocka_unit_test(test_received_too_large),
                 cmocka_unit_test(test_headers_checked_first),
+                cmocka_unit_test(test_direct_append),
         };
         int r;
 
