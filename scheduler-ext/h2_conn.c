@@ -45,7 +45,7 @@ struct h2_stream {
         int bind_status;
         char *bind_reply;
         struct gantry_sched_reply reply;
-        size_t sent;     /* bytes of reply.text sent */
+        size_t len, sent; /* bytes of reply.text, and sent */
 };
 
 struct h2_conn {
@@ -84,7 +84,7 @@ static ssize_t read_reply(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t 
                           uint32_t *flags, nghttp2_data_source *src, void *user)
 {
         struct h2_stream *st = src->ptr;
-        size_t total = strlen(st->reply.text), n = total - st->sent;
+        size_t n = st->len - st->sent;
 
         (void)ng;
         (void)id;
@@ -93,7 +93,7 @@ static ssize_t read_reply(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t 
                 n = len;
         memcpy(buf, st->reply.text + st->sent, n);
         st->sent += n;
-        if (st->sent == total)
+        if (st->sent == st->len)
                 *flags |= NGHTTP2_DATA_FLAG_EOF;
         return (ssize_t)n;
 }
@@ -107,11 +107,11 @@ static void respond(struct h2_stream *st, const struct gantry_sched_reply *reply
 
         st->answered = true;
         st->reply = *reply;
-        if (!st->reply.text) {
+        if (!st->reply.text)
                 st->reply = (struct gantry_sched_reply){ 500, "text/plain", "out of memory\n", false };
-        }
+        st->len = strlen(st->reply.text);
         snprintf(status, sizeof(status), "%u", st->reply.status);
-        snprintf(length, sizeof(length), "%zu", strlen(st->reply.text));
+        snprintf(length, sizeof(length), "%zu", st->len);
 #define NV(n, v) ((nghttp2_nv){ (uint8_t *)(n), (uint8_t *)(v), strlen(n), strlen(v), NGHTTP2_NV_FLAG_NONE })
         nv[0] = NV(":status", status);
         nv[1] = NV("content-type", st->reply.type);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -256,13 +257,19 @@ out:
         return NULL;
 }
 
-static void set_timeouts(int fd, unsigned int seconds)
+static void set_socket_options(int fd, unsigned int seconds)
 {
         struct timeval tv = { .tv_sec = seconds };
+        int one = 1;
 
         /* a peer that stops reading (or stalls mid-record) fails the call */
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        /* every write is a whole answer (or as much of one as is ready):
+         * Nagle would hold a small one back until the client's delayed ACK
+         * of the one before, tens of milliseconds in kube-scheduler's
+         * serial scheduling cycle */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 static void start_conn(struct gantry_sched_tls_front *f, int fd, struct sockaddr_storage *peer,
@@ -291,7 +298,7 @@ static void start_conn(struct gantry_sched_tls_front *f, int fd, struct sockaddr
                 c->fd = fd;
                 c->peer = *peer;
                 c->peer_len = peer_len;
-                set_timeouts(fd, f->o.timeout_s);
+                set_socket_options(fd, f->o.timeout_s);
                 pthread_attr_init(&attr);
                 pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
                 r = -pthread_create(&t, &attr, conn_main, c);
