@@ -205,6 +205,8 @@ static void *conn_main(void *arg)
         bool h2;
         int r;
 
+        /* for top -H and per-thread CPU: handshakes, h2 and the relay */
+        pthread_setname_np(pthread_self(), "tls-conn");
         if (gnutls_init(&s, GNUTLS_SERVER | GNUTLS_NO_SIGNAL) < 0) {
                 s = NULL;
                 goto out;

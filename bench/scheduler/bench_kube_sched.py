@@ -96,8 +96,9 @@ def cpu_seconds(plane, names):
 
 def thread_cpu(plane, name):
     """{thread group: user + system CPU seconds so far} of the daemon @name's
-    threads, grouped by thread name: "http" (libmicrohttpd's: requests,
-    TLS handshakes, filter and prioritize), "bind-worker" (the Binding
+    threads, grouped by thread name: "http" (libmicrohttpd's and the TLS
+    front's "tls-conn": TLS handshakes, h2, the HTTP/1.1 relay, requests,
+    filter and prioritize), "bind-worker" (the Binding
     POSTs), "inf:pods" (the pod watch), "other" (the rest)."""
     tick = os.sysconf("SC_CLK_TCK")
     proc = plane.procs.get(name)
@@ -116,7 +117,7 @@ def thread_cpu(plane, name):
             fields = rest.split()
         except (OSError, IndexError, ValueError):
             continue
-        group = ("http" if comm.startswith("MHD") else
+        group = ("http" if comm.startswith("MHD") or comm == "tls-conn" else
                  comm if comm in ("bind-worker", "inf:pods") else "other")
         out[group] = out.get(group, 0) + (int(fields[11]) + int(fields[12])) / tick
     return out
