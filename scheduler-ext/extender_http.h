@@ -1,12 +1,14 @@
 /*
- * gantry-scheduler's HTTP server (libmicrohttpd, a thread pool): the
- * extender verbs at POST <prefix>/filter, /prioritize, /bind (the last path
- * segment names the verb, so any urlPrefix works), GET /healthz and GET
- * /metrics (Prometheus text). HTTPS from PEM files with client certificates
- * checked against a CA (client_auth.h), or plain HTTP with no caller
- * authenticated when the caller asks for it by name. A body over the
- * size limit is refused with 413 before it is read when Content-Length says
- * so, or as soon as it passes the limit.
+ * gantry-scheduler's HTTP server: the extender verbs at POST
+ * <prefix>/filter, /prioritize, /bind (the last path segment names the
+ * verb, so any urlPrefix works), GET /healthz, /readyz and /metrics
+ * (Prometheus text). HTTPS from PEM files with client certificates checked
+ * against a CA (client_auth.h): one port serving HTTP/2 to clients that
+ * offer h2 by ALPN (kube-scheduler's Go client) and HTTP/1.1 to the others
+ * (tls_front.h); or plain HTTP/1.1 with no caller authenticated when the
+ * caller asks for it by name. A body over the size limit is refused with
+ * 413 before it is read when Content-Length says so, or as soon as it
+ * passes the limit.
  */
 #pragma once
 
@@ -20,7 +22,7 @@ struct gantry_metrics;
 
 struct gantry_sched_server_options {
         const char *addr;            /* "HOST:PORT"; port 0 picks a free one */
-        int threads;                 /* thread pool size; default 4 */
+        int threads;                 /* HTTP/1.1 thread pool size; default 4 */
         int bind_workers;            /* binds in flight at once; default 32 */
         size_t max_body_bytes;       /* default 64 MiB */
         const char *tls_cert_file;   /* HTTPS: all three, or none with */
