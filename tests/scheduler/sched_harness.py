@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unittest
 import http.client
 import ssl
 import urllib.request
@@ -55,6 +56,24 @@ def make_test_pki(tag):
         shutil.rmtree(pki, ignore_errors=True)
         raise
     return pki
+
+
+class PKITestCase(unittest.TestCase):
+    """A test case with the test PKI (make_test_pki) for the class, tagged
+    PKI_TAG; f(name) is a file of it."""
+
+    PKI_TAG = "sched-tls"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pki = make_test_pki(cls.PKI_TAG)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.pki, ignore_errors=True)
+
+    def f(self, name):
+        return os.path.join(self.pki, name)
 
 
 def fixture(name):

@@ -16,7 +16,7 @@ import tempfile
 import threading
 import unittest
 
-from sched_harness import (FakeAPI, Scheduler, canary, fixture, fixture_json, make_test_pki,
+from sched_harness import (FakeAPI, PKITestCase, Scheduler, canary, fixture, fixture_json,
                            wait_for, FIXTURES)
 
 NC_TRUE_FILTER = "nodecache-true-001-filter.json"
@@ -34,19 +34,10 @@ def connections(s, protocol):
     return 0
 
 
-class H2Base(unittest.TestCase):
-    """The test PKI (sched_harness.make_test_pki) and a curl driver."""
+class H2Base(PKITestCase):
+    """The test PKI (sched_harness.PKITestCase) and a curl driver."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.pki = make_test_pki("sched-h2")
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.pki, ignore_errors=True)
-
-    def f(self, name):
-        return os.path.join(self.pki, name)
+    PKI_TAG = "sched-h2"
 
     def serve(self, *args, state="state.json"):
         s = Scheduler(*args, tls=(self.f("server.crt"), self.f("server.key"), self.f("ca.crt")),

@@ -17,7 +17,7 @@ import time
 import unittest
 import uuid
 
-from sched_harness import Scheduler, fixture, fixture_json, make_test_pki
+from sched_harness import PKITestCase, Scheduler, fixture, fixture_json
 
 NC_TRUE_FILTER = "nodecache-true-001-filter.json"
 NC_TRUE_PRIO = "nodecache-true-002-prioritize.json"
@@ -511,21 +511,10 @@ class LimitsTest(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-class TLSTest(unittest.TestCase):
+class TLSTest(PKITestCase):
     """HTTPS with client certificates: the test PKI (tests/fakeapi/make_test_pki.sh)
     gives the serving certificate, the client CA, a client certificate it
     signed, and one of the same subject from another CA."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.pki = make_test_pki("sched-tls")
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.pki, ignore_errors=True)
-
-    def f(self, name):
-        return os.path.join(self.pki, name)
 
     def serve(self, client=None):
         return Scheduler(tls=(self.f("server.crt"), self.f("server.key"), self.f("ca.crt")),
