@@ -270,6 +270,19 @@ static void server_free(struct gantry_sched_server *s)
         free(s);
 }
 
+/*
+ * The HTTP/1.1 server on @addr: it listens there itself (--insecure-http),
+ * unless @flags has MHD_USE_NO_LISTEN_SOCKET (TLS: the front feeds it).
+ */
+static struct MHD_Daemon *start_http1(struct gantry_sched_server *s, unsigned int flags,
+                                      const struct sockaddr *addr, unsigned int threads)
+{
+        return MHD_start_daemon(flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, addr,
+                                MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+                                TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
+                                MHD_OPTION_NOTIFY_CONNECTION, connection_notify, s, MHD_OPTION_END);
+}
+
 int gantry_sched_server_start(struct gantry_extender *ext,
                               const struct gantry_sched_server_options *opts,
                               struct gantry_sched_server **ret_server, int *ret_port,
@@ -322,11 +335,8 @@ int gantry_sched_server_start(struct gantry_extender *ext,
                 }
                 s->router.check_clients = true;
                 /* plaintext, fed by the TLS front's relays */
-                s->daemon = MHD_start_daemon(
-                        flags | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, answer, s,
-                        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-                        TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
-                        MHD_OPTION_NOTIFY_CONNECTION, connection_notify, s, MHD_OPTION_END);
+                s->daemon = start_http1(s, flags | MHD_USE_NO_LISTEN_SOCKET, (struct sockaddr *)&ss,
+                                        threads);
                 if (!s->daemon) {
                         r = gantry_error_set(err, ENOMEM, "the HTTP/1.1 server did not start");
                         goto fail;
@@ -349,11 +359,7 @@ int gantry_sched_server_start(struct gantry_extender *ext,
                         goto fail;
                 }
         } else {
-                s->daemon = MHD_start_daemon(
-                        flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-                        TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
-                        MHD_OPTION_NOTIFY_CONNECTION, connection_notify, s, MHD_OPTION_END);
+                s->daemon = start_http1(s, flags, (struct sockaddr *)&ss, threads);
                 if (!s->daemon) {
                         r = gantry_error_set(err, EADDRNOTAVAIL,
                                              "--listen %s: cannot serve there (address in use?)",
