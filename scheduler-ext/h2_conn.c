@@ -211,20 +211,25 @@ static void on_end(struct h2_stream *st)
                 st->answered = true;
                 return;
         }
-        /* counted before a worker can answer */
-        pthread_mutex_lock(&c->lock);
-        c->binds_out++;
-        pthread_mutex_unlock(&c->lock);
-        st->in_bind = true;
         st->answered = true;
+        if (st->verb == GANTRY_VERB_BIND) {
+                /* counted before a worker can answer */
+                pthread_mutex_lock(&c->lock);
+                c->binds_out++;
+                pthread_mutex_unlock(&c->lock);
+                st->in_bind = true;
+        }
         r = gantry_sched_route_verb(c->router, st->verb, st->body.data, st->body.len,
                                     st->body.start, bind_done, st, &reply);
         if (r == GANTRY_SCHED_ROUTE_QUEUED)
                 return;
-        st->in_bind = false;
-        pthread_mutex_lock(&c->lock);
-        c->binds_out--;
-        pthread_mutex_unlock(&c->lock);
+        if (st->in_bind) {
+                /* bound inline (no queue, or stopping) */
+                st->in_bind = false;
+                pthread_mutex_lock(&c->lock);
+                c->binds_out--;
+                pthread_mutex_unlock(&c->lock);
+        }
         respond(st, &reply);
 }
 
