@@ -292,8 +292,13 @@ int gantry_dataset_image_remove(rados_ioctx_t io, const char *name, bool force,
 
         /* read-only: opening read-write would register a watch of our own */
         r = rbd_open_read_only(io, name, &img, NULL);
+        /*
+         * No image that opens; a half-made one may still hold its name in
+         * the pool's directory and its id object (librbd writes the header
+         * last), which would refuse the next create: librbd removes those.
+         */
         if (r == -ENOENT)
-                return 0;
+                return force ? remove_image(io, name, false, err) : 0;
         if (r < 0 && !force)
                 return gantry_ceph_error(err, r, "open image", name);
         if (r == 0) {

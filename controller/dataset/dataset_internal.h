@@ -265,7 +265,8 @@ void gantry_dataset_snap_name(const char *uuid, char *buf, size_t size);
  * Removes image @name from @io: refuses with -ENOTEMPTY (naming the watcher,
  * the snapshots or the clones) when it is mapped, has CSI snapshots or has
  * clones of its snapshots unless @force, which
- * purges snapshots first (for half-made images). Missing image: 0.
+ * purges snapshots first (for half-made images), and removes what librbd
+ * left of an image whose header it never wrote. Missing image: 0.
  */
 int gantry_dataset_image_remove(rados_ioctx_t io, const char *name, bool force,
                                 struct gantry_error *err);

@@ -230,7 +230,10 @@ static int visit_volume(struct walk *w, const char *name, const char *uuid)
                 return 0; /* being created: not a volume yet */
         if (r < 0)
                 return r;
-        if (rbd_open_read_only(w->t->io, e.image, &img, NULL) == 0) {
+        r = rbd_open_read_only(w->t->io, e.image, &img, NULL);
+        if (r == -ENOENT && e.plain)
+                return 0; /* ready from its reservation on, not made yet (dataset_volume.c) */
+        if (r == 0) {
                 rbd_get_size(img, &size);
                 rbd_close(img);
         }

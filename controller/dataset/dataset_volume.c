@@ -315,6 +315,21 @@ static int fingerprint(const struct gantry_dataset_params *p, uint64_t size, con
         return n < 0 || (size_t)n >= bufsize ? -ENAMETOOLONG : 0;
 }
 
+/*
+ * Whether librbd makes an empty image with @p whole in the write of its
+ * header, its last step: no object map and no striping of its own, each a
+ * write after the header (librbd's image::CreateRequest), and no journaling
+ * (never a parameter here). Such an image is whole once it opens, so its
+ * record can say ready from the reservation on: the create then costs one
+ * journal round trip instead of two, and a retry that finds the record ready
+ * but no image that opens makes it again (create_volume).
+ */
+static bool whole_once_it_opens(const struct gantry_dataset_params *p)
+{
+        return !(p->features & (RBD_FEATURE_OBJECT_MAP | RBD_FEATURE_JOURNALING)) &&
+               !p->stripe_unit && !p->stripe_count;
+}
+
 /* @e, the record (ready=0) of volume @name under @uuid. */
 static void new_record(struct gantry_journal_entry *e, const char *uuid, const char *name,
                        const char *fp, const struct gantry_dataset_params *p, uint64_t size,
@@ -332,11 +347,12 @@ static void new_record(struct gantry_journal_entry *e, const char *uuid, const c
 
 /*
  * Reserves @name or finds its reservation; fills @e (record written, maybe
- * not ready). Returns 1 when this call made the reservation (nothing can
- * exist under it yet), 0 when it found one, or -errno.
+ * not ready). A reservation this call makes says @ready (whole_once_it_opens).
+ * Returns 1 when this call made the reservation (nothing can exist under it
+ * yet), 0 when it found one, or -errno.
  */
 static int reserve(rados_ioctx_t io, const char *name, const char *fp,
-                   const struct gantry_dataset_params *p, uint64_t size, bool plain,
+                   const struct gantry_dataset_params *p, uint64_t size, bool plain, bool ready,
                    struct gantry_journal_entry *e, struct gantry_error *err)
 {
         char uuid[GANTRY_UUID_LEN + 1];
@@ -355,6 +371,7 @@ static int reserve(rados_ioctx_t io, const char *name, const char *fp,
                 if (plain)
                         gantry_uuid_mark_plain(uuid);
                 new_record(e, uuid, name, fp, p, size, plain);
+                e->ready = ready;
                 r = gantry_journal_reserve(io, GANTRY_JOURNAL_VOLUME, name, uuid, e);
                 if (r == 0)
                         return 1;
@@ -398,14 +415,14 @@ static int reserve(rados_ioctx_t io, const char *name, const char *fp,
  */
 static int reserve_locked(rados_ioctx_t io, const char *name, const char *fp,
                           const struct gantry_dataset_params *p, uint64_t size, bool plain,
-                          struct gantry_journal_entry *e, char *uuid_lock, size_t uuid_lock_size,
-                          struct gantry_error *err)
+                          bool ready, struct gantry_journal_entry *e, char *uuid_lock,
+                          size_t uuid_lock_size, struct gantry_error *err)
 {
         char again[GANTRY_UUID_LEN + 1];
         int r, fresh;
 
         for (int attempt = 0; attempt < 3; attempt++) {
-                if ((fresh = reserve(io, name, fp, p, size, plain, e, err)) < 0)
+                if ((fresh = reserve(io, name, fp, p, size, plain, ready, e, err)) < 0)
                         return fresh;
                 snprintf(uuid_lock, uuid_lock_size, "volume:%s", e->uuid);
                 if (gantry_lock_try(uuid_lock) < 0)
@@ -469,7 +486,7 @@ static int create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolu
         struct source s = { 0 };
         struct gantry_journal_entry e;
         char fp[512], name_lock[300], uuid_lock[64];
-        bool name_locked = false, uuid_locked = false, fresh;
+        bool name_locked = false, uuid_locked = false, fresh, ready_already;
         uint64_t size, have;
         Csi__V1__Volume *vol;
         int r;
@@ -510,13 +527,21 @@ static int create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolu
                                      "cluster %s", p.data_pool, p.cluster_id);
                 goto out;
         }
-        if ((r = reserve_locked(t.io, req->name, fp, &p, size, !s.id, &e, uuid_lock,
+        if ((r = reserve_locked(t.io, req->name, fp, &p, size, !s.id,
+                                !s.id && whole_once_it_opens(&p), &e, uuid_lock,
                                 sizeof(uuid_lock), err)) < 0)
                 goto out;
         fresh = r == 1;
         uuid_locked = true;
+        /* a record this call wrote ready needs no second write once the image is made */
+        ready_already = fresh && e.ready;
 
-        r = e.ready ? gantry_dataset_image_size(t.io, e.image, NULL, &have) : -ENOENT;
+        /*
+         * A ready record names a whole image, or one whole once it opens
+         * (whole_once_it_opens) and not made yet when a crash or a failure
+         * interrupted its create: the image's open tells them apart.
+         */
+        r = e.ready && !fresh ? gantry_dataset_image_size(t.io, e.image, NULL, &have) : -ENOENT;
         if (r == -ENOENT) {
                 /* not made yet, half made by a crashed attempt, or being copied from afar */
                 bool across = s.id && strcmp(s.t.cluster->cluster_id, p.cluster_id) != 0;
@@ -550,7 +575,8 @@ static int create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolu
                         goto out;
                 }
                 e.ready = true;
-                if ((r = gantry_journal_write(t.io, GANTRY_JOURNAL_VOLUME, &e)) < 0) {
+                if (!ready_already &&
+                    (r = gantry_journal_write(t.io, GANTRY_JOURNAL_VOLUME, &e)) < 0) {
                         r = gantry_ceph_error(err, r, "write journal of", req->name);
                         goto out;
                 }

@@ -26,16 +26,23 @@
  * if it still maps to this uuid). Whatever step a crash interrupts, the
  * retry of the same request finds the uuid by name, or the record by the
  * uuid in the volume ID, and finishes the job: no step leaves anything a
- * retry cannot find, and no window where a name outlives its record. Each
- * pair costs three ordered journal round trips (reservation, ready, removal)
- * and one read, which DeleteVolume overlaps with the image's removal when
- * the uuid alone says the volume is empty (gantry_uuid_is_plain).
+ * retry cannot find, and no window where a name outlives its record.
+ *
+ * An empty volume whose image librbd makes whole in the write of its header
+ * (no object map, no striping of its own: dataset_volume.c,
+ * whole_once_it_opens) skips the second write: its record says ready=1 from
+ * the reservation on, and "ready" then means "whole once its image opens";
+ * a retry that finds it ready with no image that opens makes the image
+ * again, ListVolumes leaves it out until then. Such a pair costs two
+ * ordered journal round trips (reservation, removal) and one read, which
+ * DeleteVolume overlaps with the image's removal when the uuid alone says
+ * the volume is empty (gantry_uuid_is_plain); any other volume, three.
  *
  * What stays in order, and why: the reservation before the image (an image
  * made first and a crash would leave it unknown to every retry); ready=1
- * after the image (librbd makes an image in several steps, and only the
- * record tells a whole one from a half-made one); the removal after the
- * image's (else a crash would leave an image no record names). The read
+ * after the image, unless the image's open alone tells a whole one from a
+ * half-made one (librbd makes an image in several steps); the removal after
+ * the image's (else a crash would leave an image no record names). The read
  * overlaps the removal only for an empty volume: any other may be a clone
  * whose parent must be noted, or a copy's destination, before it goes.
  */

@@ -201,6 +201,26 @@ class DatasetTest(unittest.TestCase):
             self.assertEqual(env.uuid_of(vol.volume_id), u)
             self.assertEqual(env.rbd_info("perf", image)["size"], 64 << 20)
             self.assertEqual(env.record(u).get("ready"), "1")
+        # an empty volume of these features is whole once its image opens: its record says
+        # ready from the reservation on (one journal write per create), so a create killed
+        # before the image, or while librbd made it (its name in rbd_directory and its id
+        # object, no header yet: the state librbd's last step completes), leaves ready=1
+        # and no image that opens. ListVolumes does not list it; the retry makes it again
+        for tag in ("n", "x"):
+            name, u, image = state(tag, ready="1")
+            if tag == "x":
+                env.tool("rbd", "perf", "create", "--size", "8M", "--data-pool", "ecdata",
+                         "rbd/" + image)
+                header = "rbd_header." + env.rbd_info("perf", image)["id"]
+                env.tool("rados", "perf", "-p", "rbd", "rm", header)
+            listed = self.call("ListVolumes", csi_pb2.ListVolumesRequest()).entries
+            self.assertNotIn(tmpl.volume_id[:-36] + u, [e.volume.volume_id for e in listed])
+            vol = self.create(name, size=64 << 20)
+            self.assertEqual(env.uuid_of(vol.volume_id), u)
+            self.assertEqual(env.rbd_info("perf", image)["size"], 64 << 20)
+            self.assertEqual(env.record(u).get("ready"), "1")
+            listed = self.call("ListVolumes", csi_pb2.ListVolumesRequest()).entries
+            self.assertIn(vol.volume_id, [e.volume.volume_id for e in listed])
         # delete killed after the image went, before the name and the record
         name, u, image = state("d", ready="1")
         vid = tmpl.volume_id[:-36] + u
