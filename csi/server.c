@@ -280,7 +280,9 @@ static enum gantry_grpc_code handle(struct call_ctx *c, struct gantry_csi_arena 
                 return GANTRY_GRPC_INVALID_ARGUMENT;
         }
 
-        log_text = gantry_csi_request_to_log(request);
+        /* rendered only when written: a JSON walk of every request costs CPU */
+        log_text = gantry_log_get_level() <= GANTRY_LOG_DEBUG ? gantry_csi_request_to_log(request)
+                                                              : NULL;
         if (log_text) {
                 char quoted[2048];
                 log_debug("csi.request", "method=%s request=%s", m->name,

@@ -144,6 +144,19 @@ class CommandLineTest(unittest.TestCase):
         self.assertIn("--endpoint", r.stdout)
         self.assertRegex(self.run_csi("--version").stdout, r"^gantry-csi \d+\.\d+\.\d+")
 
+    def test_request_log_only_at_debug_and_without_secrets(self):
+        # the JSON rendering of a request is made only when its line is written
+        req = csi_pb2.DeleteVolumeRequest(volume_id="not-ours",
+                                          secrets={"userKey": "s3cr3t-never-logged"})
+        for level, logged in (("debug", True), ("info", False)):
+            with Plugin(mode="controller", node_id=None,
+                        extra=["--log-level", level]) as p:
+                p.call("DeleteVolume", req)
+                log = p.read_log()
+            self.assertEqual("event=csi.request method=DeleteVolume" in log, logged, level)
+            self.assertIn("method=DeleteVolume code=OK", log, level)
+            self.assertNotIn("s3cr3t", log, level)
+
     def test_bad_usage_names_the_flag(self):
         cases = [
             (["--endpoint", "unix:///tmp/x.sock"], "--mode"),
