@@ -10,8 +10,9 @@
  * order (journal.c): reserve the name with the record in the directory
  * object (omap compare + set; ready already: an empty image of these
  * features is whole once it opens), make the image; on delete read the
- * record while the image is removed, then remove the name (compare) and
- * the record in one operation. What the plugin
+ * record while the image is removed, and remove the name (compare) and
+ * the record in one operation once librbd deletes the image's objects (its
+ * first progress call, as the plugin does), else after the removal. What the plugin
  * costs beyond that is its own (gRPC, locks, decoding): the figure tells
  * the journal's share of the gap from the rest.
  *
@@ -79,6 +80,48 @@ static void record_set(rados_write_op_t op, const char *uuid, const char *name,
         rados_write_op_omap_set2(op, keys, vals, kl, vl, NKEYS);
 }
 
+/* The removal of name and record, started on librbd's first progress call once the read is in. */
+struct removal {
+        rados_ioctx_t io;
+        rados_completion_t read;
+        const char *const *keys;
+        const size_t *kl;
+        const char *uuid;
+        rados_write_op_t op;
+        rados_completion_t c;
+        int prval;
+        int tried;
+};
+
+static rados_write_op_t removal_op(const struct removal *x, int *prval)
+{
+        rados_write_op_t op = rados_create_write_op();
+
+        rados_write_op_omap_cmp(op, x->keys[0], LIBRADOS_CMPXATTR_OP_EQ, x->uuid,
+                                strlen(x->uuid), prval);
+        rados_write_op_omap_rm_keys2(op, x->keys, x->kl, NKEYS + 1);
+        return op;
+}
+
+static int on_trim(uint64_t done, uint64_t total, void *arg)
+{
+        struct removal *x = arg;
+
+        (void)done;
+        (void)total;
+        if (x->tried || !rados_aio_is_complete(x->read))
+                return 0;
+        x->tried = 1;
+        x->op = removal_op(x, &x->prval);
+        rados_aio_create_completion2(NULL, NULL, &x->c);
+        if (rados_aio_write_op_operate(x->op, x->io, x->c, DIR_OBJ, NULL, 0) < 0) {
+                rados_aio_release(x->c);
+                rados_release_write_op(x->op);
+                x->op = NULL;
+        }
+        return 0;
+}
+
 /* One pair with the journal's operations around it (see the top of the file). */
 static int journal_pair(struct bench *b, const char *name, rbd_image_options_t o)
 {
@@ -89,7 +132,8 @@ static int journal_pair(struct bench *b, const char *name, rbd_image_options_t o
         rados_read_op_t rop;
         rados_completion_t c;
         rados_omap_iter_t it = NULL;
-        int prval = 0, r, rr;
+        struct removal x;
+        int prval = 0, r, rr, rrm;
 
         snprintf(uuid, sizeof(uuid), "%08x-0000-8000-8000-%012x", (unsigned)getpid(),
                  (unsigned)(strtoul(strrchr(name, '-') + 1, NULL, 10)));
@@ -107,13 +151,14 @@ static int journal_pair(struct bench *b, const char *name, rbd_image_options_t o
         rados_release_write_op(op);
         if (r < 0 || (r = rbd_create4(b->io, image, b->size, o)) < 0)
                 return r;
-        /* delete: the record read while the image is removed, then name + record in one op */
+        /* delete: the record read while the image is removed, name + record in one op */
         record_keys(uuid, k, keys + 1, kl + 1);
         rop = rados_create_read_op();
         rados_read_op_omap_get_vals_by_keys2(rop, keys + 1, NKEYS, kl + 1, &it, &prval);
         rados_aio_create_completion2(NULL, NULL, &c);
         r = rados_aio_read_op_operate(rop, b->io, c, DIR_OBJ, 0);
-        rr = rbd_remove(b->io, image);
+        x = (struct removal){ .io = b->io, .read = c, .keys = keys, .kl = kl, .uuid = uuid };
+        rr = rbd_remove_with_progress(b->io, image, on_trim, &x);
         if (r == 0) {
                 rados_aio_wait_for_complete(c);
                 r = rados_aio_get_return_value(c);
@@ -122,14 +167,17 @@ static int journal_pair(struct bench *b, const char *name, rbd_image_options_t o
                 rados_omap_get_end(it);
         rados_aio_release(c);
         rados_release_read_op(rop);
-        if (r < 0 || (r = rr) < 0)
-                return r;
-        op = rados_create_write_op();
-        rados_write_op_omap_cmp(op, name, LIBRADOS_CMPXATTR_OP_EQ, uuid, strlen(uuid), &prval);
-        rados_write_op_omap_rm_keys2(op, keys, kl, NKEYS + 1);
-        r = rados_write_op_operate(op, b->io, DIR_OBJ, NULL, 0);
-        rados_release_write_op(op);
-        return r;
+        if (x.op) {
+                rados_aio_wait_for_complete(x.c);
+                rrm = rados_aio_get_return_value(x.c);
+                rados_aio_release(x.c);
+                rados_release_write_op(x.op);
+        } else {
+                op = removal_op(&x, &prval);
+                rrm = rados_write_op_operate(op, b->io, DIR_OBJ, NULL, 0);
+                rados_release_write_op(op);
+        }
+        return r < 0 ? r : rr < 0 ? rr : rrm;
 }
 
 static double now_ms(void)

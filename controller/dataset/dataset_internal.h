@@ -179,12 +179,30 @@ int gantry_journal_read_start(rados_ioctx_t io, enum gantry_journal_kind kind, c
                               struct gantry_journal_reading **ret);
 int gantry_journal_read_end(struct gantry_journal_reading *rd, struct gantry_journal_entry *ret);
 /*
+ * Without waiting: -EINPROGRESS while the directory has not answered, else
+ * what the directory says (the record in *@ret, or -ENOENT: none there,
+ * perhaps an earlier version's, which only gantry_journal_read_end() reads).
+ * gantry_journal_read_end() must still be called.
+ */
+int gantry_journal_read_peek(struct gantry_journal_reading *rd, struct gantry_journal_entry *ret);
+/*
  * Removes @e's record and its directory key (if that still maps to @e's
  * uuid), in one atomic operation; an earlier version's record: the key,
  * then the record object. Idempotent.
  */
 int gantry_journal_remove(rados_ioctx_t io, enum gantry_journal_kind kind,
                           const struct gantry_journal_entry *e);
+/*
+ * The same removal of a record in the directory (not @e->legacy: -EINVAL),
+ * started without waiting, from any thread: gantry_journal_remove_end()
+ * must be called exactly once on *@ret; it waits and returns what
+ * gantry_journal_remove() would.
+ */
+struct gantry_journal_removal;
+int gantry_journal_remove_start(rados_ioctx_t io, enum gantry_journal_kind kind,
+                                const struct gantry_journal_entry *e,
+                                struct gantry_journal_removal **ret);
+int gantry_journal_remove_end(struct gantry_journal_removal *rm);
 /*
  * Lists directory entries after @start_after (exclusive, "" from the start),
  * at most @max. Calls @fn(name, uuid, ctx) for each; *ret_more says if more exist.

@@ -636,20 +636,64 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
         return create_volume(call, req, resp, &w, err);
 }
 
+/* The record's read and removal that DeleteVolume's short way runs beside librbd's. */
+struct plain_removal {
+        rados_ioctx_t io;
+        const char *image;
+        struct gantry_journal_reading *rd;
+        struct gantry_journal_removal *rm; /* started from on_trim(), or NULL */
+        bool tried;
+};
+
+/* Whether the short way applies to record @e of the image named @image. */
+static bool removes_plain(const struct gantry_journal_entry *e, const char *image)
+{
+        return e->plain && strcmp(e->image, image) == 0;
+}
+
+/*
+ * librbd's progress while it deletes the image's objects: by then it has
+ * passed every check that refuses (watchers, snapshots, group) and moved
+ * the image to the RBD trash, so the removal goes on to the end, or, after
+ * a crash, the retry's rbd_remove() finishes it from the trash (the image's
+ * name comes from the uuid in the volume ID, the record is not needed). So
+ * the record's removal starts here, beside the deletion, instead of after
+ * it: once the read has answered (never waited for: this runs on librbd's
+ * thread), and only for a record of this image in the directory.
+ */
+static int on_trim(uint64_t done, uint64_t total, void *arg)
+{
+        struct plain_removal *p = arg;
+        struct gantry_journal_entry e;
+        int r;
+
+        (void)done;
+        (void)total;
+        if (p->tried || (r = gantry_journal_read_peek(p->rd, &e)) == -EINPROGRESS)
+                return 0;
+        p->tried = true;
+        if (r == 0 && removes_plain(&e, p->image) &&
+            gantry_journal_remove_start(p->io, GANTRY_JOURNAL_VOLUME, &e, &p->rm) < 0)
+                p->rm = NULL; /* removed after the image, as when the read was late */
+        return 0;
+}
+
 /*
  * DeleteVolume's short way for a volume whose uuid says it was made empty
  * (gantry_uuid_is_plain): its image is named after the uuid, and it is no
  * clone and no copy's destination, so librbd removes it while the record is
- * read, not after. Returns 2 when the image is gone (the record in @e is
- * left to remove), 1 with @e read when the long way must follow (librbd
- * refused: watched, snapshots, a half-made image), 0 when there is nothing
- * to delete, or -errno; @t is open unless 0 or -errno came before it.
+ * read, and the record goes while librbd deletes the image's objects
+ * (on_trim). Returns 3 when image and record are gone, 2 when the image is
+ * gone (the record in @e is left to remove), 1 with @e read when the long
+ * way must follow (librbd refused: watched, snapshots, a half-made image),
+ * 0 when there is nothing to delete, or -errno; @t is open unless 0 or
+ * -errno came before it.
  */
 static int remove_plain(struct gantry_csi_call *call, const Csi__V1__DeleteVolumeRequest *req,
                         struct gantry_dataset_target *t, struct gantry_journal_entry *e,
                         struct gantry_error *err)
 {
-        struct gantry_journal_reading *rd;
+        struct plain_removal p = { 0 };
         char image[128];
         int r, removed;
 
@@ -659,16 +703,31 @@ static int remove_plain(struct gantry_csi_call *call, const Csi__V1__DeleteVolum
                 return 0;
         if (r < 0)
                 return r;
-        if ((r = gantry_journal_read_start(t->io, GANTRY_JOURNAL_VOLUME, t->ref.uuid, &rd)) < 0)
+        if ((r = gantry_journal_read_start(t->io, GANTRY_JOURNAL_VOLUME, t->ref.uuid, &p.rd)) < 0)
                 return gantry_ceph_error(err, r, "read journal of", req->volume_id);
         gantry_dataset_image_name(t->ref.uuid, image, sizeof(image));
-        removed = rbd_remove(t->io, image);
-        r = gantry_journal_read_end(rd, e);
-        if (r == -ENOENT) /* no record: deleted already (and no image either) */
-                return 0;
+        p.io = t->io;
+        p.image = image;
+        removed = rbd_remove_with_progress(t->io, image, on_trim, &p);
+        r = gantry_journal_read_end(p.rd, e);
+        if (p.rm) {
+                int gone = gantry_journal_remove_end(p.rm);
+
+                if (removed < 0 && removed != -ENOENT) /* the retry finishes it from the trash */
+                        return gantry_ceph_error(err, removed, "remove image", image);
+                if (gone < 0)
+                        return gantry_ceph_error(err, gone, "remove journal of", req->volume_id);
+                return 3;
+        }
+        if (r == -ENOENT) {
+                /* no record: deleted already, unless an image that lost it first is still here */
+                if (removed == 0 || removed == -ENOENT)
+                        return 0;
+                return gantry_ceph_error(err, removed, "remove image", image);
+        }
         if (r < 0)
                 return gantry_ceph_error(err, r, "read journal of", req->volume_id);
-        if (e->plain && strcmp(e->image, image) == 0 && (removed == 0 || removed == -ENOENT))
+        if (removes_plain(e, image) && (removed == 0 || removed == -ENOENT))
                 return 2;
         return 1;
 }
@@ -697,6 +756,8 @@ int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__De
                 r = gantry_dataset_open_record(call->config, req->volume_id, "volume_id",
                                                GANTRY_JOURNAL_VOLUME, (void *const *)req->secrets,
                                                req->n_secrets, &t, &e, err);
+        if (r == 3)
+                goto deleted;
         if (r == 2)
                 goto removed;
         if (r <= 0)
@@ -743,6 +804,8 @@ removed:
                 r = gantry_ceph_error(err, r, "remove journal of", req->volume_id);
                 goto out;
         }
+deleted:
+        r = 0;
         log_info("dataset.volume_deleted", "name=%s image=%s", e.name, e.image);
 out:
         if (img)

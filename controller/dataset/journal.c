@@ -33,16 +33,21 @@
  * whole_once_it_opens) skips the second write: its record says ready=1 from
  * the reservation on, and "ready" then means "whole once its image opens";
  * a retry that finds it ready with no image that opens makes the image
- * again, ListVolumes leaves it out until then. Such a pair costs two
- * ordered journal round trips (reservation, removal) and one read, which
- * DeleteVolume overlaps with the image's removal when the uuid alone says
- * the volume is empty (gantry_uuid_is_plain); any other volume, three.
+ * again, ListVolumes leaves it out until then. When the uuid alone says
+ * the volume is empty (gantry_uuid_is_plain), DeleteVolume reads the record
+ * while librbd removes the image, and removes name and record while librbd
+ * deletes the image's objects, past every check that could refuse (see
+ * dataset_volume.c, on_trim): such a pair costs one ordered journal round
+ * trip (the reservation) and two that overlap librbd's work; any other
+ * volume, three ordered ones and a read.
  *
  * What stays in order, and why: the reservation before the image (an image
  * made first and a crash would leave it unknown to every retry); ready=1
  * after the image, unless the image's open alone tells a whole one from a
  * half-made one (librbd makes an image in several steps); the removal after
- * the image's (else a crash would leave an image no record names). The read
+ * the image's (else a crash would leave an image no record names), or at
+ * least after librbd moved it to the RBD trash to delete it, when the
+ * volume ID alone names the image for the retry to finish. The read
  * overlaps the removal only for an empty volume: any other may be a clone
  * whose parent must be noted, or a copy's destination, before it goes.
  */
@@ -307,6 +312,9 @@ struct gantry_journal_reading {
         rados_completion_t c;
         rados_omap_iter_t iter;
         int prval;
+        bool parsed; /* the directory's answer, parsed once into r and e */
+        int r;
+        struct gantry_journal_entry e;
 };
 
 int gantry_journal_read_start(rados_ioctx_t io, enum gantry_journal_kind kind, const char *uuid,
@@ -341,28 +349,52 @@ int gantry_journal_read_start(rados_ioctx_t io, enum gantry_journal_kind kind, c
         return 0;
 }
 
-int gantry_journal_read_end(struct gantry_journal_reading *rd, struct gantry_journal_entry *ret)
+/* Waits for the directory's answer to @rd and parses it, once. */
+static void parse_answer(struct gantry_journal_reading *rd)
 {
-        struct gantry_journal_entry e = { 0 };
         int r;
 
+        if (rd->parsed)
+                return;
         rados_aio_wait_for_complete(rd->c);
         r = rados_aio_get_return_value(rd->c);
         if (r >= 0 && rd->prval < 0)
                 r = rd->prval;
         if (r >= 0)
-                r = parse_record(rd->iter, RECORD_PREFIX_LEN + GANTRY_UUID_LEN + 1, &e);
+                r = parse_record(rd->iter, RECORD_PREFIX_LEN + GANTRY_UUID_LEN + 1, &rd->e);
+        if (r == 0)
+                memcpy(rd->e.uuid, rd->uuid, GANTRY_UUID_LEN + 1);
+        rd->r = r;
+        rd->parsed = true;
+}
+
+int gantry_journal_read_peek(struct gantry_journal_reading *rd, struct gantry_journal_entry *ret)
+{
+        if (!rd->parsed && !rados_aio_is_complete(rd->c))
+                return -EINPROGRESS;
+        parse_answer(rd);
+        if (rd->r == 0)
+                *ret = rd->e;
+        return rd->r;
+}
+
+int gantry_journal_read_end(struct gantry_journal_reading *rd, struct gantry_journal_entry *ret)
+{
+        struct gantry_journal_entry e;
+        int r;
+
+        parse_answer(rd);
+        r = rd->r;
+        e = rd->e;
         if (rd->iter)
                 rados_omap_get_end(rd->iter);
         rados_aio_release(rd->c);
         rados_release_read_op(rd->op);
         /* not in the directory (or no directory yet): maybe an earlier version's record */
-        if (r == -ENOENT)
-                r = read_legacy(rd->io, rd->kind, rd->uuid, &e);
-        if (r == 0) {
+        if (r == -ENOENT && (r = read_legacy(rd->io, rd->kind, rd->uuid, &e)) == 0)
                 memcpy(e.uuid, rd->uuid, GANTRY_UUID_LEN + 1);
+        if (r == 0)
                 *ret = e;
-        }
         free(rd);
         return r;
 }
@@ -377,22 +409,21 @@ int gantry_journal_read(rados_ioctx_t io, enum gantry_journal_kind kind, const c
 }
 
 /*
- * One atomic removal from the directory of @e's name (@name: only if it
+ * The atomic removal from the directory of @e's name (@name: only if it
  * still maps to this uuid, else -ECANCELED and nothing goes) and of its
- * record's keys (@record).
+ * record's keys (@record), as a new write operation (NULL: no memory).
  */
-static int remove_keys(rados_ioctx_t io, enum gantry_journal_kind kind,
-                       const struct gantry_journal_entry *e, bool name, bool record)
+static rados_write_op_t removal_op(const struct gantry_journal_entry *e, bool name, bool record,
+                                   int *prval)
 {
         char kbuf[N_FIELDS][KEY_MAX];
         const char *keys[N_FIELDS + 1];
         size_t key_lens[N_FIELDS + 1];
         size_t n = 0;
-        int prval = 0, r;
         rados_write_op_t op = rados_create_write_op();
 
         if (!op)
-                return -ENOMEM;
+                return NULL;
         if (record) {
                 record_keys(e->uuid, kbuf, keys, key_lens);
                 n = N_FIELDS;
@@ -400,26 +431,93 @@ static int remove_keys(rados_ioctx_t io, enum gantry_journal_kind kind,
         if (name) {
                 /* never drop another's reservation */
                 rados_write_op_omap_cmp(op, e->name, LIBRADOS_CMPXATTR_OP_EQ, e->uuid,
-                                        strlen(e->uuid), &prval);
+                                        strlen(e->uuid), prval);
                 keys[n] = e->name;
                 key_lens[n++] = strlen(e->name);
         }
-        rados_write_op_omap_rm_keys2(op, keys, key_lens, n);
+        rados_write_op_omap_rm_keys2(op, keys, key_lens, n); /* copies the keys */
+        return op;
+}
+
+static int remove_keys(rados_ioctx_t io, enum gantry_journal_kind kind,
+                       const struct gantry_journal_entry *e, bool name, bool record)
+{
+        int prval = 0, r;
+        rados_write_op_t op = removal_op(e, name, record, &prval);
+
+        if (!op)
+                return -ENOMEM;
         r = rados_write_op_operate(op, io, dir_object(kind), NULL, 0);
         rados_release_write_op(op);
         return r == -ENOENT ? 0 : r;
 }
 
+struct gantry_journal_removal {
+        rados_ioctx_t io;
+        enum gantry_journal_kind kind;
+        struct gantry_journal_entry e;
+        rados_write_op_t op;
+        rados_completion_t c;
+        int prval;
+};
+
+int gantry_journal_remove_start(rados_ioctx_t io, enum gantry_journal_kind kind,
+                                const struct gantry_journal_entry *e,
+                                struct gantry_journal_removal **ret)
+{
+        struct gantry_journal_removal *rm;
+        int r;
+
+        if (e->legacy)
+                return -EINVAL; /* two operations in order: gantry_journal_remove() */
+        if (!(rm = calloc(1, sizeof(*rm))))
+                return -ENOMEM;
+        rm->io = io;
+        rm->kind = kind;
+        rm->e = *e;
+        if (!(rm->op = removal_op(e, e->name[0] != '\0', true, &rm->prval))) {
+                free(rm);
+                return -ENOMEM;
+        }
+        if ((r = rados_aio_create_completion2(NULL, NULL, &rm->c)) < 0 ||
+            (r = rados_aio_write_op_operate(rm->op, io, rm->c, dir_object(kind), NULL, 0)) < 0) {
+                if (rm->c)
+                        rados_aio_release(rm->c);
+                rados_release_write_op(rm->op);
+                free(rm);
+                return r;
+        }
+        *ret = rm;
+        return 0;
+}
+
+int gantry_journal_remove_end(struct gantry_journal_removal *rm)
+{
+        int r;
+
+        rados_aio_wait_for_complete(rm->c);
+        r = rados_aio_get_return_value(rm->c);
+        rados_aio_release(rm->c);
+        rados_release_write_op(rm->op);
+        if (r == -ENOENT)
+                r = 0;
+        /* the name went already, or maps to another uuid: the record alone */
+        if (r == -ECANCELED)
+                r = remove_keys(rm->io, rm->kind, &rm->e, false, true);
+        free(rm);
+        return r;
+}
+
 int gantry_journal_remove(rados_ioctx_t io, enum gantry_journal_kind kind,
                           const struct gantry_journal_entry *e)
 {
+        struct gantry_journal_removal *rm;
         char obj[64];
         int r;
 
         if (!e->legacy) {
-                /* the name went already, or maps to another uuid: the record alone */
-                r = remove_keys(io, kind, e, e->name[0] != '\0', true);
-                return r == -ECANCELED ? remove_keys(io, kind, e, false, true) : r;
+                r = gantry_journal_remove_start(io, kind, e, &rm);
+                return r < 0 ? r : gantry_journal_remove_end(rm);
         }
         /*
          * An earlier version's record has its own object: the directory key

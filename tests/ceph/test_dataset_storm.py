@@ -126,6 +126,62 @@ class StormTest(unittest.TestCase):
         self.delete_all(p2, ids + [src])
         self.check_nothing_left(prefix, ids + [src])
 
+    def trash_ids(self, image):
+        """The ids of @image's entries in the pool's RBD trash (librbd's own
+        omap: `rbd trash ls` leaves out an image that rbd_remove() moved there)."""
+        import rados
+        io = env.admin_ioctx()
+        try:
+            with rados.ReadOpCtx() as op:
+                it, _ = io.get_omap_vals(op, "", "id_", 1000)
+                try:
+                    io.operate_read_op(op, "rbd_trash")
+                except rados.ObjectNotFound:
+                    return []
+                return [k[3:] for k, v in it if image.encode() in v]
+        finally:
+            io.close()
+
+    def test_delete_killed_while_librbd_deletes_the_objects(self):
+        """DeleteVolume's short way removes the record while librbd deletes
+        the image's objects, the image already in the RBD trash: a plugin
+        killed then leaves the image there and no record. The retried
+        DeleteVolume finishes it from the trash (the uuid in the volume ID
+        names the image) and leaves nothing."""
+        p = self.plugin()
+        name = env.UNIQUE + "-trim"
+        # 16 GiB: 4,096 objects to delete, a second or more of librbd's trim to kill it in
+        vid = p.call("CreateVolume", env.create_req(name, size=16 << 30),
+                     timeout=120).volume.volume_id
+        u = env.uuid_of(vid)
+        image = "gantry-vol-" + u
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        self.addCleanup(pool.shutdown)
+        deleting = pool.submit(p.call, "DeleteVolume", env.delete_req(vid), 120)
+        deadline = time.monotonic() + 60
+        while u in env.journal()[1]:
+            self.assertLess(time.monotonic(), deadline, "the record was never removed")
+            time.sleep(0.002)
+        self.assertFalse(deleting.done(), "DeleteVolume answered before the kill")
+        p.kill()
+        with self.assertRaises(grpc.RpcError):
+            deleting.result(timeout=30)
+        ids = self.trash_ids(image)
+        self.assertEqual(len(ids), 1, "the image is not in the trash")
+        self.assertNotIn(name, env.journal()[0])
+        # the dead plugin's watch on the image would hold it for the OSDs' watch timeout
+        # (30 s); an operator blocklists the dead client instead
+        for line in env.tool("rados", "perf", "-p", "rbd", "listwatchers",
+                             "rbd_header." + ids[0]).splitlines():
+            env.tool("ceph", "perf", "osd", "blocklist", "add", line.split()[0].split("=")[1])
+        p2 = self.plugin()
+        env.retry(lambda: p2.call("DeleteVolume", env.delete_req(vid), timeout=120), timeout=90)
+        self.assertEqual(self.trash_ids(image), [])
+        self.assertNotIn(image, env.rbd_images())
+        directory, records = env.journal()
+        self.assertNotIn(name, directory)
+        self.assertNotIn(u, records)
+
     def test_creates_racing_deletes_of_one_name(self):
         """CreateVolume of one name from four threads while a fifth deletes
         each new volume ID they answer (a CO retrying a create while the delete
