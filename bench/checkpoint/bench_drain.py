@@ -2,13 +2,18 @@
 backing file drained by gantry-target into the fixture's "perf" cluster
 (pool rbd, data in the EC pool ecdata) against `rbd import` of that file into
 the same pools, in one run; with and without the verify (by checksum: the
-OSDs' CRC-32C of each object, as gantry-target runs it). Then the
+OSDs' CRC-32C of each object, as gantry-target runs it). The three arms take
+turns in GANTRY_BENCH_DRAIN_ROUNDS rounds (default 3), in an order that
+rotates from round to round, so that the load's swings from one minute to
+the next fall on all of them; each figure is the ratio of the medians,
+with the per-round ratios printed beside it. Then the
 fast tier's write burst (a new file written and fsync'ed in the lvstore)
 alone and while a capped drain runs. Prints figures and ratios; asserts
 nothing about time."""
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,6 +30,7 @@ from targetproc import Target  # noqa: E402
 MiB = 1 << 20
 SIZE = int(os.environ.get("GANTRY_BENCH_DRAIN_MIB", "512")) * MiB
 BURST = 256 * MiB
+ROUNDS = max(1, int(os.environ.get("GANTRY_BENCH_DRAIN_ROUNDS", "3")))
 
 
 def durable(verify, cap_mbps=0):
@@ -70,6 +76,10 @@ def burst(directory, name):
     return BURST / dt / 1e6
 
 
+def fmt(xs):
+    return "/".join("%.2f" % x for x in xs)
+
+
 def main():
     work = tempfile.mkdtemp(prefix="gantry-bench-drain-")
     targets = []
@@ -78,22 +88,39 @@ def main():
         with open(src, "wb") as f:  # incompressible, no holes, no zeros: every byte moves
             for _ in range(SIZE // (4 * MiB)):
                 f.write(os.urandom(4 * MiB))
-        image = "bench-import-%d" % os.getpid()
-        t0 = time.monotonic()
-        env.tool("rbd", "perf", "import", "--data-pool", "ecdata", "--object-size", "4M", src, "rbd/" + image)
-        t_import = time.monotonic() - t0
-        env.tool("rbd", "perf", "rm", "rbd/" + image)
-
-        results = {}
+        tgt = {}
         for verify in (False, True):
-            t = Target(workdir=os.path.join(work, "t-%d" % verify), durable=durable(verify)).start()
-            targets.append(t)
-            snap = make_snapshot(t, src, "vol-bench-%d" % verify)
+            tgt[verify] = Target(workdir=os.path.join(work, "t-%d" % verify),
+                                 durable=durable(verify)).start()
+            targets.append(tgt[verify])
+
+        def rbd_import(rnd):
+            image = "bench-import-%d-%d" % (os.getpid(), rnd)
+            t0 = time.monotonic()
+            env.tool("rbd", "perf", "import", "--data-pool", "ecdata", "--object-size", "4M", src,
+                     "rbd/" + image)
+            secs = time.monotonic() - t0
+            env.tool("rbd", "perf", "rm", "rbd/" + image)
+            return secs
+
+        def gantry_drain(verify, rnd):
+            t = tgt[verify]
+            snap = make_snapshot(t, src, "vol-bench-%d-%d" % (verify, rnd))  # not timed
             secs, st = drain(t, snap)
-            results[verify] = secs
             with open(t.log) as f:
                 print("  " + [l.strip() for l in f if "event=target.drain_complete" in l][-1])
             t.call("bdev_lvol_delete", name=snap)  # removes the image too
+            return secs
+
+        arms = [("import", rbd_import), ("drain", lambda r: gantry_drain(False, r)),
+                ("verify", lambda r: gantry_drain(True, r))]
+        runs = {name: [] for name, _ in arms}
+        for rnd in range(ROUNDS):
+            for name, fn in arms[rnd % 3:] + arms[:rnd % 3]:
+                runs[name].append(fn(rnd))
+        med = {name: statistics.median(x) for name, x in runs.items()}
+        t_import = med["import"]
+        results = {False: med["drain"], True: med["verify"]}
 
         # the fast tier's burst, alone and during a capped drain
         cap = 50  # MB/s: the drain outlasts the three bursts
@@ -109,7 +136,11 @@ def main():
         t.call("bdev_lvol_delete", name=snap)
 
         mb = SIZE / 1e6
-        print("bench_drain: %d MiB of random data, pool rbd, data pool ecdata (k=2 m=1), 3 OSDs" % (SIZE // MiB))
+        print("bench_drain: %d MiB of random data, pool rbd, data pool ecdata (k=2 m=1), 3 OSDs; "
+              "medians of %d rounds (seconds per round: import %s, drain %s, drain + verify %s; "
+              "per-round ratios with verify %s)" % (
+                  SIZE // MiB, ROUNDS, fmt(runs["import"]), fmt(runs["drain"]), fmt(runs["verify"]),
+                  fmt([i / v for i, v in zip(runs["import"], runs["verify"])])))
         print("  rbd import                   %6.2f s  %7.1f MB/s" % (t_import, mb / t_import))
         print("  drain (gantry-target)        %6.2f s  %7.1f MB/s  ratio %.2f vs rbd import" %
               (results[False], mb / results[False], t_import / results[False]))
