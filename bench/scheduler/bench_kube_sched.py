@@ -29,8 +29,9 @@ each round (the machine may be shared: run it on a quiet one for figures).
 Per scale, the FIGURE is the median of the per-round ratios; the mean is
 printed beside it.
 
-Environment: GANTRY_BENCH_SCHED_SCALES (default "500:4000,5000:1000": 4,000
-one-GPU pods fill the 500 nodes' 8 GPUs), GANTRY_BENCH_SCHED_ROUNDS
+Environment: GANTRY_BENCH_SCHED_SCALES (default "500:4000,5000:2000": 4,000
+one-GPU pods fill the 500 nodes' 8 GPUs; 2,000 at 5,000 nodes make rounds of
+~15 s, where 1,000 made rounds of 7-8 s whose ratios swung by +-0.15), GANTRY_BENCH_SCHED_ROUNDS
 (default 3), GANTRY_SCHEDULER / GANTRY_NOOP_EXTENDER
 (the binaries), GANTRY_BENCH_SCHED_THREADS (gantry-scheduler --threads, unset:
 its default), GANTRY_K8S_BIN. Without the Kubernetes binaries or etcd it
@@ -60,7 +61,7 @@ GANTRY = os.environ.get("GANTRY_SCHEDULER", os.path.join(BUILD, "bin", "gantry-s
 NOOP = os.environ.get("GANTRY_NOOP_EXTENDER", os.path.join(BUILD, "bench", "noop_extender"))
 PKI_SCRIPT = os.path.join(SOURCE, "tests", "fakeapi", "make_test_pki.sh")
 SCALES = [tuple(int(x) for x in s.split(":")) for s in
-          os.environ.get("GANTRY_BENCH_SCHED_SCALES", "500:4000,5000:1000").split(",")]
+          os.environ.get("GANTRY_BENCH_SCHED_SCALES", "500:4000,5000:2000").split(",")]
 ROUNDS = int(os.environ.get("GANTRY_BENCH_SCHED_ROUNDS", "3"))
 THREADS = os.environ.get("GANTRY_BENCH_SCHED_THREADS")
 # kube-scheduler's own API client: its default (50 QPS, burst 100) caps the
