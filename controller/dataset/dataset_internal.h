@@ -166,6 +166,12 @@ int gantry_journal_reserve(rados_ioctx_t io, enum gantry_journal_kind kind, cons
 /* Writes (idempotently) the record of @e: where it was read from (@e->legacy), else the directory. */
 int gantry_journal_write(rados_ioctx_t io, enum gantry_journal_kind kind,
                          const struct gantry_journal_entry *e);
+/*
+ * Writes the record of @e into the directory in one operation with a compare:
+ * only while @name still maps to @e's uuid, else -ENOENT and nothing written.
+ */
+int gantry_journal_write_named(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
+                               const struct gantry_journal_entry *e);
 /* Reads the record of @uuid, or -ENOENT. */
 int gantry_journal_read(rados_ioctx_t io, enum gantry_journal_kind kind, const char *uuid,
                         struct gantry_journal_entry *ret);

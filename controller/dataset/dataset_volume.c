@@ -396,10 +396,16 @@ static int reserve(rados_ioctx_t io, const char *name, const char *fp,
                 /*
                  * Reserved by an earlier version, whose record was written
                  * apart (an empty volume's only once ready): the image, named
-                 * after the uuid, may be half made. Write the record now.
+                 * after the uuid, may be half made. Write the record now, but
+                 * only under the name: a delete may have removed name and
+                 * record between the lookup and the read, and a record
+                 * written after it would name nothing.
                  */
                 new_record(e, uuid, name, fp, p, size, plain);
-                if ((r = gantry_journal_write(io, GANTRY_JOURNAL_VOLUME, e)) < 0)
+                r = gantry_journal_write_named(io, GANTRY_JOURNAL_VOLUME, name, e);
+                if (r == -ENOENT)
+                        continue; /* deleted since we looked: reserve again */
+                if (r < 0)
                         return gantry_ceph_error(err, r, "write journal of", name);
                 return 0;
         }

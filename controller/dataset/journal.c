@@ -206,6 +206,22 @@ int gantry_journal_reserve(rados_ioctx_t io, enum gantry_journal_kind kind, cons
         return r == -ECANCELED ? -EEXIST : r;
 }
 
+int gantry_journal_write_named(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
+                               const struct gantry_journal_entry *e)
+{
+        rados_write_op_t op = rados_create_write_op();
+        int prval = 0, r;
+
+        if (!op)
+                return -ENOMEM;
+        /* a delete that removed name and record since the caller looked must not get it back */
+        rados_write_op_omap_cmp(op, name, LIBRADOS_CMPXATTR_OP_EQ, e->uuid, strlen(e->uuid), &prval);
+        record_set(op, e, true);
+        r = rados_write_op_operate(op, io, dir_object(kind), NULL, 0);
+        rados_release_write_op(op);
+        return r == -ECANCELED ? -ENOENT : r;
+}
+
 int gantry_journal_write(rados_ioctx_t io, enum gantry_journal_kind kind,
                          const struct gantry_journal_entry *e)
 {
