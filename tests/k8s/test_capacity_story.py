@@ -109,15 +109,19 @@ class CapacityStory(csi_stack.StoryTest):
         p.api("POST", self.ns("pods"), {"apiVersion": "v1", "kind": "Pod",
                                         "metadata": {"name": name}, "spec": spec})
 
-    def unschedulable(self, pod):
+    def unschedulable(self, pod, why):
+        """The pod's Unschedulable condition once its message says @why: an
+        earlier attempt may have been refused for another reason (the
+        scheduler's cache had not yet seen the claim: "persistentvolumeclaim
+        ... not found"), and kube-scheduler rewrites the message on retry."""
         def cond():
             o = self.plane.api("GET", self.ns("pods/" + pod))
             for c in o["status"].get("conditions", []):
                 if c["type"] == "PodScheduled" and c["status"] == "False" and \
-                        c.get("reason") == "Unschedulable":
+                        c.get("reason") == "Unschedulable" and why in c.get("message", ""):
                     return c
             return None
-        return cp.wait_for(cond, 60, "pod %s to be Unschedulable" % pod)
+        return cp.wait_for(cond, 60, "pod %s to be Unschedulable: %s" % (pod, why))
 
     def delete(self, *names):
         for n in names:
@@ -156,8 +160,7 @@ class CapacityStory(csi_stack.StoryTest):
             self.skipTest("the two targets' file systems have about the same room: %s" % room)
         size = "%dGi" % ((room[small] + room[big]) // 2 >> 30)
         self.claim_and_pod("ckpt-small", "gantry-checkpoint-thin", size, {LEAF_KEY: small})
-        c = self.unschedulable("ckpt-small")
-        self.assertIn("did not have enough free storage", c["message"])
+        self.unschedulable("ckpt-small", "did not have enough free storage")
         pvc = self.plane.api("GET", self.ns("persistentvolumeclaims/ckpt-small"))
         self.assertNotIn("volume.kubernetes.io/selected-node",
                          pvc["metadata"].get("annotations", {}))
@@ -184,8 +187,7 @@ class CapacityStory(csi_stack.StoryTest):
         caps = self.capacities()
         room = quantity(caps[("gantry-dataset", "leaf-1")]["capacity"])
         self.claim_and_pod("data-huge", "gantry-dataset", "%dGi" % ((2 * room >> 30) + 1))
-        c = self.unschedulable("data-huge")
-        self.assertIn("did not have enough free storage", c["message"])
+        c = self.unschedulable("data-huge", "did not have enough free storage")
         self.assertIn("2 node(s)", c["message"])
         self.assertEqual(self.plane.api("GET", "/api/v1/persistentvolumes")["items"], [])
         self.delete("data-huge")
