@@ -3,6 +3,7 @@
 and `rados` command lines to check from the outside what the plugin did.
 
 GANTRY_CEPH_DIR names the fixture directory (set by CTest)."""
+import atexit
 import json
 import os
 import subprocess
@@ -86,9 +87,21 @@ def fill(cluster, image, mib=8, pool="rbd"):
 _admins = {}
 
 
+def _shutdown_admins():
+    # python3-rados has no finalizer that shuts a handle down: a handle still
+    # connected when the interpreter exits keeps librados' threads running
+    # while the process's static destructors run, and the process may die of
+    # SIGSEGV after every test passed
+    while _admins:
+        _admins.popitem()[1].shutdown()
+
+
+atexit.register(_shutdown_admins)
+
+
 def admin_ioctx(cluster="perf", pool="rbd"):
     """An ioctx as the cluster's admin (python3-rados), cached per process:
-    one connection instead of a CLI process per check."""
+    one connection instead of a CLI process per check, shut down at exit."""
     import rados
     if cluster not in _admins:
         c = rados.Rados(conffile=conf(cluster), conf={"rados_osd_op_timeout": "30",
