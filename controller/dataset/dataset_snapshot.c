@@ -65,35 +65,52 @@ static int check_parameters(const Csi__V1__CreateSnapshotRequest *req, struct ga
         return 0;
 }
 
+/* @e, the record (ready=0) of snapshot @name under @uuid, of volume @vol's image. */
+static void new_record(struct gantry_journal_entry *e, const char *uuid, const char *name,
+                       const struct gantry_journal_entry *vol, const char *source_id)
+{
+        memset(e, 0, sizeof(*e));
+        memcpy(e->uuid, uuid, GANTRY_UUID_LEN + 1);
+        snprintf(e->name, sizeof(e->name), "%s", name);
+        gantry_dataset_snap_name(uuid, e->image, sizeof(e->image));
+        snprintf(e->source, sizeof(e->source), "%s", vol->image);
+        snprintf(e->fingerprint, sizeof(e->fingerprint), "%s", source_id);
+        snprintf(e->data_pool, sizeof(e->data_pool), "%s", vol->data_pool);
+}
+
 /*
- * Finds or reserves the uuid of snapshot @name and takes its lock,
- * "snapshot:<uuid>" in @uuid_lock, the one DeleteSnapshot takes, so a create
- * and a delete of one snapshot never run together (EBUSY, ABORTED, while the
- * other does). Under the lock, the name must still map to the uuid: a delete
- * that finished in between sends us round again for a fresh one. On success
- * the caller releases @uuid_lock.
+ * Reserves snapshot @name with its record (ready=0) in one operation, or
+ * finds its reservation, and takes its lock, "snapshot:<uuid>" in
+ * @uuid_lock, the one DeleteSnapshot takes, so a create and a delete of one
+ * snapshot never run together (EBUSY, ABORTED, while the other does). A
+ * name already reserved is looked up, and under the lock must still map to
+ * its uuid: a delete that finished in between sends us round again for a
+ * fresh one. On success the caller releases @uuid_lock.
  */
 static int reserve(rados_ioctx_t io, const char *name, const struct gantry_journal_entry *vol,
                    const char *source_id, struct gantry_journal_entry *e, char *uuid_lock,
                    size_t uuid_lock_size, struct gantry_error *err)
 {
         char uuid[GANTRY_UUID_LEN + 1], again[GANTRY_UUID_LEN + 1];
+        bool fresh;
         int r;
 
         for (int attempt = 0; attempt < 3; attempt++) {
-                r = gantry_journal_lookup_name(io, GANTRY_JOURNAL_SNAPSHOT, name, uuid);
-                if (r == -ENOENT) {
-                        gantry_uuid_generate(uuid);
-                        r = gantry_journal_reserve(io, GANTRY_JOURNAL_SNAPSHOT, name, uuid, NULL);
-                        if (r == -EEXIST)
-                                continue;
-                }
+                gantry_uuid_generate(uuid);
+                new_record(e, uuid, name, vol, source_id);
+                r = gantry_journal_reserve(io, GANTRY_JOURNAL_SNAPSHOT, name, uuid, e);
+                fresh = r == 0;
+                if (r == -EEXIST && (r = gantry_journal_lookup_name(io, GANTRY_JOURNAL_SNAPSHOT, name,
+                                                                    uuid)) == -ENOENT)
+                        continue; /* deleted since: reserve again */
                 if (r < 0)
                         return gantry_ceph_error(err, r, "reserve snapshot name", name);
                 snprintf(uuid_lock, uuid_lock_size, "snapshot:%s", uuid);
                 if (gantry_lock_try(uuid_lock) < 0)
                         return gantry_error_set(err, EBUSY, "name: snapshot %s is busy (being "
                                                 "deleted?)", name);
+                if (fresh)
+                        return 0; /* reserved here, with its record */
                 r = gantry_journal_lookup_name(io, GANTRY_JOURNAL_SNAPSHOT, name, again);
                 if (r == -ENOENT || (r == 0 && strcmp(again, uuid) != 0)) {
                         gantry_lock_release(uuid_lock);
@@ -112,18 +129,20 @@ static int reserve(rados_ioctx_t io, const char *name, const struct gantry_journ
                         return gantry_error_set(err, EEXIST, "name: snapshot %s already exists for "
                                                 "another source volume", name);
                 }
-                memset(e, 0, sizeof(*e));
-                memcpy(e->uuid, uuid, sizeof(uuid));
-                snprintf(e->name, sizeof(e->name), "%s", name);
-                gantry_dataset_snap_name(uuid, e->image, sizeof(e->image));
-                snprintf(e->source, sizeof(e->source), "%s", vol->image);
-                snprintf(e->fingerprint, sizeof(e->fingerprint), "%s", source_id);
-                snprintf(e->data_pool, sizeof(e->data_pool), "%s", vol->data_pool);
-                r = gantry_journal_write(io, GANTRY_JOURNAL_SNAPSHOT, e);
-                if (r < 0) {
+                /*
+                 * Reserved by an earlier version, which wrote the record
+                 * apart: write it now, only while the name still maps to the
+                 * uuid (a delete in another process may have removed both
+                 * since the lookup).
+                 */
+                new_record(e, uuid, name, vol, source_id);
+                r = gantry_journal_write_named(io, GANTRY_JOURNAL_SNAPSHOT, name, e);
+                if (r < 0)
                         gantry_lock_release(uuid_lock);
+                if (r == -ENOENT)
+                        continue;
+                if (r < 0)
                         return gantry_ceph_error(err, r, "write journal of", name);
-                }
                 return 0;
         }
         return gantry_error_set(err, EBUSY, "name: snapshot %s is being created elsewhere", name);
