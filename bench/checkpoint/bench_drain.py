@@ -6,7 +6,9 @@ OSDs' CRC-32C of each object, as gantry-target runs it). The three arms take
 turns in GANTRY_BENCH_DRAIN_ROUNDS rounds (default 3), in an order that
 rotates from round to round, so that the load's swings from one minute to
 the next fall on all of them; each figure is the ratio of the medians,
-with the per-round ratios printed beside it. Then the
+with the per-round ratios printed beside it. Every file is on disk before
+a timed window opens (a checkpoint burst ends with fsync), and one untimed
+import warms the OSDs first. Then the
 fast tier's write burst (a new file written and fsync'ed in the lvstore)
 alone and while a capped drain runs. Prints figures and ratios; asserts
 nothing about time."""
@@ -41,10 +43,21 @@ def durable(verify, cap_mbps=0):
             "bandwidthMBps": cap_mbps, "inFlight": int(os.environ.get("GANTRY_BENCH_DRAIN_IN_FLIGHT", "32"))}  # the default
 
 
+def copy_durably(src, dst):
+    """@src's bytes into @dst, on disk when it returns: a checkpoint burst ends
+    with fsync, so no arm's timed window pays for another's writeback."""
+    shutil.copyfile(src, dst)
+    fd = os.open(dst, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def make_snapshot(t, src, name):
     """An lvol filled with @src's bytes, and its snapshot; returns the snapshot's bdev name."""
     t.call("bdev_lvol_create", lvol_name=name, lvs_name="gantry", size=SIZE, thin_provision=True)
-    shutil.copyfile(src, os.path.join(t.lvs, name))
+    copy_durably(src, os.path.join(t.lvs, name))
     return t.call("bdev_lvol_snapshot", lvol_name="gantry/" + name, snapshot_name="snap-" + name)
 
 
@@ -88,6 +101,8 @@ def main():
         with open(src, "wb") as f:  # incompressible, no holes, no zeros: every byte moves
             for _ in range(SIZE // (4 * MiB)):
                 f.write(os.urandom(4 * MiB))
+            f.flush()
+            os.fsync(f.fileno())
         tgt = {}
         for verify in (False, True):
             tgt[verify] = Target(workdir=os.path.join(work, "t-%d" % verify),
@@ -115,6 +130,7 @@ def main():
         arms = [("import", rbd_import), ("drain", lambda r: gantry_drain(False, r)),
                 ("verify", lambda r: gantry_drain(True, r))]
         runs = {name: [] for name, _ in arms}
+        rbd_import(-1)  # not counted: the run's first big write warms the OSDs for every arm
         for rnd in range(ROUNDS):
             for name, fn in arms[rnd % 3:] + arms[:rnd % 3]:
                 runs[name].append(fn(rnd))
