@@ -16,7 +16,8 @@ each arm's p50/p99 and pairs/s; the ratios of the pooled medians with a
 95 % bootstrap interval over rounds, the per-round ratio's median and IQR;
 uptime before and after. Then, one pair at a time, the client ops the OSDs
 served per pair (their perf counters, through the admin sockets) and the
-CPU time per pair of the cluster's daemons, of gantry-csi and of bare_rbd,
+CPU time per pair of the cluster's daemons, of gantry-csi and of bare_rbd
+(with and without the journal's ops),
 which the load blurs far less than latency. Asserts nothing about time."""
 import concurrent.futures
 import json
@@ -211,6 +212,7 @@ def main():
         after = uptime()
         k = 16  # one at a time: nothing else runs on the fixture meanwhile
         bare_ops = ops_per_pair(lambda: bare_run(1, k), k)
+        jour_ops = ops_per_pair(lambda: bare_run(1, k, journal=True), k)
         plug_ops = ops_per_pair(lambda: plugin_run(p, 1, k, "ops"), k, p.proc.pid)
     print("dataset CreateVolume+DeleteVolume (64 MiB image, data in EC 2+1): latency of one "
           "pair; the arms take turns in every round, in rotating order, every round counted. "
@@ -226,11 +228,14 @@ def main():
               plug_ops["op"] - bare_ops["op"]))
     figure("createvolume_osd_ops_vs_bare_librbd", plug_ops["op"] / bare_ops["op"], None,
            "OSD client ops per CreateVolume+DeleteVolume ÷ bare librbd's (load-free)")
-    print("CPU ms per pair (one at a time): cluster daemons plugin %.1f, bare %.1f (x%.2f); "
-          "gantry-csi %.1f, bare_rbd %.1f; the python gRPC client %.1f" % (
-              plug_ops["cluster_cpu"], bare_ops["cluster_cpu"],
+    print("  bare librbd + journal ops %.0f (%.0f, %.0f, %.0f)" % (
+        jour_ops["op"], jour_ops["op_r"], jour_ops["op_w"], jour_ops["op_rw"]))
+    print("CPU ms per pair (one at a time): cluster daemons plugin %.1f, bare + journal %.1f, "
+          "bare %.1f (plugin / bare x%.2f); gantry-csi %.1f, bare_rbd + journal %.1f, bare_rbd %.1f; "
+          "the python gRPC client %.1f" % (
+              plug_ops["cluster_cpu"], jour_ops["cluster_cpu"], bare_ops["cluster_cpu"],
               plug_ops["cluster_cpu"] / bare_ops["cluster_cpu"], plug_ops["client_cpu"],
-              bare_ops["client_cpu"], plug_ops["python_cpu"]))
+              jour_ops["client_cpu"], bare_ops["client_cpu"], plug_ops["python_cpu"]))
     directory, records = env.journal()
     leftovers = [n for n in directory if n.startswith("bench-%d-" % os.getpid())]
     if leftovers:
