@@ -158,11 +158,11 @@ int gantry_journal_check_name(const char *name);
 int gantry_journal_lookup_name(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
                                char uuid[GANTRY_UUID_LEN + 1]);
 /*
- * Reserves @name -> @uuid in the directory (-EEXIST when taken), and with it,
- * in the same atomic operation, writes @e's record unless @e is NULL.
+ * Reserves @name -> @e's uuid in the directory (-EEXIST when taken), and with
+ * it, in the same atomic operation, writes @e's record.
  */
 int gantry_journal_reserve(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
-                           const char *uuid, const struct gantry_journal_entry *e);
+                           const struct gantry_journal_entry *e);
 /* Writes (idempotently) the record of @e: where it was read from (@e->legacy), else the directory. */
 int gantry_journal_write(rados_ioctx_t io, enum gantry_journal_kind kind,
                          const struct gantry_journal_entry *e);

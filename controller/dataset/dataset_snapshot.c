@@ -98,7 +98,7 @@ static int reserve(rados_ioctx_t io, const char *name, const struct gantry_journ
         for (int attempt = 0; attempt < 3; attempt++) {
                 gantry_uuid_generate(uuid);
                 new_record(e, uuid, name, vol, source_id);
-                r = gantry_journal_reserve(io, GANTRY_JOURNAL_SNAPSHOT, name, uuid, e);
+                r = gantry_journal_reserve(io, GANTRY_JOURNAL_SNAPSHOT, name, e);
                 fresh = r == 0;
                 if (r == -EEXIST && (r = gantry_journal_lookup_name(io, GANTRY_JOURNAL_SNAPSHOT, name,
                                                                     uuid)) == -ENOENT)

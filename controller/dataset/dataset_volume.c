@@ -372,7 +372,7 @@ static int reserve(rados_ioctx_t io, const char *name, const char *fp,
                         gantry_uuid_mark_plain(uuid);
                 new_record(e, uuid, name, fp, p, size, plain);
                 e->ready = ready;
-                r = gantry_journal_reserve(io, GANTRY_JOURNAL_VOLUME, name, uuid, e);
+                r = gantry_journal_reserve(io, GANTRY_JOURNAL_VOLUME, name, e);
                 if (r == 0)
                         return 1;
                 if (r == -EEXIST) {

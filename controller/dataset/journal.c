@@ -185,40 +185,47 @@ static void record_set(rados_write_op_t op, const struct gantry_journal_entry *e
         rados_write_op_omap_set2(op, keys, vals, key_lens, val_lens, (size_t)n);
 }
 
-int gantry_journal_reserve(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
-                           const char *uuid, const struct gantry_journal_entry *e)
+/*
+ * One operation on the directory: only while @name maps to @expect (a
+ * missing key compares as empty), writes @e's record and, with @reserve,
+ * maps @name to @e's uuid (making the directory object if need be).
+ * -ECANCELED when the compare fails, and nothing is written.
+ */
+static int write_if_named(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
+                          const char *expect, bool reserve, const struct gantry_journal_entry *e)
 {
         rados_write_op_t op = rados_create_write_op();
-        const char *keys[1] = { name }, *vals[1] = { uuid };
-        size_t key_lens[1] = { strlen(name) }, val_lens[1] = { strlen(uuid) };
+        const char *keys[1] = { name }, *vals[1] = { e->uuid };
+        size_t key_lens[1] = { strlen(name) }, val_lens[1] = { strlen(e->uuid) };
         int prval = 0, r;
 
         if (!op)
                 return -ENOMEM;
-        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
-        /* a missing key compares as empty: the name must be free */
-        rados_write_op_omap_cmp(op, name, LIBRADOS_CMPXATTR_OP_EQ, "", 0, &prval);
-        rados_write_op_omap_set2(op, keys, vals, key_lens, val_lens, 1);
-        if (e)
-                record_set(op, e, true);
+        if (reserve)
+                rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+        rados_write_op_omap_cmp(op, name, LIBRADOS_CMPXATTR_OP_EQ, expect, strlen(expect), &prval);
+        if (reserve)
+                rados_write_op_omap_set2(op, keys, vals, key_lens, val_lens, 1);
+        record_set(op, e, true);
         r = rados_write_op_operate(op, io, dir_object(kind), NULL, 0);
         rados_release_write_op(op);
+        return r;
+}
+
+int gantry_journal_reserve(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
+                           const struct gantry_journal_entry *e)
+{
+        int r = write_if_named(io, kind, name, "", true, e); /* the name must be free */
+
         return r == -ECANCELED ? -EEXIST : r;
 }
 
 int gantry_journal_write_named(rados_ioctx_t io, enum gantry_journal_kind kind, const char *name,
                                const struct gantry_journal_entry *e)
 {
-        rados_write_op_t op = rados_create_write_op();
-        int prval = 0, r;
-
-        if (!op)
-                return -ENOMEM;
         /* a delete that removed name and record since the caller looked must not get it back */
-        rados_write_op_omap_cmp(op, name, LIBRADOS_CMPXATTR_OP_EQ, e->uuid, strlen(e->uuid), &prval);
-        record_set(op, e, true);
-        r = rados_write_op_operate(op, io, dir_object(kind), NULL, 0);
-        rados_release_write_op(op);
+        int r = write_if_named(io, kind, name, e->uuid, false, e);
+
         return r == -ECANCELED ? -ENOENT : r;
 }
 
