@@ -137,12 +137,12 @@ static int reserve(rados_ioctx_t io, const char *name, const struct gantry_journ
                  */
                 new_record(e, uuid, name, vol, source_id);
                 r = gantry_journal_write_named(io, GANTRY_JOURNAL_SNAPSHOT, name, e);
-                if (r < 0)
+                if (r < 0) {
                         gantry_lock_release(uuid_lock);
-                if (r == -ENOENT)
-                        continue;
-                if (r < 0)
+                        if (r == -ENOENT)
+                                continue; /* deleted since we looked: reserve afresh */
                         return gantry_ceph_error(err, r, "write journal of", name);
+                }
                 return 0;
         }
         return gantry_error_set(err, EBUSY, "name: snapshot %s is being created elsewhere", name);
