@@ -89,8 +89,51 @@ def burst(directory, name):
     return BURST / dt / 1e6
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+NCPU = os.cpu_count() or 1
+
+
+def machine_cpu():
+    """CPU-seconds the machine has spent busy, and in all, since boot (/proc/stat)."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:9]]
+    idle = ticks[3] + ticks[4]  # idle, iowait
+    return (sum(ticks) - idle) / TICK, sum(ticks) / TICK
+
+
+def osd_cpu():
+    """CPU-seconds of every ceph-osd process of the machine so far."""
+    total = 0.0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/comm" % pid) as f:
+                if f.read().strip() != "ceph-osd":
+                    continue
+            with open("/proc/%s/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / TICK
+        except (OSError, IndexError, ValueError):
+            pass  # gone meanwhile
+    return total
+
+
+def measured(fn):
+    """@fn's result (its seconds), with the machine's busy CPU-seconds, its use of
+    all cores, and the OSDs' CPU-seconds over the call: the timed window only."""
+    b0, o0 = machine_cpu(), osd_cpu()
+    secs = fn()
+    b1, o1 = machine_cpu(), osd_cpu()
+    busy = b1[0] - b0[0]
+    return secs, busy, busy / max(b1[1] - b0[1], 1e-9), o1 - o0
+
+
 def fmt(xs):
     return "/".join("%.2f" % x for x in xs)
+
+
+def cpu_text(used):
+    busy, use, osds = used
+    return "  (CPU %.2f s busy, %.0f %% of %d cores; OSDs %.2f s)" % (busy, use * 100, NCPU, osds)
 
 
 def main():
@@ -111,30 +154,36 @@ def main():
 
         def rbd_import(rnd):
             image = "bench-import-%d-%d" % (os.getpid(), rnd)
-            t0 = time.monotonic()
-            env.tool("rbd", "perf", "import", "--data-pool", "ecdata", "--object-size", "4M", src,
-                     "rbd/" + image)
-            secs = time.monotonic() - t0
+            def one():
+                t0 = time.monotonic()
+                env.tool("rbd", "perf", "import", "--data-pool", "ecdata", "--object-size", "4M", src,
+                         "rbd/" + image)
+                return time.monotonic() - t0
+            got = measured(one)
             env.tool("rbd", "perf", "rm", "rbd/" + image)
-            return secs
+            return got
 
         def gantry_drain(verify, rnd):
             t = tgt[verify]
             snap = make_snapshot(t, src, "vol-bench-%d-%d" % (verify, rnd))  # not timed
-            secs, st = drain(t, snap)
+            got = measured(lambda: drain(t, snap)[0])
             with open(t.log) as f:
                 print("  " + [l.strip() for l in f if "event=target.drain_complete" in l][-1])
             t.call("bdev_lvol_delete", name=snap)  # removes the image too
-            return secs
+            return got
 
         arms = [("import", rbd_import), ("drain", lambda r: gantry_drain(False, r)),
                 ("verify", lambda r: gantry_drain(True, r))]
         runs = {name: [] for name, _ in arms}
+        cpu = {name: [] for name, _ in arms}  # (busy, use of all cores, OSDs) per round
         rbd_import(-1)  # not counted: the run's first big write warms the OSDs for every arm
         for rnd in range(ROUNDS):
             for name, fn in arms[rnd % 3:] + arms[:rnd % 3]:
-                runs[name].append(fn(rnd))
+                secs, *used = fn(rnd)
+                runs[name].append(secs)
+                cpu[name].append(used)
         med = {name: statistics.median(x) for name, x in runs.items()}
+        busy = {name: [statistics.median(u[i] for u in cpu[name]) for i in range(3)] for name in cpu}
         t_import = med["import"]
         results = {False: med["drain"], True: med["verify"]}
 
@@ -157,15 +206,24 @@ def main():
               "per-round ratios with verify %s)" % (
                   SIZE // MiB, ROUNDS, fmt(runs["import"]), fmt(runs["drain"]), fmt(runs["verify"]),
                   fmt([i / v for i, v in zip(runs["import"], runs["verify"])])))
-        print("  rbd import                   %6.2f s  %7.1f MB/s" % (t_import, mb / t_import))
+        print("  rbd import                   %6.2f s  %7.1f MB/s" % (t_import, mb / t_import)
+              + cpu_text(busy["import"]))
         print("  drain (gantry-target)        %6.2f s  %7.1f MB/s  ratio %.2f vs rbd import" %
-              (results[False], mb / results[False], t_import / results[False]))
+              (results[False], mb / results[False], t_import / results[False]) + cpu_text(busy["drain"]))
         print("  drain + verify (checksum)    %6.2f s  %7.1f MB/s  ratio %.2f vs rbd import" %
-              (results[True], mb / results[True], t_import / results[True]))
+              (results[True], mb / results[True], t_import / results[True]) + cpu_text(busy["verify"]))
+        floor = busy["verify"][0] / NCPU  # drain + verify with every core busy all along
+        print("  drain + verify keeps %.2f CPU-s busy (OSDs %.2f, import's %.2f): at the least %.2f s on "
+              "%d cores, a ceiling of ratio %.2f here" % (
+                  busy["verify"][0], busy["verify"][2], busy["import"][0], floor, NCPU,
+                  t_import / floor))
         print("  fast-tier burst (%d MiB, fsync) alone %7.1f MB/s; during a drain capped at %d MB/s %7.1f MB/s"
               "  ratio %.2f" % (BURST // MiB, alone, cap, during, during / alone))
         figure("drain_verify_vs_rbd_import", t_import / results[True], ">=0.9",
                "speed of a drain with its verify ÷ rbd import of the same %d MiB" % (SIZE // MiB))
+        figure("drain_verify_ceiling", t_import / floor, None,
+               "the best drain + verify ÷ rbd import this machine allows: rbd import's time ÷ "
+               "(the CPU-seconds drain + verify keeps busy ÷ %d cores)" % NCPU)
         figure("drain_vs_rbd_import", t_import / results[False], None,
                "speed of a drain without verify ÷ rbd import")
         figure("burst_during_capped_drain", during / alone, None,
