@@ -6,6 +6,7 @@ add_library(gantry_kube STATIC
   ${CMAKE_CURRENT_LIST_DIR}/kube_config.c
   ${CMAKE_CURRENT_LIST_DIR}/kube_http.c
   ${CMAKE_CURRENT_LIST_DIR}/kube_informer.c
+  ${CMAKE_CURRENT_LIST_DIR}/kube_list_ahead.c
   ${CMAKE_CURRENT_LIST_DIR}/kube_watch_decode.c
 )
 target_include_directories(gantry_kube PUBLIC ${CMAKE_CURRENT_LIST_DIR})

@@ -22,8 +22,9 @@
  * resourceVersion and spec.nodeName). The objects themselves are the
  * consumer's to keep, in the form it needs: at 100,000 pods whole objects
  * would cost gigabytes. A list is taken page by page (limit / continue),
- * each page delivered as it arrives, so that memory holds one page, never
- * the whole list.
+ * each page delivered as it arrives, so that memory holds a page or two
+ * (the next one arrives while this one is decoded: kube_list_ahead.c),
+ * never the whole list.
  */
 #include <errno.h>
 #ifdef __GLIBC__
@@ -60,6 +61,7 @@ struct gantry_kube_informer {
 
         pthread_t thread;
         struct kube_waker waker;
+        struct kube_list_ahead ahead; /* the next list page, fetched meanwhile */
         unsigned int seed; /* jitter */
 
         /* informer thread only */
@@ -366,31 +368,66 @@ static void drop_unseen(struct gantry_kube_informer *inf, json_t *seen, struct l
         }
 }
 
+/* The path of the list page after @cont (NULL: the first) in @buf. */
+static void list_path(struct gantry_kube_informer *inf, const char *cont, char *buf, size_t size)
+{
+        char query[1600];
+
+        snprintf(query, sizeof(query), "limit=%d", inf->page_size);
+        if (cont)
+                append_param(query, sizeof(query), "continue", cont);
+        build_path(inf, buf, size, query);
+}
+
+/*
+ * Starts the fetch of the page after @resp's (kube_list_ahead.c) when its
+ * head names one; returns its continue token (the caller frees it), or NULL
+ * when nothing was started.
+ */
+static char *start_next_page(struct gantry_kube_informer *inf, const struct kube_response *resp,
+                             const struct kube_request *req, char *path, size_t size)
+{
+        struct kube_request next = *req;
+        char *cont = NULL;
+
+        if (kube_list_peek_continue(resp->body, resp->len, &cont) != 1 || !cont)
+                return NULL;
+        list_path(inf, cont, path, size);
+        next.path = path;
+        if (kube_list_ahead_start(&inf->ahead, &next) < 0) {
+                free(cont);
+                return NULL; /* taken the plain way */
+        }
+        return cont;
+}
+
 static int list_all(struct gantry_kube_informer *inf)
 {
-        char path[2048 + 3 * SELECTOR_MAX], query[1600], rv[64] = "";
+        char path[2048 + 3 * SELECTOR_MAX];
+        char rv[64] = "";
         char *cont = NULL;
         json_t *seen = json_object(); /* keys listed so far */
         struct list_counts n = { 0 };
+        struct kube_request req = {
+                .method = "GET", .path = path, .verb = "list", .resource = inf->info->resource,
+                .max_body = inf->max_line, .waker = &inf->waker,
+        };
+        struct kube_response resp = { 0 };
+        bool fetched = false; /* resp holds the page after cont already */
         int r, pages = 0, gone_restarts = 0;
 
         if (!seen)
                 return gantry_error_set(&inf->werr, ENOMEM, "out of memory");
         for (;;) {
-                struct kube_request req = {
-                        .method = "GET", .path = path, .verb = "list", .resource = inf->info->resource,
-                        .max_body = inf->max_line, .waker = &inf->waker,
-                };
-                struct kube_response resp = { 0 };
-                char *next = NULL;
+                char *next = NULL, *ahead;
 
-                snprintf(query, sizeof(query), "limit=%d", inf->page_size);
-                if (cont)
-                        append_param(query, sizeof(query), "continue", cont);
-                build_path(inf, path, sizeof(path), query);
-                r = kube_http_do(&inf->client->http, &req, &resp, &inf->werr);
-                if (r < 0)
-                        goto out;
+                if (!fetched) {
+                        list_path(inf, cont, path, sizeof(path));
+                        r = kube_http_do(&inf->client->http, &req, &resp, &inf->werr);
+                        if (r < 0)
+                                goto out;
+                }
+                fetched = false;
                 if (resp.status == 410 && cont && gone_restarts++ == 0) {
                         /* the continue token expired: start the list over;
                          * what the first pages delivered stays delivered,
@@ -405,10 +442,30 @@ static int list_all(struct gantry_kube_informer *inf)
                         r = status_error(inf, "list", &resp);
                         goto out;
                 }
+                /* the next page on its way while this one is decoded */
+                ahead = start_next_page(inf, &resp, &req, path, sizeof(path));
                 r = take_page(inf, &resp, seen, &n, rv, sizeof(rv), &next);
                 kube_response_clear(&resp);
-                if (r < 0)
+                if (ahead) {
+                        struct gantry_error aerr = { 0 };
+                        int ar = kube_list_ahead_finish(&inf->ahead, &resp, &aerr);
+
+                        if (r == 0 && next && strcmp(next, ahead) == 0) {
+                                if (ar < 0) {
+                                        inf->werr = aerr;
+                                        r = ar;
+                                } else {
+                                        fetched = true;
+                                }
+                        } else {
+                                kube_response_clear(&resp); /* not the page the list goes on with */
+                        }
+                        free(ahead);
+                }
+                if (r < 0) {
+                        free(next);
                         goto out;
+                }
                 pages++;
                 free(cont);
                 cont = next;
@@ -438,6 +495,7 @@ static int list_all(struct gantry_kube_informer *inf)
         pthread_mutex_unlock(&inf->lock);
         r = 0;
 out:
+        kube_response_clear(&resp);
         free(cont);
         json_decref(seen);
         return r;
@@ -699,6 +757,7 @@ static void informer_free(struct gantry_kube_informer *inf)
         if (!inf)
                 return;
         kube_waker_destroy(&inf->waker);
+        kube_list_ahead_destroy(&inf->ahead);
         json_decref(inf->store);
         free(inf->label_selector);
         free(inf->field_selector);
@@ -783,6 +842,8 @@ int gantry_kube_informer_start(struct gantry_kube_client *client, enum gantry_ku
                 return r;
         }
         r = kube_waker_init(&inf->waker);
+        if (r == 0)
+                r = kube_list_ahead_init(&inf->ahead, &inf->client->http);
         if (r < 0) {
                 informer_free(inf);
                 return gantry_error_set(err, r, "informer: cannot make a curl multi handle");
@@ -810,6 +871,7 @@ void gantry_kube_informer_stop(struct gantry_kube_informer *informer)
         if (!informer)
                 return;
         kube_waker_wake(&informer->waker);
+        kube_list_ahead_wake(&informer->ahead);
         pthread_join(informer->thread, NULL);
         log_info("kube.informer.stop", "kind=%s", informer->info->kind);
         informer_free(informer);

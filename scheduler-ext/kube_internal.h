@@ -169,6 +169,40 @@ bool kube_waker_stopped(struct kube_waker *w);
 /* Sleeps @ms or until woken. Returns -ECANCELED when stopped, else 0. */
 int kube_waker_sleep(struct kube_waker *w, long ms);
 
+/* --------------------------------------------------------- kube_list_ahead.c */
+
+/*
+ * The continue token of a list page read off its head (the metadata the API
+ * server writes before the items), before the page is decoded. Returns 1
+ * with *ret_continue (NULL on the last page; the caller frees it), or 0
+ * when the head does not tell.
+ */
+int kube_list_peek_continue(const char *body, size_t len, char **ret_continue);
+
+/* A list's next page, fetched on a thread of its own while the caller
+ * decodes the one before. */
+struct kube_list_ahead {
+        struct kube_http *http;
+        struct kube_waker waker; /* its own: a multi handle serves one thread */
+        struct kube_request req;
+        char *path;              /* req's, owned */
+        struct kube_response resp;
+        struct gantry_error err;
+        int r;
+        pthread_t thread;
+        bool running;
+};
+
+int kube_list_ahead_init(struct kube_list_ahead *a, struct kube_http *http);
+void kube_list_ahead_destroy(struct kube_list_ahead *a);
+/* Stops for good: the fetch in flight ends with -ECANCELED, later ones at once. */
+void kube_list_ahead_wake(struct kube_list_ahead *a);
+/* Starts @req (copied, path too) on the thread; 0, or -errno when it cannot. */
+int kube_list_ahead_start(struct kube_list_ahead *a, const struct kube_request *req);
+/* Waits for the started fetch: kube_http_do()'s result, its answer in @ret_resp. */
+int kube_list_ahead_finish(struct kube_list_ahead *a, struct kube_response *ret_resp,
+                           struct gantry_error *err);
+
 /* ------------------------------------------------------- kube_watch_decode.c */
 
 /*

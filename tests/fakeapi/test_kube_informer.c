@@ -22,6 +22,7 @@
 
 #include "fake_harness.h"
 #include "kube_client.h"
+#include "kube_internal.h"
 #include "recorder.h"
 
 #define TOKEN "GANTRYCANARY-informer-token" /* the secret canary: tests/canary/ */
@@ -386,6 +387,29 @@ static void put_pod(struct fixture *fx, const char *name, const char *node)
         assert_int_equal(fake_upsert(&fx->fake, "pods", pod), 200);
 }
 
+/* Pods p-0 .. p-(@n-1), on nodes gpu-0000 .. */
+static void put_pods(struct fixture *fx, int n)
+{
+        char name[32], node[32];
+
+        for (int i = 0; i < n; i++) {
+                snprintf(name, sizeof(name), "p-%d", i);
+                snprintf(node, sizeof(node), "gpu-%04d", i);
+                put_pod(fx, name, node);
+        }
+}
+
+/* The fake holds the second list request of pods until released: before
+ * computing it when @fresh, else once it is computed. */
+static void hold_second_pod_list(struct fixture *fx, bool fresh)
+{
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/hold-lists",
+                                      fresh ? "{\"resource\":\"pods\",\"skip\":1,\"count\":1,\"fresh\":true}"
+                                            : "{\"resource\":\"pods\",\"skip\":1,\"count\":1,\"fresh\":false}",
+                                      NULL),
+                         200);
+}
+
 /*
  * A paged list whose continue token expires between pages (410) starts
  * over: every pod is announced once, what the first page delivered is not
@@ -397,18 +421,12 @@ static void test_paged_list_restarts_after_expired_continue(void **state)
 {
         struct fixture *fx = *state;
         struct gantry_kube_informer_options o = fast_opts();
-        char name[32], node[32];
+        char name[32];
         int del;
 
-        for (int i = 0; i < 5; i++) {
-                snprintf(name, sizeof(name), "p-%d", i);
-                snprintf(node, sizeof(node), "gpu-%04d", i);
-                put_pod(fx, name, node);
-        }
+        put_pods(fx, 5);
         /* the first page is answered, the second waits */
-        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/hold-lists",
-                                      "{\"resource\":\"pods\",\"skip\":1,\"count\":1,\"fresh\":true}", NULL),
-                         200);
+        hold_second_pod_list(fx, true);
         o.page_size = 2;
         start(fx, GANTRY_KUBE_POD, &o);
         assert_true(test_wait_for(fake_has_held_list, &fx->fake, TEST_WAIT_MS));
@@ -431,6 +449,108 @@ static void test_paged_list_restarts_after_expired_continue(void **state)
         assert_true(recorder_get(&fx->rec, del).has_kind);
         assert_int_equal(recorder_count(&fx->rec), 8); /* 6 ADDED, 1 DELETED, SYNCED */
         assert_int_equal(count_requests(&fx->fake, "list", "continue") >= 2, 1);
+}
+
+/* An informer callback that, on the first ADDED, waits for the fake to hold a list request. */
+struct page_gate {
+        struct fixture *fx;
+        bool first_seen, held_meanwhile;
+};
+
+static void gate_cb(void *ctx, enum gantry_kube_kind kind, enum gantry_kube_event event, const json_t *obj)
+{
+        struct page_gate *g = ctx;
+
+        if (event == GANTRY_KUBE_ADDED && !g->first_seen) {
+                g->first_seen = true;
+                g->held_meanwhile = test_wait_for(fake_has_held_list, &g->fx->fake, TEST_WAIT_MS);
+        }
+        recorder_cb(&g->fx->rec, kind, event, obj);
+}
+
+/*
+ * The next page is asked for while this one is delivered (the API server's
+ * work for it overlaps the decoding): the first page's first item is held
+ * in the callback until the fake holds the second page's request, which
+ * only a request sent before the first page is done can satisfy. Every
+ * item is still delivered once, in three requests.
+ */
+static void test_next_page_asked_for_while_this_one_is_delivered(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = fast_opts();
+        struct page_gate g = { .fx = fx };
+        struct gantry_error err = { 0 };
+        char name[32];
+
+        put_pods(fx, 5);
+        hold_second_pod_list(fx, false);
+        o.page_size = 2;
+        assert_int_equal(gantry_kube_informer_start(fx->client, GANTRY_KUBE_POD, &o, gate_cb, &g, &fx->inf, &err),
+                         0);
+        assert_true(recorder_wait(&fx->rec, 0, GANTRY_KUBE_ADDED, "train/p-0", 1, TEST_WAIT_MS));
+        assert_true(g.held_meanwhile);
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/release-lists", "{}", NULL), 200);
+        assert_int_equal(gantry_kube_informer_wait_synced(fx->inf, TEST_WAIT_MS), 0);
+        for (int i = 0; i < 5; i++) {
+                snprintf(name, sizeof(name), "train/p-%d", i);
+                assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_ADDED, name), 1);
+        }
+        assert_int_equal(recorder_count(&fx->rec), 6); /* 5 ADDED, SYNCED */
+        assert_int_equal(count_requests(&fx->fake, "list", NULL), 3);
+        assert_int_equal(count_requests(&fx->fake, "list", "continue"), 2);
+}
+
+/* A stop while the next page's request hangs in the API server ends it: the stop does not wait for it. */
+static void test_stop_ends_the_page_asked_for_ahead(void **state)
+{
+        struct fixture *fx = *state;
+        struct gantry_kube_informer_options o = fast_opts();
+
+        put_pods(fx, 4);
+        /* the second page's request is held until released, which this test never does */
+        hold_second_pod_list(fx, true);
+        o.page_size = 2;
+        start(fx, GANTRY_KUBE_POD, &o);
+        assert_true(test_wait_for(fake_has_held_list, &fx->fake, TEST_WAIT_MS));
+        assert_true(recorder_wait(&fx->rec, 0, GANTRY_KUBE_ADDED, "train/p-1", 1, TEST_WAIT_MS));
+        gantry_kube_informer_stop(fx->inf); /* returns only once the held request is given up */
+        fx->inf = NULL;
+        assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_SYNCED, NULL), 0);
+        assert_int_equal(fake_state_long(&fx->fake, "heldLists"), 1); /* still held: the stop did not wait */
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/release-lists", "{}", NULL), 200);
+}
+
+/* The continue token is read off a page's head, whatever the spacing; a head that does not tell says so. */
+static void test_continue_read_off_the_head(void **state)
+{
+        static const struct {
+                const char *body;
+                int r;
+                const char *cont;
+        } cases[] = {
+                { "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"7\","
+                  "\"continue\":\"abc=\",\"remainingItemCount\":3},\"items\":[{\"items\":1}]}", 1, "abc=" },
+                { "{\"kind\": \"PodList\", \"metadata\": {\"resourceVersion\": \"7\", \"continue\": \"x\"},\n"
+                  "  \"items\": []}", 1, "x" },
+                { "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"7\"},\"items\":[]}", 1, NULL },
+                { "{\"items\":[],\"metadata\":{\"continue\":\"late\"}}", 0, NULL },
+                { "{\"kind\":\"PodList\",\"items\":[],\"metadata\":{\"continue\":\"late\"}}", 0, NULL },
+                { "{\"kind\":\"PodList\",\"metadata\":{\"continue\":\"x\"", 0, NULL },
+                { "not json, \"items\": []", 0, NULL },
+        };
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char *cont = (char *)"unset";
+
+                assert_int_equal(kube_list_peek_continue(cases[i].body, strlen(cases[i].body), &cont), cases[i].r);
+                if (cases[i].cont)
+                        assert_string_equal(cont, cases[i].cont);
+                else
+                        assert_null(cont);
+                free(cont);
+        }
 }
 
 static void test_dropped_watch_resumes_without_loss(void **state)
@@ -799,6 +919,10 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_gone_http_relists, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_relist_recreated_same_name, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_paged_list_restarts_after_expired_continue, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_next_page_asked_for_while_this_one_is_delivered, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_stop_ends_the_page_asked_for_ahead, setup, teardown),
+                cmocka_unit_test(test_continue_read_off_the_head),
                 cmocka_unit_test_setup_teardown(test_dropped_watch_resumes_without_loss, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_watch_timeout_reconnects_quietly, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_errors_back_off_then_recover, setup, teardown),
