@@ -403,11 +403,28 @@ static void put_pods(struct fixture *fx, int n)
  * computing it when @fresh, else once it is computed. */
 static void hold_second_pod_list(struct fixture *fx, bool fresh)
 {
-        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/hold-lists",
-                                      fresh ? "{\"resource\":\"pods\",\"skip\":1,\"count\":1,\"fresh\":true}"
-                                            : "{\"resource\":\"pods\",\"skip\":1,\"count\":1,\"fresh\":false}",
-                                      NULL),
-                         200);
+        char body[96];
+
+        snprintf(body, sizeof(body), "{\"resource\":\"pods\",\"skip\":1,\"count\":1,\"fresh\":%s}",
+                 fresh ? "true" : "false");
+        assert_int_equal(fake_request(&fx->fake, "POST", "/fake/hold-lists", body, NULL), 200);
+}
+
+/*
+ * Pods p-0 .. p-(@n-1) listed two a page by a pod informer, the second
+ * page's request held (before it is computed) until released: returns once
+ * the first page is delivered.
+ */
+static void start_with_second_page_held(struct fixture *fx, int n)
+{
+        struct gantry_kube_informer_options o = fast_opts();
+
+        put_pods(fx, n);
+        hold_second_pod_list(fx, true);
+        o.page_size = 2;
+        start(fx, GANTRY_KUBE_POD, &o);
+        assert_true(test_wait_for(fake_has_held_list, &fx->fake, TEST_WAIT_MS));
+        assert_true(recorder_wait(&fx->rec, 0, GANTRY_KUBE_ADDED, "train/p-1", 1, TEST_WAIT_MS));
 }
 
 /*
@@ -420,17 +437,11 @@ static void hold_second_pod_list(struct fixture *fx, bool fresh)
 static void test_paged_list_restarts_after_expired_continue(void **state)
 {
         struct fixture *fx = *state;
-        struct gantry_kube_informer_options o = fast_opts();
         char name[32];
         int del;
 
-        put_pods(fx, 5);
         /* the first page is answered, the second waits */
-        hold_second_pod_list(fx, true);
-        o.page_size = 2;
-        start(fx, GANTRY_KUBE_POD, &o);
-        assert_true(test_wait_for(fake_has_held_list, &fx->fake, TEST_WAIT_MS));
-        assert_true(recorder_wait(&fx->rec, 0, GANTRY_KUBE_ADDED, "train/p-1", 1, TEST_WAIT_MS));
+        start_with_second_page_held(fx, 5);
         assert_int_equal(fake_request(&fx->fake, "DELETE", "/fake/objects/pods/train/p-0", NULL, NULL), 200);
         put_pod(fx, "p-5", "gpu-0005");
         assert_int_equal(fake_request(&fx->fake, "POST", "/fake/compact", "{}", NULL), 200);
@@ -505,15 +516,9 @@ static void test_next_page_asked_for_while_this_one_is_delivered(void **state)
 static void test_stop_ends_the_page_asked_for_ahead(void **state)
 {
         struct fixture *fx = *state;
-        struct gantry_kube_informer_options o = fast_opts();
 
-        put_pods(fx, 4);
-        /* the second page's request is held until released, which this test never does */
-        hold_second_pod_list(fx, true);
-        o.page_size = 2;
-        start(fx, GANTRY_KUBE_POD, &o);
-        assert_true(test_wait_for(fake_has_held_list, &fx->fake, TEST_WAIT_MS));
-        assert_true(recorder_wait(&fx->rec, 0, GANTRY_KUBE_ADDED, "train/p-1", 1, TEST_WAIT_MS));
+        /* the second page's request is held until released, which this test does only after the stop */
+        start_with_second_page_held(fx, 4);
         gantry_kube_informer_stop(fx->inf); /* returns only once the held request is given up */
         fx->inf = NULL;
         assert_int_equal(recorder_find(&fx->rec, 0, GANTRY_KUBE_SYNCED, NULL), 0);
