@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "gantry-target"))
 import ceph_env as env  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, ".."))
 from figure import figure  # noqa: E402
+from proc_cpu import TICK, daemons_cpu_seconds  # noqa: E402
 from targetproc import Target  # noqa: E402
 
 MiB = 1 << 20
@@ -89,7 +90,6 @@ def burst(directory, name):
     return BURST / dt / 1e6
 
 
-TICK = os.sysconf("SC_CLK_TCK")
 NCPU = os.cpu_count() or 1
 
 
@@ -102,19 +102,8 @@ def machine_cpu():
 
 
 def osd_cpu():
-    """CPU-seconds of every ceph-osd process of the machine so far."""
-    total = 0.0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open("/proc/%s/comm" % pid) as f:
-                if f.read().strip() != "ceph-osd":
-                    continue
-            with open("/proc/%s/stat" % pid) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / TICK
-        except (OSError, IndexError, ValueError):
-            pass  # gone meanwhile
-    return total
+    """CPU-seconds of the "perf" cluster's OSDs so far."""
+    return daemons_cpu_seconds(os.path.join(env.DIR, "perf", "run"), "osd.*.pid")
 
 
 def measured(fn):

@@ -34,6 +34,7 @@ import ceph_env as env  # noqa: E402
 from ceph_env import Plugin  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from figure import figure  # noqa: E402
+from proc_cpu import daemons_cpu_seconds, process_cpu_seconds  # noqa: E402
 
 SIZE = 64 << 20
 LEVELS = [(1, 6), (8, 16), (32, 32)]  # (concurrency, pairs per round and arm)
@@ -94,19 +95,12 @@ BARE_CPU_MS = [0.0]  # CPU the bare processes spent on their pairs, summed
 
 def proc_cpu_ms(pid):
     """user + system CPU time of process @pid so far (ms)."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1e3 / os.sysconf("SC_CLK_TCK")
+    return process_cpu_seconds(pid) * 1e3
 
 
 def cluster_cpu_ms():
     """CPU time of the "perf" cluster's daemons (mon, mgr, OSDs) so far (ms)."""
-    import glob
-    tot = 0.0
-    for f in glob.glob(os.path.join(env.DIR, "perf", "run", "*.pid")):
-        with open(f) as fh:
-            tot += proc_cpu_ms(int(fh.read().strip()))
-    return tot
+    return daemons_cpu_seconds(os.path.join(env.DIR, "perf", "run")) * 1e3
 
 
 def osd_ops():

@@ -55,6 +55,7 @@ import control_plane as cp  # noqa: E402
 import yaml  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, ".."))
 from figure import figure  # noqa: E402
+from proc_cpu import process_cpu_seconds, stat_cpu  # noqa: E402
 
 BUILD = os.environ.get("GANTRY_BUILD_DIR", os.path.join(SOURCE, "build"))
 GANTRY = os.environ.get("GANTRY_SCHEDULER", os.path.join(BUILD, "bin", "gantry-scheduler"))
@@ -80,16 +81,13 @@ if BEFORE:
 
 def cpu_seconds(plane, names):
     """{name: user + system CPU seconds so far} of the daemons @names."""
-    tick = os.sysconf("SC_CLK_TCK")
     out = {}
     for name in names:
         proc = plane.procs.get(name)
         if not proc or not proc.alive():
             continue
         try:
-            with open("/proc/%d/stat" % proc.popen.pid) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            out[name] = (int(fields[11]) + int(fields[12])) / tick
+            out[name] = process_cpu_seconds(proc.popen.pid)
         except (OSError, IndexError, ValueError):
             pass
     return out
@@ -101,7 +99,6 @@ def thread_cpu(plane, name):
     front's "tls-conn": TLS handshakes, h2, the HTTP/1.1 relay, requests,
     filter and prioritize), "bind-worker" (the Binding
     POSTs), "inf:pods" (the pod watch), "other" (the rest)."""
-    tick = os.sysconf("SC_CLK_TCK")
     proc = plane.procs.get(name)
     out = {}
     if not proc or not proc.alive():
@@ -113,14 +110,12 @@ def thread_cpu(plane, name):
         return out
     for tid in tids:
         try:
-            with open("%s/%s/stat" % (base, tid)) as f:
-                comm, rest = f.read().split("(", 1)[1].rsplit(")", 1)
-            fields = rest.split()
+            comm, secs = stat_cpu("%s/%s/stat" % (base, tid))
         except (OSError, IndexError, ValueError):
             continue
         group = ("http" if comm.startswith("MHD") or comm == "tls-conn" else
                  comm if comm in ("bind-worker", "inf:pods") else "other")
-        out[group] = out.get(group, 0) + (int(fields[11]) + int(fields[12])) / tick
+        out[group] = out.get(group, 0) + secs
     return out
 
 

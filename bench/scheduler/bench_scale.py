@@ -48,6 +48,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "k8s"))
 import control_plane as cp  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, ".."))
 from figure import figure  # noqa: E402
+from proc_cpu import process_cpu_seconds  # noqa: E402
 
 BUILD = os.environ.get("GANTRY_BUILD_DIR", os.path.join(cp.SOURCE, "build"))
 SCHEDULER_BIN = os.environ.get("GANTRY_SCHEDULER", os.path.join(BUILD, "bin", "gantry-scheduler"))
@@ -414,9 +415,7 @@ def run(plane, a):
     cp.wait_for(s2.ready, 600, "gantry-scheduler to list the full cluster", 0.1)
     start_s = time.monotonic() - s2.t0
     m3 = proc_mem(s2.pid)
-    with open("/proc/%d/stat" % s2.pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    cpu_s = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    cpu_s = process_cpu_seconds(s2.pid)
     result("start -> ready (full cluster)", "%.1f s (gantry-scheduler's own CPU: %.1f s)" %
            (start_s, cpu_s), "< 60 s", start_s < 60)
     figure("scale_start_to_ready_s", start_s, "<=60",
