@@ -22,7 +22,7 @@
 #include "http_body.h"
 #include "log.h"
 #include "sched_router.h"
-#include "tls_front.h"
+#include "tls_io.h"
 
 #define OUT_BUF (16u << 10)   /* one TLS record's plaintext */
 #define WINDOW (1u << 20)     /* per stream: a 500-node filter body in few round trips */

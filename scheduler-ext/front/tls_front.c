@@ -27,6 +27,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "tls_front.h"
+#include "tls_io.h"
 
 #define RELAY_BUF (16u << 10)
 
@@ -59,36 +60,6 @@ static const gnutls_datum_t alpn_protos[] = {
         { (unsigned char *)"h2", 2 },
         { (unsigned char *)"http/1.1", 8 },
 };
-
-int gantry_sched_tls_send(gnutls_session_t s, const void *data, size_t len)
-{
-        const char *p = data;
-
-        while (len > 0) {
-                ssize_t n = gnutls_record_send(s, p, len);
-
-                if (n == GNUTLS_E_INTERRUPTED)
-                        continue;
-                if (n <= 0)
-                        return -EIO; /* GNUTLS_E_AGAIN too: the send timeout passed */
-                p += n;
-                len -= (size_t)n;
-        }
-        return 0;
-}
-
-ssize_t gantry_sched_tls_recv(gnutls_session_t s, void *buf, size_t size)
-{
-        for (;;) {
-                ssize_t n = gnutls_record_recv(s, buf, size);
-
-                if (n == GNUTLS_E_INTERRUPTED)
-                        continue;
-                if (n == GNUTLS_E_PREMATURE_TERMINATION)
-                        return 0;
-                return n < 0 ? -EIO : n;
-        }
-}
 
 static int write_all(int fd, const char *p, size_t len)
 {

@@ -69,15 +69,3 @@ void gantry_sched_tls_front_stop_connections(struct gantry_sched_tls_front *f);
 /* Waits for every connection thread to end (after @timeout_s, it cuts
  * the sockets of those left), then frees @f. NULL: no-op. */
 void gantry_sched_tls_front_free(struct gantry_sched_tls_front *f, unsigned int timeout_s);
-
-/*
- * Sends all @len bytes of @data on @s (blocking). 0, or -EIO when the
- * connection failed or the peer stopped reading (the socket's send timeout).
- */
-int gantry_sched_tls_send(gnutls_session_t s, const void *data, size_t len);
-
-/*
- * Receives up to @size bytes: > 0, 0 when the peer closed (with or without
- * close_notify), or -EIO.
- */
-ssize_t gantry_sched_tls_recv(gnutls_session_t s, void *buf, size_t size);
