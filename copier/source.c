@@ -4,7 +4,6 @@
  */
 #include <stdlib.h>
 
-#include "checksum.h"
 #include "source.h"
 
 void gantry_copier_source_free(struct gantry_copier_source *s)
@@ -19,7 +18,6 @@ void gantry_copier_dest_free(struct gantry_copier_dest *d)
 {
         if (!d)
                 return;
-        gantry_copier_checksum_free(d->checksum);
         d->ops->free(d);
         free(d);
 }

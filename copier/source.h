@@ -89,7 +89,8 @@ struct gantry_copier_dest {
         uint64_t size;
         uint64_t object_size; /* the copy's unit: RBD object size, 4 MiB for files */
         void *impl;
-        /* set: a copy's verify asks for checksums instead of reading back (checksum.h) */
+        /* set: a copy's verify asks for checksums instead of reading back
+         * (checksum.h; only RBD destinations, whose free frees it) */
         struct gantry_copier_checksum *checksum;
 };
 

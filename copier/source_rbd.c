@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checksum.h"
 #include "source.h"
 
 struct rbd_source {
@@ -119,7 +120,8 @@ static int rbd_dest_flush(struct gantry_copier_dest *d)
 
 static void rbd_dest_free(struct gantry_copier_dest *d)
 {
-        (void)d; /* the image is the caller's */
+        /* the image is the caller's; a checksum verify is the destination's */
+        gantry_copier_checksum_free(d->checksum);
 }
 
 static const struct gantry_copier_dest_ops rbd_dest_ops = {
