@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "api_access.h"
 #include "bandwidth_class.h"
 #include "checkpoint.h"
 #include "controller.h"
@@ -21,14 +20,18 @@
 #include "copy_state.h"
 #include "eviction.h"
 #include "kube_client.h"
+#include "kube_process.h"
 #include "log.h"
 #include "node_registry.h"
 #include "tiering.h"
 
 #define LIST_MAX 4096 /* entries in one list answer, whatever max_entries says */
 
-/* The one Kubernetes API client (api_access.c), lent to the modules below. */
+/* The process's one Kubernetes API client (kube_process.h), lent to the
+ * modules below, and the metrics its requests are counted in. */
 static struct gantry_kube_client *api;
+static bool api_open;
+static struct gantry_metrics *controller_metrics;
 
 static bool is_checkpoint_id(const char *id)
 {
@@ -337,8 +340,12 @@ int gantry_controller_init(const struct gantry_config *config, const char *kubec
         for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
                 if (gantry_csi_register(handlers[i].name, handlers[i].fn) < 0)
                         return gantry_error_set(err, ENOENT, "cannot register %s", handlers[i].name);
-        if (!api && (r = gantry_api_access_open(kubeconfig, &api, err)) < 0)
-                return r;
+        if (!api_open) {
+                if ((r = gantry_kube_process_open(kubeconfig, controller_metrics, err)) < 0)
+                        return r;
+                api_open = true;
+                api = gantry_kube_process_client();
+        }
         gantry_node_registry_init(api);
         gantry_copy_state_init(api);
         gantry_promotion_resume_start(config); /* copies a killed controller left go on */
@@ -379,6 +386,7 @@ int gantry_controller_probe(const struct gantry_config *config, int64_t deadline
 
 void gantry_controller_set_metrics(struct gantry_metrics *m)
 {
+        controller_metrics = m;
         gantry_promotion_set_metrics(m);
         gantry_eviction_set_metrics(m);
         gantry_copy_state_set_metrics(m);
@@ -393,6 +401,8 @@ void gantry_controller_shutdown(void)
         gantry_ceph_close_all();
         gantry_copy_state_shutdown();
         gantry_node_registry_shutdown();
-        gantry_kube_client_free(api);
+        if (api_open)
+                gantry_kube_process_close();
+        api_open = false;
         api = NULL;
 }

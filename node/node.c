@@ -16,10 +16,10 @@
 #include <string.h>
 
 #include "csi_call.h"
+#include "kube_process.h"
 #include "log.h"
 #include "metrics.h"
 #include "node_internal.h"
-#include "node_api.h"
 #include "nvmf.h"
 #include "usage_service.h"
 
@@ -171,11 +171,11 @@ int gantry_node_init(const struct gantry_config *config, const char *node_id,
                         .window_s = (unsigned)config->node.bandwidth_window_seconds,
                 };
 
-                int r = gantry_node_api_open(kubeconfig, node_metrics, err);
+                int r = gantry_kube_process_open(kubeconfig, node_metrics, err);
 
                 if (r < 0)
                         return gantry_error_prefix(err, "--kubeconfig");
-                uo.kube = gantry_node_api();
+                uo.kube = gantry_kube_process_client();
                 return gantry_usage_service_start(&uo, err);
         }
 }
@@ -189,6 +189,6 @@ void gantry_node_set_metrics(struct gantry_metrics *m)
 void gantry_node_shutdown(void)
 {
         gantry_usage_service_stop();
-        gantry_node_api_close();
+        gantry_kube_process_close();
         gantry_node_paths_shutdown();
 }

@@ -15,7 +15,7 @@
 
 /*
  * Registers the Node handlers, opens the node's one Kubernetes API client
- * (node_api.h: @kubeconfig, else the in-cluster service account, else none)
+ * (kube/kube_process.h: @kubeconfig, else the in-cluster service account, else none)
  * and starts the bandwidth measuring loop (node/qos/usage_service.h: its
  * pod events go through that client, else the log). @config and @node_id are
  * borrowed and must outlive the server. Returns 0 or -errno with @err

@@ -2,7 +2,7 @@
  * The node service's side of bandwidth enforcement: on NodePublishVolume the
  * pod named by podInfoOnMount gets its cap on the volume's block device
  * (node/qos/: its cgroup's io.max, from the scheduler's figure read through
- * the API with the node's one client, node_api.h), on NodeUnpublishVolume
+ * the API with the process's one client, kube_process.h), on NodeUnpublishVolume
  * the cap goes; at start and then periodically every recorded cap is
  * reconciled against what is still published (a mount at its target path).
  * A cap that cannot be enforced is counted, logged and told to the pod (a
@@ -14,9 +14,9 @@
 #include <sys/sysmacros.h>
 
 #include "csi_call.h"
+#include "kube_process.h"
 #include "log.h"
 #include "metrics.h"
-#include "node_api.h"
 #include "node_internal.h"
 #include "node_qos.h"
 #include "pod_event.h"
@@ -51,12 +51,12 @@ int gantry_node_qos_start(const struct gantry_node_qos_options *o, struct gantry
 
         if ((r = gantry_qos_init(&qo, err)) < 0)
                 return r;
-        if (!gantry_node_api())
+        if (!gantry_kube_process_client())
                 log_warn("node.qos_no_api",
                          "no Kubernetes API access (no --kubeconfig, not in a pod): bandwidth caps "
                          "are not enforced");
         qos_metrics = o->metrics;
-        events.kube = gantry_node_api();
+        events.kube = gantry_kube_process_client();
         events.node = o->node;
         events.window_s = o->event_window_s;
         r = gantry_qos_reconcile();
@@ -130,11 +130,11 @@ int gantry_node_qos_publish(const Csi__V1__NodePublishVolumeRequest *req, dev_t 
                 return 0;
         if (!who.pod_name || !who.pod_namespace || !who.pod_uid)
                 return 0; /* not for a pod (no podInfoOnMount): nothing to cap */
-        if (!gantry_node_api()) {
+        if (!gantry_kube_process_client()) {
                 not_enforced(&who, "no_api_access"); /* no client: a log line and the counter */
                 return 0;
         }
-        r = gantry_qos_api_apply(gantry_node_api(), &who, err);
+        r = gantry_qos_api_apply(gantry_kube_process_client(), &who, err);
         if (r == -ENOENT) {
                 log_warn("node.qos_unknown_volume", "volume_id=%s pod=%s/%s: %s", req->volume_id,
                          who.pod_namespace, who.pod_name, err->msg);

@@ -15,11 +15,11 @@
 
 #include <jansson.h>
 
-#include "api_access.h"
 #include "tier_admin.h"
 #include "copy_in_use.h"
 #include "eviction.h"
 #include "kube_client.h"
+#include "kube_process.h"
 #include "record.h"
 
 struct match {
@@ -99,8 +99,9 @@ int gantry_controller_demote(const struct gantry_config *config, const char *wha
         if (!what || !*what || strlen(what) > 600)
                 return gantry_error_set(err, EINVAL, "name a PVC (NAMESPACE/NAME), a PV, a volume "
                                         "uuid or an image");
-        if ((r = gantry_api_access_open(kubeconfig, &kube, err)) < 0)
+        if ((r = gantry_kube_process_open(kubeconfig, NULL, err)) < 0)
                 return r;
+        kube = gantry_kube_process_client();
         if (strchr(what, '/') && !strchr(strchr(what, '/') + 1, '/')) {
                 if (!valid_pvc(what)) {
                         r = gantry_error_set(err, EINVAL, "%s: not a NAMESPACE/NAME of a PVC", what);
@@ -138,6 +139,6 @@ int gantry_controller_demote(const struct gantry_config *config, const char *wha
 out:
         gantry_dataset_target_close(&t);
         gantry_attachments_free(attached);
-        gantry_kube_client_free(kube);
+        gantry_kube_process_close();
         return r;
 }

@@ -1,6 +1,6 @@
 /*
  * The bandwidth caps' calls to the Kubernetes API, over the node plugin's
- * one client (node/node_api.c, lent): at NodePublishVolume it reads the pod (podInfoOnMount gives its namespace, name and UID) and
+ * process's one client (kube/kube_process.c, lent): at NodePublishVolume it reads the pod (podInfoOnMount gives its namespace, name and UID) and
  * the PVCs, PVs and StorageClasses of its volumes, so that the one demand
  * computation gives the node the figure gantry-scheduler charged, and
  * applies the cap. Read-only GETs, nothing cached: a publish is rare next to

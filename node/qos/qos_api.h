@@ -1,6 +1,6 @@
 /*
  * The Kubernetes API calls of bandwidth caps (qos_api.c), over the node
- * plugin's one client (node/node_api.h): reads a pod and its volumes' PVCs,
+ * process's one client (kube/kube_process.h): reads a pod and its volumes' PVCs,
  * PVs and StorageClasses, computes the pod's demand on a volume (the
  * scheduler's figure) and applies the cap.
  */

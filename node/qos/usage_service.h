@@ -3,7 +3,7 @@
  * service: the sampler (usage_sampler.h) over the caps in force
  * (usage_targets.h), its metrics in the plugin's registry, and the events
  * posted on pods through the node plugin's one Kubernetes API client when
- * it has one (node/node_api.h), else log lines only.
+ * it has one (kube/kube_process.h), else log lines only.
  */
 #pragma once
 

@@ -3,7 +3,7 @@ calls its Kubernetes client makes: nothing it needs is missing (it would
 get 403 Forbidden), nothing it does not make is granted (least privilege).
 
 The calls come from one place: the table compiled into the client,
-gantry_kube_api_calls() in scheduler-ext/kube_client.c (the client's own
+gantry_kube_api_calls() in kube/kube_client.c (the client's own
 tests check every request the fake API server sees against that table),
 printed by rbac_api_calls (GANTRY_KUBE_API_CALLS names it; CTest sets it).
 The rules are every ClusterRole and Role bound to the ServiceAccount, in
@@ -11,7 +11,8 @@ manifests/ and in the chart's default render (GANTRY_HELM_STANDIN).
 
 ServiceAccounts whose pods make no API call at all (gantry-target: no
 Kubernetes client is linked into it) have no role bound and no token
-mounted. The node plugin's one client (node/node_api.c), lent to
+mounted. The node plugin's client (the process's one, kube/kube_process.c,
+opened by node/node.c), lent to
 node/qos/qos_api.c (GETs of a
 publishing pod and its volumes, for bandwidth caps) and node/qos/pod_event.c
 (Events on pods about their bandwidth), is granted exactly their calls
@@ -122,8 +123,9 @@ def chart_docs():
 # ServiceAccounts of pods that make no Kubernetes API call.
 NO_API = ("gantry-target",)
 # The node plugin's calls: node/qos/qos_api.c and node/qos/pod_event.c, over the
-# one client node/node_api.c opens and lends them (checked against their source below).
-NODE_CLIENT = ("node/node_api.c", "node/node_api.h", "node/qos/qos_api.c", "node/qos/qos_api.h",
+# process's one client (kube/kube_process.c) that node/node.c opens and
+# node/node_qos.c lends them (checked against their source below).
+NODE_CLIENT = ("node/node.c", "node/node_qos.c", "node/qos/qos_api.c", "node/qos/qos_api.h",
                "node/qos/pod_event.c",
                "node/qos/pod_event.h", "node/qos/usage_service.c", "node/qos/usage_service.h", "node/qos/measure.cmake",
                "node/qos/CMakeLists.txt")
@@ -134,7 +136,7 @@ NODE_CALLS = {("", "pods", "get"), ("", "persistentvolumeclaims", "get"),
 # (CSINode objects), the eviction of promoted copies (VolumeAttachments, a
 # PVC's PV for `gantryctl tier demote`) and the copy-state annotation of PVs
 CONTROLLER_CLIENT = tuple("controller/" + f for f in (
-    "api_access.c", "api_access.h", "controller.c", "node_registry.c", "node_registry.h",
+    "controller.c", "node_registry.c", "node_registry.h",
     "CMakeLists.txt", "tiering/CMakeLists.txt", "tiering/copy_in_use.c",
     "tiering/copy_in_use.h", "tiering/eviction.c", "tiering/eviction.h",
     "tiering/tier_demote.c", "tiering/copy_state.c", "tiering/copy_state.h"))
@@ -220,12 +222,12 @@ class NodeRbacTest(unittest.TestCase):
         for needle in ("gantry_kube_merge_patch", "gantry_kube_bind_pod", "informer_start",
                        "gantry_kube_create"):
             self.assertNotIn(needle, text)
-        with open(os.path.join(ROOT, "node", "node_api.c")) as f:
+        with open(os.path.join(ROOT, "kube", "kube_process.c")) as f:
             text = f.read()
         self.assertEqual(text.count("gantry_kube_client_new("), 1)
         for needle in ("gantry_kube_get(", "gantry_kube_create", "gantry_kube_merge_patch",
                        "gantry_kube_bind_pod", "/api"):
-            self.assertNotIn(needle, text, "node_api.c opens the client; its users make the calls")
+            self.assertNotIn(needle, text, "kube_process.c opens the client; its users make the calls")
         # the users borrow it: neither opens one of its own
         for user in ("qos/qos_api.c", "qos/pod_event.c", "qos/usage_service.c"):
             with open(os.path.join(ROOT, "node", user)) as f:
