@@ -1,7 +1,7 @@
 /*
  * The one bandwidth demand computation: what a pod asks of each of its Gantry
  * volumes, in Gbps. gantry-scheduler charges it to the pod's NIC, leaf uplink
- * and backend (scheduler-ext/sched_demand.c); the node plugin caps the pod's
+ * and backend (scheduler-ext/model/sched_demand.c); the node plugin caps the pod's
  * IO on the volume's block device to it (node/qos/). Both call
  * gantry_bw_demand_of_pod() with the same objects, so the charge and the cap
  * are the same number.

@@ -1,6 +1,6 @@
 /*
  * The gantry policy: the simulator asks gantry-scheduler's placement library
- * (scheduler-ext/placement.h) what the extender would answer; see
+ * (scheduler-ext/placement/placement.h) what the extender would answer; see
  * sim_gantry.h.
  *
  * The library gets the simulator's cluster as the extender would learn it
@@ -12,7 +12,7 @@
  * (its share of the checkpoint per checkpoint period at full speed).
  *
  * With gangs (policy gantry-gang), a job of several pods is a gang, as for the extender (scheduler-ext/
- * gang.h): its first pod plans the whole job and reserves it, every pod then
+ * placement/gang.h): its first pod plans the whole job and reserves it, every pod then
  * takes its planned node, and a job that does not fit whole is refused with
  * the gang's one reason. Simulated time does not advance inside a
  * placement, so reservations never expire here.

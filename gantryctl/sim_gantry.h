@@ -1,6 +1,6 @@
 /*
  * The gantry policy of the simulator: each pod is placed by the placement
- * library of gantry-scheduler (scheduler-ext/placement.h), asked the same
+ * library of gantry-scheduler (scheduler-ext/placement/placement.h), asked the same
  * questions the extender asks -- filter, prioritize, reserve -- over a model
  * built from the simulator's cluster file, and released when its job ends.
  */
@@ -15,7 +15,7 @@
 struct gantry_sim_gantry;
 
 /* Builds the library's model of @c; @gangs: a job of several pods is a gang
- * (scheduler-ext/gang.h). Returns 0, -ENOMEM or -EINVAL (@err). */
+ * (scheduler-ext/placement/gang.h). Returns 0, -ENOMEM or -EINVAL (@err). */
 int gantry_sim_gantry_new(const struct gantry_sim_cluster *c, uint64_t seed, bool gangs,
                           struct gantry_sim_gantry **ret, struct gantry_error *err);
 void gantry_sim_gantry_free(struct gantry_sim_gantry *g);

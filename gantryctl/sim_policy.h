@@ -1,9 +1,9 @@
 /*
  * Placement policies of the simulator: where each pod of a job goes.
  *
- *   gantry  the placement library of gantry-scheduler (scheduler-ext/):
+ *   gantry  the placement library of gantry-scheduler (scheduler-ext/placement/):
  *           filter, then prioritize, then reserve, pod by pod
- *   gantry-gang  the same library with gangs (scheduler-ext/gang.h), as the
+ *   gantry-gang  the same library with gangs (scheduler-ext/placement/gang.h), as the
  *           extender places a job whose size it knows: the whole job is
  *           planned (one leaf, else fewest leaves under a spine) and
  *           reserved at once, refused whole, queued first come first served

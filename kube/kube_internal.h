@@ -1,7 +1,7 @@
 /*
  * Private declarations of the Kubernetes API client (kube_*.c): the resolved
  * connection settings, the HTTP layer on libcurl, and the watch-stream
- * decoder. Not for use outside scheduler-ext/kube_*.c and its tests.
+ * decoder. Not for use outside kube/kube_*.c and its tests.
  */
 #pragma once
 

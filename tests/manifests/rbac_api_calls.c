@@ -1,7 +1,7 @@
 /*
  * Prints the Kubernetes API calls gantry-scheduler's client makes, one
  * "verb group resource" line each ("-" for the core group), from the table
- * compiled into the client (gantry_kube_api_calls(), scheduler-ext/
+ * compiled into the client (gantry_kube_api_calls(), kube/
  * kube_client.c). test_rbac.py compares them with the ClusterRole of the
  * gantry-scheduler ServiceAccount in manifests/ and in the chart.
  */

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the extender's cluster view (scheduler-ext/sched_state.c,
+ * Unit tests of the extender's cluster view (scheduler-ext/model/sched_state.c,
  * sched_demand.c, sched_topology.c): a pod's GPUs, gang key and flows from
  * its annotations, PVCs, PVs and StorageClasses; node labels; the topology
  * file's checks.

@@ -1,6 +1,6 @@
 /*
  * Unit tests of the placement library's model and ledger (scheduler-ext/
- * fabric.c, ledger.c): building a fabric, capacities, validation, filter
+ * placement/fabric.c, ledger.c): building a fabric, capacities, validation, filter
  * reasons, reservations, their expiry and replacement.
  */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the placement library's scores (scheduler-ext/placement.c):
+ * Unit tests of the placement library's scores (scheduler-ext/placement/placement.c):
  * closeness to backends, headroom, gang locality, each checked against a
  * hand calculation of the weighted mean (weights 5 locality, 3 headroom,
  * 2 closeness; locality only for pods of a job).

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the extender's JSON text writer (scheduler-ext/json_out.c):
+ * Unit tests of the extender's JSON text writer (scheduler-ext/verbs/json_out.c):
  * escaping checked by parsing the output back with jansson.
  */
 #include <limits.h>
