@@ -136,11 +136,38 @@ int gantry_sched_parse_count(const char *field, const json_t *q, int *ret, struc
         return gantry_bw_parse_count(field, q, ret, err);
 }
 
+/* Topograph v1's keys first: a node being relabelled may carry both. */
+static const char *const default_leaf_keys[] = { GANTRY_LABEL_LEAF_V1, GANTRY_LABEL_LEAF, NULL };
+static const char *const default_spine_keys[] = { GANTRY_LABEL_SPINE_V1, GANTRY_LABEL_SPINE, NULL };
+static const char *const default_accelerator_keys[] = { GANTRY_LABEL_ACCELERATOR_V1,
+                                                        GANTRY_LABEL_ACCELERATOR, NULL };
+
+/* The value of the first of @keys that @labels has (@fallback when @keys
+ * names none), or NULL. */
+static const char *topology_label(const json_t *labels,
+                                  const char (*keys)[GANTRY_SCHED_LABEL_KEY_MAX],
+                                  const char *const *fallback)
+{
+        const char *v;
+
+        if (keys && keys[0][0]) {
+                for (int i = 0; i < GANTRY_SCHED_LABEL_KEYS && keys[i][0]; i++)
+                        if ((v = json_string_value(json_object_get(labels, keys[i]))))
+                                return v;
+                return NULL;
+        }
+        for (; *fallback; fallback++)
+                if ((v = json_string_value(json_object_get(labels, *fallback))))
+                        return v;
+        return NULL;
+}
+
 int gantry_sched_node_spec(const json_t *node, const struct gantry_sched_defaults *defaults,
                            struct gantry_node_spec *ret_spec, struct gantry_error *err)
 {
         const json_t *labels = json_object_get(json_object_get(node, "metadata"), "labels");
         const char *name = json_string_value(json_object_get(json_object_get(node, "metadata"), "name"));
+        const struct gantry_sched_label_keys *k = defaults ? &defaults->labels : NULL;
         const char *nic, *tr;
         struct gantry_node_spec s = { .name = name };
         int r;
@@ -149,9 +176,9 @@ int gantry_sched_node_spec(const json_t *node, const struct gantry_sched_default
                 return gantry_error_set(err, EINVAL, "Node: metadata.name: must be a non-empty string");
         if (labels && !json_is_object(labels))
                 return gantry_error_set(err, EINVAL, "Node %s: metadata.labels: must be an object", name);
-        s.leaf = json_string_value(json_object_get(labels, GANTRY_LABEL_LEAF));
-        s.spine = json_string_value(json_object_get(labels, GANTRY_LABEL_SPINE));
-        s.accelerator = json_string_value(json_object_get(labels, GANTRY_LABEL_ACCELERATOR));
+        s.leaf = topology_label(labels, k ? k->leaf : NULL, default_leaf_keys);
+        s.spine = topology_label(labels, k ? k->spine : NULL, default_spine_keys);
+        s.accelerator = topology_label(labels, k ? k->accelerator : NULL, default_accelerator_keys);
         s.nic_gbps = defaults ? defaults->nic_gbps : 0;
         nic = json_string_value(json_object_get(labels, GANTRY_LABEL_NIC_GBPS));
         if (nic && (r = gantry_sched_parse_gbps("Node label " GANTRY_LABEL_NIC_GBPS, nic,

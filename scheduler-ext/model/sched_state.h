@@ -7,7 +7,12 @@
  * filter request's Nodes.
  *
  * Node labels read:
- *   network.topology.nvidia.com/leaf, .../spine, .../accelerator  (Topograph)
+ *   the leaf, spine and accelerator domain: Topograph v1's
+ *     fabric.topograph.run/tier-0, fabric.topograph.run/tier-1 and
+ *     accelerator.topograph.run/domain, else v0's
+ *     network.topology.nvidia.com/leaf, .../spine, .../accelerator
+ *     (the topology file's "labels" may name other keys: Kueue's Topology
+ *     levels, a site's own)
  *   gantry.io/nic-gbps            the node's NIC bandwidth in Gbps
  *   gantry.io/nvmeof-transports   "tcp", "rdma" or "tcp,rdma" (default tcp)
  *   status.allocatable["nvidia.com/gpu"]  GPUs
@@ -25,6 +30,10 @@
 #include "placement.h"
 #include "sched_cache.h"
 
+/* The topology labels read by default, in order of precedence. */
+#define GANTRY_LABEL_LEAF_V1 "fabric.topograph.run/tier-0"
+#define GANTRY_LABEL_SPINE_V1 "fabric.topograph.run/tier-1"
+#define GANTRY_LABEL_ACCELERATOR_V1 "accelerator.topograph.run/domain"
 #define GANTRY_LABEL_LEAF "network.topology.nvidia.com/leaf"
 #define GANTRY_LABEL_SPINE "network.topology.nvidia.com/spine"
 #define GANTRY_LABEL_ACCELERATOR "network.topology.nvidia.com/accelerator"
@@ -33,9 +42,26 @@
 #define GANTRY_RESOURCE_GPU "nvidia.com/gpu"
 
 /* Defaults the topology file may set for what labels do not say. */
+/* A label key: a DNS-1123 prefix (253), '/', a name (63). */
+#define GANTRY_SCHED_LABEL_KEY_MAX 318
+/* Keys one topology level may be read from. */
+#define GANTRY_SCHED_LABEL_KEYS 4
+
+/*
+ * The label keys a node's leaf, spine and accelerator domain are read from,
+ * each in order of precedence (the first key a node has wins); a level whose
+ * first key is empty reads the default keys above.
+ */
+struct gantry_sched_label_keys {
+        char leaf[GANTRY_SCHED_LABEL_KEYS][GANTRY_SCHED_LABEL_KEY_MAX];
+        char spine[GANTRY_SCHED_LABEL_KEYS][GANTRY_SCHED_LABEL_KEY_MAX];
+        char accelerator[GANTRY_SCHED_LABEL_KEYS][GANTRY_SCHED_LABEL_KEY_MAX];
+};
+
 struct gantry_sched_defaults {
         double nic_gbps;          /* a node without gantry.io/nic-gbps; 0 unknown */
         double oversubscription;  /* a leaf the file does not list; 0 none */
+        struct gantry_sched_label_keys labels;
 };
 
 struct gantry_sched_state;

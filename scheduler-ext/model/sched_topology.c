@@ -2,6 +2,7 @@
  * The topology file: leaves, backends, defaults and score weights, checked
  * key by key and applied to the cluster model. See sched_topology.h.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -122,9 +123,56 @@ static int load_backend(struct gantry_sched_state *st, const json_t *o, const ch
         return 0;
 }
 
+/* One level's keys: a non-empty array of label keys, in order of precedence. */
+static int load_label_keys(const json_t *o, const char *where,
+                           char (*keys)[GANTRY_SCHED_LABEL_KEY_MAX], struct gantry_error *err)
+{
+        const json_t *v;
+        size_t i;
+
+        if (!o)
+                return 0;
+        if (!json_is_array(o) || json_array_size(o) == 0 ||
+            json_array_size(o) > GANTRY_SCHED_LABEL_KEYS)
+                return gantry_error_set(err, EINVAL, "labels.%s: must be an array of 1 to %d label keys",
+                                        where, GANTRY_SCHED_LABEL_KEYS);
+        json_array_foreach(o, i, v) {
+                const char *k = json_string_value(v);
+                size_t n = k ? strlen(k) : 0, j;
+
+                if (n == 0 || n >= GANTRY_SCHED_LABEL_KEY_MAX)
+                        return gantry_error_set(err, EINVAL, "labels.%s[%zu]: must be a label key of "
+                                                "1 to %d characters", where, i,
+                                                GANTRY_SCHED_LABEL_KEY_MAX - 1);
+                for (j = 0; j < n; j++)
+                        if (!isalnum((unsigned char)k[j]) && !strchr("-_./", k[j]))
+                                return gantry_error_set(err, EINVAL, "labels.%s[%zu]: not a label "
+                                                        "key (letters, digits, '-', '_', '.', '/')",
+                                                        where, i);
+                memcpy(keys[i], k, n + 1);
+        }
+        return 0;
+}
+
+/* "labels": which node labels name a node's leaf, spine and accelerator domain. */
+static int load_labels(const json_t *o, struct gantry_sched_label_keys *ret, struct gantry_error *err)
+{
+        static const char *const keys[] = { "leaf", "spine", "accelerator", NULL };
+        int r;
+
+        if ((r = check_keys(o, keys, "labels", err)) < 0 ||
+            (r = load_label_keys(json_object_get(o, "leaf"), "leaf", ret->leaf, err)) < 0 ||
+            (r = load_label_keys(json_object_get(o, "spine"), "spine", ret->spine, err)) < 0 ||
+            (r = load_label_keys(json_object_get(o, "accelerator"), "accelerator", ret->accelerator,
+                                 err)) < 0)
+                return r;
+        return 0;
+}
+
 static int load_root(struct gantry_sched_state *st, const json_t *root, struct gantry_error *err)
 {
-        static const char *const keys[] = { "defaults", "weights", "leaves", "backends", NULL };
+        static const char *const keys[] = { "defaults", "labels", "weights", "leaves", "backends",
+                                            NULL };
         static const char *const dkeys[] = { "nicGbps", "oversubscription", NULL };
         static const char *const wkeys[] = { "locality", "headroom", "closeness", NULL };
         const json_t *o, *v;
@@ -134,12 +182,15 @@ static int load_root(struct gantry_sched_state *st, const json_t *root, struct g
 
         if ((r = check_keys(root, keys, "topology", err)) < 0)
                 return r;
-        if ((o = json_object_get(root, "defaults"))) {
+        if (json_object_get(root, "defaults") || json_object_get(root, "labels")) {
                 struct gantry_sched_defaults d = { 0 };
 
-                if ((r = check_keys(o, dkeys, "defaults", err)) < 0 ||
-                    (r = get_number(o, "nicGbps", "defaults", &d.nic_gbps, err)) < 0 ||
-                    (r = get_number(o, "oversubscription", "defaults", &d.oversubscription, err)) < 0)
+                if ((o = json_object_get(root, "defaults")) &&
+                    ((r = check_keys(o, dkeys, "defaults", err)) < 0 ||
+                     (r = get_number(o, "nicGbps", "defaults", &d.nic_gbps, err)) < 0 ||
+                     (r = get_number(o, "oversubscription", "defaults", &d.oversubscription, err)) < 0))
+                        return r;
+                if ((o = json_object_get(root, "labels")) && (r = load_labels(o, &d.labels, err)) < 0)
                         return r;
                 gantry_sched_state_set_defaults(st, &d);
         }

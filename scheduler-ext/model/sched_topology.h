@@ -5,6 +5,8 @@
  *
  *   {
  *     "defaults": { "nicGbps": 200, "oversubscription": 2 },
+ *     "labels":   { "leaf": ["cloud.example/rack-switch"],
+ *                   "spine": ["cloud.example/spine"] },
  *     "weights":  { "locality": 5, "headroom": 3, "closeness": 2 },
  *     "leaves":   [ { "name": "leaf-1", "spine": "spine-1",
  *                     "uplinkGbps": 800, "oversubscription": 2 } ],

@@ -292,6 +292,67 @@ static void test_topology_file(void **state)
         assert_true(fabs(u.uplink_gbps - 30) < 1e-9);
 }
 
+/* Topograph v1's labels (tier-0 the leaf, tier-1 the spine, the accelerator
+ * domain) are read as v0's are, and win where a node carries both. */
+static void test_topograph_v1_labels(void **state)
+{
+        struct gantry_node_spec s;
+        struct gantry_error err;
+        struct gantry_sched_defaults def = { .nic_gbps = 200 };
+        json_t *n = json_loads("{\"metadata\":{\"name\":\"g\",\"labels\":{"
+                               "\"fabric.topograph.run/tier-0\":\"S-leaf\","
+                               "\"fabric.topograph.run/tier-1\":\"S-spine\","
+                               "\"accelerator.topograph.run/domain\":\"nvl-1\"}}}", 0, NULL);
+        json_t *labels = json_object_get(json_object_get(n, "metadata"), "labels");
+
+        (void)state;
+        assert_int_equal(gantry_sched_node_spec(n, &def, &s, &err), 0);
+        assert_string_equal(s.leaf, "S-leaf");
+        assert_string_equal(s.spine, "S-spine");
+        assert_string_equal(s.accelerator, "nvl-1");
+        /* a node being relabelled carries both: v1 wins */
+        json_object_set_new(labels, "network.topology.nvidia.com/leaf", json_string("old-leaf"));
+        assert_int_equal(gantry_sched_node_spec(n, NULL, &s, &err), 0);
+        assert_string_equal(s.leaf, "S-leaf");
+        json_object_del(labels, "fabric.topograph.run/tier-0");
+        assert_int_equal(gantry_sched_node_spec(n, &def, &s, &err), 0);
+        assert_string_equal(s.leaf, "old-leaf");
+        json_decref(n);
+}
+
+/* The topology file's "labels" name the keys (Kueue's Topology levels, a
+ * site's own), which then replace the defaults; bad keys name the field. */
+static void test_topology_label_keys(void **state)
+{
+        struct fx *f = *state;
+        struct gantry_error err;
+        struct gantry_node_usage u;
+
+        assert_int_equal(gantry_sched_topology_parse(f->st, "{\"labels\":{\"rack\":[\"x\"]}}",
+                                                     "t.json", &err), -EINVAL);
+        assert_string_equal(err.msg, "t.json: labels.rack: unknown key");
+        assert_int_equal(gantry_sched_topology_parse(f->st, "{\"labels\":{\"leaf\":[]}}", "t.json",
+                                                     &err), -EINVAL);
+        assert_string_equal(err.msg, "t.json: labels.leaf: must be an array of 1 to 4 label keys");
+        assert_int_equal(gantry_sched_topology_parse(f->st, "{\"labels\":{\"spine\":[\"a b\"]}}",
+                                                     "t.json", &err), -EINVAL);
+        assert_string_equal(err.msg, "t.json: labels.spine[0]: not a label key (letters, digits, "
+                                     "'-', '_', '.', '/')");
+        assert_int_equal(gantry_sched_topology_parse(
+                                 f->st, "{\"labels\":{\"leaf\":[\"cloud.example/block\"]},"
+                                        "\"leaves\":[{\"name\":\"b1\",\"uplinkGbps\":30}]}",
+                                 "t.json", &err), 0);
+        /* the named key is read; the default keys no longer are */
+        apply(f->st, GANTRY_OBJ_NODE, "{\"metadata\":{\"name\":\"a\",\"labels\":"
+                                      "{\"cloud.example/block\":\"b1\"}}}");
+        apply(f->st, GANTRY_OBJ_NODE, "{\"metadata\":{\"name\":\"b\",\"labels\":"
+                                      "{\"fabric.topograph.run/tier-0\":\"b1\"}}}");
+        assert_int_equal(gantry_cluster_node_usage(f->c, "a", &u), 0);
+        assert_true(fabs(u.uplink_gbps - 30) < 1e-9);
+        assert_int_equal(gantry_cluster_node_usage(f->c, "b", &u), 0);
+        assert_true(u.uplink_gbps == 0); /* leafless: no uplink of b1's */
+}
+
 static void apply_event(struct gantry_sched_state *st, enum gantry_obj_kind k, bool deleted,
                         const char *text)
 {
@@ -487,6 +548,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_bad_values_name_the_field, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_node_labels, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_topology_file, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_topograph_v1_labels, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_topology_label_keys, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pending_updates_refresh_only_kept_pods, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_pods_wait_for_their_node, setup, teardown),
