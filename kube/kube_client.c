@@ -27,6 +27,9 @@ static const struct kube_kind_info kinds[GANTRY_KUBE_KIND_COUNT] = {
         [GANTRY_KUBE_POD_GROUP] = { "PodGroup", "PodGroupList", "scheduling.x-k8s.io/v1alpha1",
                                     "scheduling.x-k8s.io", "/apis/scheduling.x-k8s.io/v1alpha1",
                                     "podgroups", true },
+        [GANTRY_KUBE_WORKLOAD_POD_GROUP] = { "PodGroup", "PodGroupList", "scheduling.k8s.io/v1alpha2",
+                                             "scheduling.k8s.io", "/apis/scheduling.k8s.io/v1alpha2",
+                                             "podgroups", true, "PodGroup.scheduling.k8s.io" },
 };
 
 /* Every request the client makes; keep in step with the code (a test checks
@@ -46,6 +49,8 @@ static const struct gantry_kube_api_call api_calls[] = {
         { "watch", "batch", "jobs" },
         { "list", "scheduling.x-k8s.io", "podgroups" },
         { "watch", "scheduling.x-k8s.io", "podgroups" },
+        { "list", "scheduling.k8s.io", "podgroups" },
+        { "watch", "scheduling.k8s.io", "podgroups" },
         { "create", "", "pods/binding" },
         { "patch", "", "pods" },
         { "get", "coordination.k8s.io", "leases" },
@@ -60,7 +65,7 @@ const struct kube_kind_info *kube_kind_info(enum gantry_kube_kind kind)
 
 const char *gantry_kube_kind_name(enum gantry_kube_kind kind)
 {
-        return (unsigned)kind < GANTRY_KUBE_KIND_COUNT ? kinds[kind].kind : "?";
+        return (unsigned)kind < GANTRY_KUBE_KIND_COUNT ? kube_kind_label(&kinds[kind]) : "?";
 }
 
 const char *gantry_kube_event_name(enum gantry_kube_event event)
@@ -260,6 +265,30 @@ int gantry_kube_get(struct gantry_kube_client *client, const char *path, const c
                 return r;
         }
         return take_object(&resp, path, ret_obj, err);
+}
+
+int gantry_kube_served(struct gantry_kube_client *client, enum gantry_kube_kind kind,
+                       struct gantry_error *err)
+{
+        const struct kube_kind_info *info = kube_kind_info(kind);
+        const json_t *res;
+        json_t *doc = NULL;
+        size_t i;
+        int r, served = 0;
+
+        if (!info)
+                return gantry_error_set(err, EINVAL, "served: kind out of range");
+        r = gantry_kube_get(client, info->prefix, "get", "discovery", &doc, err);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        json_array_foreach(json_object_get(doc, "resources"), i, res)
+                if (json_is_string(json_object_get(res, "name")) &&
+                    !strcmp(json_string_value(json_object_get(res, "name")), info->resource))
+                        served = 1;
+        json_decref(doc);
+        return served;
 }
 
 /*

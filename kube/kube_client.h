@@ -40,6 +40,9 @@ enum gantry_kube_kind {
         GANTRY_KUBE_STORAGE_CLASS,     /* storage.k8s.io/v1 storageclasses */
         GANTRY_KUBE_JOB,               /* batch/v1 jobs (a gang's size) */
         GANTRY_KUBE_POD_GROUP,         /* scheduling.x-k8s.io/v1alpha1 podgroups (CRD) */
+        /* scheduling.k8s.io/v1alpha2 podgroups: Kubernetes' own gangs
+         * (KEP-4671, GenericWorkload feature gate; v1.36 and later) */
+        GANTRY_KUBE_WORKLOAD_POD_GROUP,
         GANTRY_KUBE_KIND_COUNT,
 };
 
@@ -53,7 +56,7 @@ enum gantry_kube_event {
 };
 
 /* "Node", "Pod", "PersistentVolumeClaim", "PersistentVolume", "StorageClass",
- * "Job", "PodGroup";
+ * "Job", "PodGroup", "PodGroup.scheduling.k8s.io";
  * "?" when out of range. */
 const char *gantry_kube_kind_name(enum gantry_kube_kind kind);
 /* "ADDED", "MODIFIED", "DELETED", "SYNCED"; "?" when out of range. */
@@ -146,6 +149,16 @@ int gantry_kube_bind_pod(struct gantry_kube_client *client, const char *namespac
  */
 int gantry_kube_get(struct gantry_kube_client *client, const char *path, const char *verb,
                     const char *resource, json_t **ret_obj, struct gantry_error *err);
+
+/*
+ * Whether the API server serves @kind: asks the discovery document of its
+ * group and version ("/apis/scheduling.k8s.io/v1alpha2", which every
+ * authenticated client may read) whether it lists the resource. Returns 1
+ * served, 0 not served (404: the group or version is off, as an alpha API
+ * is by default), or -errno with @err.
+ */
+int gantry_kube_served(struct gantry_kube_client *client, enum gantry_kube_kind kind,
+                       struct gantry_error *err);
 
 /* ------------------------------------------------------------------- patch */
 

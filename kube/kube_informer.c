@@ -97,7 +97,7 @@ static void set_state_rv(struct gantry_kube_informer *inf, const char *rv)
          * they show how far behind the API server an informer is */
         v = strtod(rv, &end);
         if (m && *rv && !*end) {
-                snprintf(labels, sizeof(labels), "kind=\"%s\"", inf->info->kind);
+                snprintf(labels, sizeof(labels), "kind=\"%s\"", kube_kind_label(inf->info));
                 gantry_metrics_gauge_set(m, "gantry_kube_resource_version",
                                          "The last resourceVersion an informer applied, when numeric",
                                          labels, v);
@@ -142,9 +142,9 @@ static void count(struct gantry_kube_informer *inf, const char *name, const char
         if (!m)
                 return;
         if (type)
-                snprintf(labels, sizeof(labels), "kind=\"%s\",type=\"%s\"", inf->info->kind, type);
+                snprintf(labels, sizeof(labels), "kind=\"%s\",type=\"%s\"", kube_kind_label(inf->info), type);
         else
-                snprintf(labels, sizeof(labels), "kind=\"%s\"", inf->info->kind);
+                snprintf(labels, sizeof(labels), "kind=\"%s\"", kube_kind_label(inf->info));
         gantry_metrics_counter_add(m, name, help, labels, 1);
 }
 
@@ -481,7 +481,7 @@ static int list_all(struct gantry_kube_informer *inf)
         malloc_trim(0);
 #endif
         log_info("kube.list", "kind=%s items=%zu pages=%d added=%u modified=%u deleted=%u resource_version=%s",
-                 inf->info->kind, n.items, pages, n.added, n.modified, n.deleted, inf->rv);
+                 kube_kind_label(inf->info), n.items, pages, n.added, n.modified, n.deleted, inf->rv);
         count(inf, "gantry_kube_relists_total", "Completed lists (initial and re-lists), by kind", NULL);
         pthread_mutex_lock(&inf->lock);
         inf->state.lists++;
@@ -575,7 +575,7 @@ static void on_watch_open(void *ctx, long status)
         inf->state.watches++;
         inf->state.watching = true;
         pthread_mutex_unlock(&inf->lock);
-        log_debug("kube.watch.open", "kind=%s resource_version=%s", inf->info->kind, inf->rv);
+        log_debug("kube.watch.open", "kind=%s resource_version=%s", kube_kind_label(inf->info), inf->rv);
 }
 
 /*
@@ -621,7 +621,7 @@ static int watch_once(struct gantry_kube_informer *inf)
                  * a load balancer's idle cut): a watch that ended, not an
                  * error; resume from inf->rv */
                 log_info("kube.watch.dropped", "kind=%s events=%llu resource_version=%s reason=%s",
-                         inf->info->kind, (unsigned long long)inf->stream_events, inf->rv,
+                         kube_kind_label(inf->info), (unsigned long long)inf->stream_events, inf->rv,
                          strerror(-r));
                 return 0;
         }
@@ -637,7 +637,7 @@ static int watch_once(struct gantry_kube_informer *inf)
         if (resp.status != 200)
                 return status_error(inf, "watch", &resp);
         kube_response_clear(&resp);
-        log_debug("kube.watch.closed", "kind=%s events=%llu resource_version=%s", inf->info->kind,
+        log_debug("kube.watch.closed", "kind=%s events=%llu resource_version=%s", kube_kind_label(inf->info),
                   (unsigned long long)inf->stream_events, inf->rv);
         return 0;
 }
@@ -678,13 +678,13 @@ static bool note_error(struct gantry_kube_informer *inf, int r, long *ret_delay)
         pthread_mutex_unlock(&inf->lock);
         gantry_log_quote(inf->werr.msg, quoted, sizeof(quoted));
         if (inf->max_errors > 0 && !synced && consecutive >= inf->max_errors) {
-                log_error("kube.informer.failed", "kind=%s errors=%d error=%s", inf->info->kind,
+                log_error("kube.informer.failed", "kind=%s errors=%d error=%s", kube_kind_label(inf->info),
                           consecutive, quoted);
                 return false;
         }
         *ret_delay = kube_backoff_ms(inf->initial_backoff_ms, inf->max_backoff_ms, consecutive, &inf->seed);
         log_warn("kube.informer.error", "kind=%s errors=%d retry_ms=%ld relist=%s error=%s",
-                 inf->info->kind, consecutive, *ret_delay, inf->need_list ? "yes" : "no", quoted);
+                 kube_kind_label(inf->info), consecutive, *ret_delay, inf->need_list ? "yes" : "no", quoted);
         return true;
 }
 
@@ -725,7 +725,7 @@ static void *informer_main(void *arg)
                                 /* expired: re-list at once; only a second
                                  * 410 with no progress between backs off */
                                 log_info("kube.watch.expired", "kind=%s resource_version=%s",
-                                         inf->info->kind, inf->rv);
+                                         kube_kind_label(inf->info), inf->rv);
                                 continue;
                         }
                         if (r == 0) {
@@ -860,7 +860,7 @@ int gantry_kube_informer_start(struct gantry_kube_client *client, enum gantry_ku
                 snprintf(name, sizeof(name), "inf:%s", inf->info->resource);
                 pthread_setname_np(inf->thread, name);
         }
-        log_info("kube.informer.start", "kind=%s server=%s", inf->info->kind,
+        log_info("kube.informer.start", "kind=%s server=%s", kube_kind_label(inf->info),
                  gantry_kube_client_server(client));
         *ret_informer = inf;
         return 0;
@@ -873,7 +873,7 @@ void gantry_kube_informer_stop(struct gantry_kube_informer *informer)
         kube_waker_wake(&informer->waker);
         kube_list_ahead_wake(&informer->ahead);
         pthread_join(informer->thread, NULL);
-        log_info("kube.informer.stop", "kind=%s", informer->info->kind);
+        log_info("kube.informer.stop", "kind=%s", kube_kind_label(informer->info));
         informer_free(informer);
 }
 

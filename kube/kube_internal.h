@@ -272,6 +272,15 @@ struct kube_kind_info {
         const char *prefix;    /* "/api/v1", "/apis/storage.k8s.io/v1" */
         const char *resource;  /* "nodes" */
         bool namespaced;
+        /* in logs and metrics where two groups have a kind of the same
+         * name ("PodGroup.scheduling.k8s.io"); NULL: the kind */
+        const char *name;
 };
 
 const struct kube_kind_info *kube_kind_info(enum gantry_kube_kind kind);
+
+/* What logs and metrics call objects of @info's kind. */
+static inline const char *kube_kind_label(const struct kube_kind_info *info)
+{
+        return info->name ? info->name : info->kind;
+}

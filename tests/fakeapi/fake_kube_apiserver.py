@@ -6,11 +6,14 @@ part gantry-scheduler talks to, with the same wire shapes:
 
   GET  /api/v1/nodes, /api/v1/pods, /api/v1/persistentvolumeclaims,
        /api/v1/persistentvolumes, /apis/storage.k8s.io/v1/{storageclasses,csinodes,volumeattachments},
-       /apis/batch/v1/jobs, /apis/scheduling.x-k8s.io/v1alpha1/podgroups
-       (and /api/v1/namespaces/NS/{pods,persistentvolumeclaims}, and
-       /apis/.../namespaces/NS/{jobs,podgroups})
+       /apis/batch/v1/jobs, /apis/scheduling.x-k8s.io/v1alpha1/podgroups,
+       /apis/scheduling.k8s.io/v1alpha2/podgroups (Kubernetes' own; none with
+       --no-workload-api) (and /api/v1/namespaces/NS/{pods,persistentvolumeclaims},
+       and /apis/.../namespaces/NS/{jobs,podgroups})
        -> a NodeList etc. with metadata.resourceVersion, paged by
           limit/continue, filtered by simple label and field selectors
+  GET  /apis/GROUP/VERSION -> the discovery document (APIResourceList) of
+       each group version served
   GET  same ?watch=1&resourceVersion=RV[&allowWatchBookmarks=true]
        -> 200, chunked, one JSON event per line (ADDED/MODIFIED/DELETED,
           BOOKMARK when asked), from RV on; an RV older than the last
@@ -95,6 +98,9 @@ RESOURCES = {
     "jobs": ("Job", "batch/v1", True, "/apis/batch/v1"),
     "podgroups": ("PodGroup", "scheduling.x-k8s.io/v1alpha1", True,
                   "/apis/scheduling.x-k8s.io/v1alpha1"),
+    # Kubernetes' own PodGroups (GenericWorkload); a key of its own, the URL says "podgroups"
+    "podgroups.scheduling.k8s.io": ("PodGroup", "scheduling.k8s.io/v1alpha2", True,
+                                    "/apis/scheduling.k8s.io/v1alpha2"),
     # what kubelet writes when it registers a node plugin (read by gantry-csi's controller)
     "csinodes": ("CSINode", "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1"),
     # what the external attacher makes per attached PV (read by gantry-csi's eviction policy)
@@ -106,7 +112,26 @@ RESOURCES = {
 }
 GROUPS = {"/api/v1": "", "/apis/storage.k8s.io/v1": "storage.k8s.io", "/apis/batch/v1": "batch",
           "/apis/scheduling.x-k8s.io/v1alpha1": "scheduling.x-k8s.io",
+          "/apis/scheduling.k8s.io/v1alpha2": "scheduling.k8s.io",
           "/apis/coordination.k8s.io/v1": "coordination.k8s.io"}
+
+
+# Group versions served; main() drops the Workload API's with --no-workload-api,
+# as a cluster without the GenericWorkload feature gate does.
+SERVED_PREFIXES = set(GROUPS)
+
+
+def plural(resource):
+    """The URL's name of a resource key ("podgroups.scheduling.k8s.io" -> "podgroups")."""
+    return resource.split(".")[0]
+
+
+def resource_key(prefix, name):
+    """The RESOURCES key of the resource @name under @prefix, or None."""
+    for key, (_, _, _, p) in RESOURCES.items():
+        if p == prefix and plural(key) == name and prefix in SERVED_PREFIXES:
+            return key
+    return None
 
 
 def merge_patch(target, patch):
@@ -178,6 +203,15 @@ def match_fields(obj, selector):
             if field_value(obj, k) != v:
                 return False
     return True
+
+
+def discovery(prefix):
+    """The APIResourceList a group version's discovery document is."""
+    return {"kind": "APIResourceList", "apiVersion": "v1",
+            "groupVersion": prefix[len("/apis/"):] if prefix.startswith("/apis/") else "v1",
+            "resources": [{"name": plural(k), "singularName": kind.lower(), "namespaced": nsd,
+                           "kind": kind, "verbs": ["get", "list", "watch"]}
+                          for k, (kind, _, nsd, p) in RESOURCES.items() if p == prefix]}
 
 
 # -------------------------------------------------------------------- state
@@ -353,10 +387,12 @@ class Handler(BaseHTTPRequestHandler):
                 del st.requests[:50000]
             st.requests.append({"method": method, "path": path, "query": q, "verb": verb,
                                 "group": GROUPS[RESOURCES[resource][3]] if resource else None,
-                                "resource": resource + ("/" + sub if sub else "") if resource else None,
+                                "resource": plural(resource) + ("/" + sub if sub else "") if resource else None,
                                 "authenticated": authed})
         if not authed:
             return self.send_status(401, "Unauthorized", "Unauthorized")
+        if resource is None and method == "GET" and path.rstrip("/") in SERVED_PREFIXES:
+            return self.send_json(200, discovery(path.rstrip("/")))
         if resource is None:
             self.read_body()  # as the real server: the connection stays usable for the next request
             return self.send_status(404, "NotFound", f"the server could not find the requested resource ({path})")
@@ -461,11 +497,12 @@ class Handler(BaseHTTPRequestHandler):
         ns = None
         if len(rest) >= 2 and rest[0] == "namespaces":
             ns, rest = rest[1], rest[2:]
-        if not rest or rest[0] not in RESOURCES or RESOURCES[rest[0]][3] != prefix:
+        key = resource_key(prefix, rest[0]) if rest else None
+        if key is None:
             return None, None, None, None, None
-        if ns is not None and not RESOURCES[rest[0]][2]:
+        if ns is not None and not RESOURCES[key][2]:
             return None, None, None, None, None
-        resource, name = rest[0], rest[1] if len(rest) > 1 else None
+        resource, name = key, rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None
         if method == "POST" and resource == "pods" and sub == "binding" and ns:
             return "create", resource, ns, name, sub
@@ -937,11 +974,15 @@ def main():
     ap.add_argument("--pods", type=int, default=0, help="generate this many training pods (+ PVCs/PVs)")
     ap.add_argument("--gone-mode", choices=["event", "http"], default="event")
     ap.add_argument("--max-seconds", type=int, default=900, help="exit after this long (a safety net)")
+    ap.add_argument("--no-workload-api", action="store_true",
+                    help="serve no scheduling.k8s.io/v1alpha2 (a cluster without GenericWorkload)")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     if args.bind not in ("127.0.0.1", "::1", "localhost"):
         ap.error("--bind: loopback only")
 
+    if args.no_workload_api:
+        SERVED_PREFIXES.discard("/apis/scheduling.k8s.io/v1alpha2")
     state = State(args.gone_mode)
     seed = seed_objects(args.nodes, max(1, args.leaves), args.pods) if args.nodes or args.pods else {}
     if args.seed:
