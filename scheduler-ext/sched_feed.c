@@ -12,12 +12,14 @@
  * before the pod. */
 static const enum gantry_kube_kind start_order[] = {
         GANTRY_KUBE_STORAGE_CLASS, GANTRY_KUBE_PV, GANTRY_KUBE_PVC, GANTRY_KUBE_JOB,
-        GANTRY_KUBE_POD_GROUP, GANTRY_KUBE_NODE, GANTRY_KUBE_POD,
+        GANTRY_KUBE_POD_GROUP, GANTRY_KUBE_WORKLOAD_POD_GROUP, GANTRY_KUBE_NODE, GANTRY_KUBE_POD,
 };
 
-/* PodGroup is a CRD (scheduler-plugins): a cluster without it answers 404.
+/* The optional kinds: scheduler-plugins' PodGroup is a CRD, and Kubernetes'
+ * own PodGroup (scheduling.k8s.io/v1alpha2) is served only where the
+ * GenericWorkload feature gate is on: a cluster without one answers 404.
  * Its informer gives up after this many failures at start and
- * gantry-scheduler runs on without PodGroup sizes; once it has synced it
+ * gantry-scheduler runs on without those sizes; once it has synced it
  * retries for ever, as the others do. */
 #define OPTIONAL_MAX_ERRORS 3
 #define N_INFORMERS (sizeof(start_order) / sizeof(start_order[0]))
@@ -37,6 +39,7 @@ static enum gantry_obj_kind obj_kind(enum gantry_kube_kind k)
         case GANTRY_KUBE_STORAGE_CLASS: return GANTRY_OBJ_STORAGE_CLASS;
         case GANTRY_KUBE_JOB: return GANTRY_OBJ_JOB;
         case GANTRY_KUBE_POD_GROUP: return GANTRY_OBJ_POD_GROUP;
+        case GANTRY_KUBE_WORKLOAD_POD_GROUP: return GANTRY_OBJ_WORKLOAD_POD_GROUP;
         default: return GANTRY_OBJ_KIND_COUNT;
         }
 }
@@ -59,6 +62,28 @@ static void on_event(void *ctx, enum gantry_kube_kind kind, enum gantry_kube_eve
                          gantry_log_quote(err.msg, q, sizeof(q)));
 }
 
+/*
+ * Kubernetes' own PodGroups are served only where the GenericWorkload feature
+ * gate is on, off on most clusters yet: asked of the discovery document
+ * first, so that a cluster without them costs one request and an info line,
+ * not an informer's failures.
+ */
+static bool workload_api_served(struct gantry_kube_client *client)
+{
+        struct gantry_error err = { 0 };
+        char q[GANTRY_ERROR_MSG_MAX + 8];
+        int r = gantry_kube_served(client, GANTRY_KUBE_WORKLOAD_POD_GROUP, &err);
+
+        if (r == 0)
+                log_info("sched.optional_kind_unavailable", "kind=%s error=\"not served\"",
+                         gantry_kube_kind_name(GANTRY_KUBE_WORKLOAD_POD_GROUP));
+        else if (r < 0)
+                log_warn("sched.optional_kind_unavailable", "kind=%s error=%s",
+                         gantry_kube_kind_name(GANTRY_KUBE_WORKLOAD_POD_GROUP),
+                         gantry_log_quote(err.msg, q, sizeof(q)));
+        return r == 1;
+}
+
 int gantry_sched_feed_start(struct gantry_kube_client *client, struct gantry_sched_state *st,
                             int sync_timeout_ms, struct gantry_sched_feed **ret_feed,
                             struct gantry_error *err)
@@ -71,11 +96,12 @@ int gantry_sched_feed_start(struct gantry_kube_client *client, struct gantry_sch
         feed->state = st;
         for (size_t i = 0; i < N_INFORMERS; i++) {
                 enum gantry_kube_kind k = start_order[i];
-
-                bool optional = k == GANTRY_KUBE_POD_GROUP;
+                bool optional = k == GANTRY_KUBE_POD_GROUP || k == GANTRY_KUBE_WORKLOAD_POD_GROUP;
                 struct gantry_kube_informer_options o = {
                         .max_errors = optional ? OPTIONAL_MAX_ERRORS : 0 };
 
+                if (k == GANTRY_KUBE_WORKLOAD_POD_GROUP && !workload_api_served(client))
+                        continue;
                 r = gantry_kube_informer_start(client, k, &o, on_event, feed, &feed->informers[i], err);
                 if (r < 0)
                         goto fail;

@@ -61,6 +61,28 @@ static int pod_group_size(struct gantry_sched_cache *cache, const char *ns, cons
         return n > 0 ? n : 0;
 }
 
+/* Kubernetes' own PodGroup's gang size: 0 for a basic policy or one not seen. */
+static int workload_pod_group_size(struct gantry_sched_cache *cache, const char *ns,
+                                   const char *name)
+{
+        json_t *pg = gantry_sched_cache_get(cache, GANTRY_OBJ_WORKLOAD_POD_GROUP, ns, name);
+        const json_t *gang = json_object_get(json_object_get(json_object_get(pg, "spec"),
+                                                             "schedulingPolicy"), "gang");
+        int n = int_field(gang, "minCount");
+
+        json_decref(pg);
+        return n > 0 ? n : 0;
+}
+
+/* The pod's spec.schedulingGroup.podGroupName, or NULL. */
+static const char *scheduling_group(const json_t *pod)
+{
+        const char *g = s_(json_object_get(json_object_get(pod, "spec"), "schedulingGroup"),
+                           "podGroupName");
+
+        return g && *g ? g : NULL;
+}
+
 /* The controlling owner of kind Job, or NULL. */
 static const char *owner_job(const json_t *md)
 {
@@ -91,7 +113,7 @@ int gantry_sched_gang_of_pod(struct gantry_sched_cache *cache, const json_t *pod
         const json_t *md = json_object_get(pod, "metadata");
         const json_t *labels = json_object_get(md, "labels");
         const json_t *ann = json_object_get(md, "annotations");
-        const char *v, *job = owner_job(md), *group;
+        const char *v, *job = owner_job(md), *group, *sg = scheduling_group(pod);
         int n = 0;
 
         if ((v = s_(ann, GANTRY_ANN_JOB_SIZE))) {
@@ -100,9 +122,14 @@ int gantry_sched_gang_of_pod(struct gantry_sched_cache *cache, const json_t *pod
                                                 "annotation " GANTRY_ANN_JOB_SIZE
                                                 ": \"%.32s\" is not a whole number 1..%d",
                                                 v, GANTRY_GANG_SIZE_MAX);
-                if (!*job_key && !job)
+                if (!*job_key && !job && !sg)
                         return 0; /* a size without a gang to size */
-                gang_key(key, size, job_key, ns, "Job", job);
+                if (sg) /* the pod's PodGroup, as below: its Job made it */
+                        gang_key(key, size, job_key, ns, GANTRY_GANG_KIND_WORKLOAD_POD_GROUP, sg);
+                else
+                        gang_key(key, size, job_key, ns, "Job", job);
+        } else if (sg && cache && (n = workload_pod_group_size(cache, ns, sg)) > 0) {
+                gang_key(key, size, job_key, ns, GANTRY_GANG_KIND_WORKLOAD_POD_GROUP, sg);
         } else if (job && cache && (n = job_size(cache, ns, job)) > 0) {
                 gang_key(key, size, job_key, ns, "Job", job);
         } else if ((group = s_(labels, GANTRY_LABEL_POD_GROUP)) && *group && cache &&

@@ -25,11 +25,13 @@ static const char *const kind_names[GANTRY_OBJ_KIND_COUNT] = {
         [GANTRY_OBJ_STORAGE_CLASS] = "StorageClass",
         [GANTRY_OBJ_JOB] = "Job",
         [GANTRY_OBJ_POD_GROUP] = "PodGroup",
+        [GANTRY_OBJ_WORKLOAD_POD_GROUP] = "PodGroup.scheduling.k8s.io",
 };
 
 static bool namespaced(enum gantry_obj_kind kind)
 {
-        return kind == GANTRY_OBJ_PVC || kind == GANTRY_OBJ_JOB || kind == GANTRY_OBJ_POD_GROUP;
+        return kind == GANTRY_OBJ_PVC || kind == GANTRY_OBJ_JOB || kind == GANTRY_OBJ_POD_GROUP ||
+               kind == GANTRY_OBJ_WORKLOAD_POD_GROUP;
 }
 
 int gantry_sched_obj_kind_parse(const char *kind, enum gantry_obj_kind *ret_kind)

@@ -15,7 +15,7 @@
 
 #include "error.h"
 
-/* The kinds gantry-scheduler follows; the cache keeps PVC .. POD_GROUP. */
+/* The kinds gantry-scheduler follows; the cache keeps PVC .. WORKLOAD_POD_GROUP. */
 enum gantry_obj_kind {
         GANTRY_OBJ_NODE = 0,
         GANTRY_OBJ_POD,
@@ -24,6 +24,7 @@ enum gantry_obj_kind {
         GANTRY_OBJ_STORAGE_CLASS,
         GANTRY_OBJ_JOB,       /* batch/v1 Job: a gang's size (gang_size.c) */
         GANTRY_OBJ_POD_GROUP, /* scheduling.x-k8s.io PodGroup: a gang's size */
+        GANTRY_OBJ_WORKLOAD_POD_GROUP, /* scheduling.k8s.io PodGroup: Kubernetes' own gang */
         GANTRY_OBJ_KIND_COUNT,
 };
 
@@ -38,7 +39,7 @@ void gantry_sched_cache_free(struct gantry_sched_cache *c);
 
 /*
  * Keeps (@deleted false) or forgets (@deleted true) one object of a cached
- * kind (PVC, PV, StorageClass, Job, PodGroup). A Job is kept without its pod
+ * kind (PVC, PV, StorageClass, Job, either PodGroup). A Job is kept without its pod
  * template. Returns 0, -EINVAL with @err naming the field of a malformed
  * object, or -ENOMEM.
  */

@@ -406,6 +406,7 @@ int gantry_sched_state_apply(struct gantry_sched_state *st, enum gantry_obj_kind
         case GANTRY_OBJ_STORAGE_CLASS:
         case GANTRY_OBJ_JOB:
         case GANTRY_OBJ_POD_GROUP:
+        case GANTRY_OBJ_WORKLOAD_POD_GROUP:
                 return gantry_sched_cache_apply(st->cache, kind, deleted, obj, err);
         default:
                 return gantry_error_set(err, EINVAL, "kind: not followed");
@@ -487,6 +488,7 @@ static const struct {
         { "persistentVolumeClaims", GANTRY_OBJ_PVC },
         { "jobs", GANTRY_OBJ_JOB },
         { "podGroups", GANTRY_OBJ_POD_GROUP },
+        { "workloadPodGroups", GANTRY_OBJ_WORKLOAD_POD_GROUP },
         { "nodes", GANTRY_OBJ_NODE },
         { "pods", GANTRY_OBJ_POD },
 };

@@ -102,8 +102,12 @@ def gang_pod(job, name, size, gbps, gpus=1, size_from="annotation"):
         md["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": job,
                                   "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, job)),
                                   "controller": True, "blockOwnerDeletion": True}]
+    spec = {}
+    if size_from == "podgroup":  # Kubernetes' own PodGroup named @job
+        del md["labels"]["gantry.io/job"]
+        spec["schedulingGroup"] = {"podGroupName": job}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": md,
-            "spec": {"schedulerName": "gantry",
+            "spec": {**spec, "schedulerName": "gantry",
                      "containers": [{"name": "worker", "image": "registry.invalid/train",
                                      "resources": {"requests": {"nvidia.com/gpu": str(gpus)},
                                                    "limits": {"nvidia.com/gpu": str(gpus)}}}],
@@ -115,8 +119,8 @@ def gang_pod(job, name, size, gbps, gpus=1, size_from="annotation"):
 class FakeAPI(sched_harness.FakeAPI):
     """The fake API server, with one kept-alive connection for the driver."""
 
-    def __init__(self, seed_path, token):
-        super().__init__(token, seed=seed_path, max_seconds=1200)
+    def __init__(self, seed_path, token, *args):
+        super().__init__(token, *args, seed=seed_path, max_seconds=1200)
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
 
     def call(self, method, path, obj=None):
@@ -141,7 +145,7 @@ class FakeAPI(sched_harness.FakeAPI):
 class World:
     """The fake API server, gantry-scheduler and the kube-scheduler imitation."""
 
-    def __init__(self, fabric, gang_ttl=30, extra_args=()):
+    def __init__(self, fabric, gang_ttl=30, extra_args=(), fake_args=()):
         self.fabric = fabric
         self.tmp = tempfile.mkdtemp(prefix="gantry-gang-%d-" % os.getpid())
         self.token = sched_harness.canary.secret("api-token")
@@ -151,7 +155,7 @@ class World:
         self.topology = os.path.join(self.tmp, "topology.json")
         with open(self.topology, "w") as f:
             json.dump(fabric.topology(), f)
-        self.fake = FakeAPI(seed, self.token)
+        self.fake = FakeAPI(seed, self.token, *fake_args)
         self.kubeconfig = os.path.join(self.tmp, "kubeconfig")
         with open(self.kubeconfig, "w") as f:
             f.write("apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
@@ -381,7 +385,9 @@ def gbps_of(pod):
 
 def gang_of(pod):
     md = pod["metadata"]
-    return md["labels"].get("gantry.io/job") or md.get("ownerReferences", [{}])[0].get("name")
+    return (md["labels"].get("gantry.io/job") or
+            pod["spec"].get("schedulingGroup", {}).get("podGroupName") or
+            md.get("ownerReferences", [{}])[0].get("name"))
 
 
 def usage(ks):

@@ -172,6 +172,44 @@ class GangInterleaveTest(unittest.TestCase):
         # placed as one gang of the Job's parallelism
         self.assertIn("gang=default/Job/idx", w.ext.logs())
 
+    def workload_pod_group_world(self, min_count, fake_args=()):
+        fab = gd.Fabric(leaves=3, nodes_per_leaf=2, spines=1)
+        fab.extra = {"podgroups.scheduling.k8s.io": [{
+            "apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+            "metadata": {"name": "pg", "namespace": gd.NS},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}}}]}
+        return self.world(fab, fake_args=fake_args)
+
+    def test_size_from_kubernetes_own_pod_group(self):
+        """Pods naming a scheduling.k8s.io PodGroup (spec.schedulingGroup) are
+        one gang of its minCount: placed whole, on one leaf, keyed by it."""
+        w = self.workload_pod_group_world(4)
+        ks = gd.KubeScheduler(w, random.Random(7), max_lag=3, pct=100)
+        for i in range(4):
+            ks.add(gd.gang_pod("pg", "pg-%d" % i, 4, 200, size_from="podgroup"))
+        ks.run()
+        self.assertEqual(len(ks.bound), 4)
+        _, leaves = gd.gangs_summary(ks, {"pg": 4})
+        self.assertEqual(len(leaves["pg"]), 1)
+        logs = w.ext.logs()
+        self.assertIn("gang=default/PodGroup.scheduling.k8s.io/pg", logs)
+        self.assertIn("sched.synced kind=PodGroup.scheduling.k8s.io", logs)
+
+    def test_kubernetes_own_pod_groups_absent(self):
+        """A cluster that does not serve scheduling.k8s.io/v1alpha2: one
+        info line, no informer failure, and the pods are placed one by one."""
+        w = self.workload_pod_group_world(4, fake_args=("--no-workload-api",))
+        ks = gd.KubeScheduler(w, random.Random(7), max_lag=3, pct=100)
+        for i in range(4):
+            ks.add(gd.gang_pod("pg", "pg-%d" % i, 4, 200, size_from="podgroup"))
+        ks.run()
+        self.assertEqual(len(ks.bound), 4)
+        logs = w.ext.logs()
+        self.assertIn('level=info event=sched.optional_kind_unavailable '
+                      'kind=PodGroup.scheduling.k8s.io error="not served"', logs)
+        self.assertNotIn("kube.informer.failed", logs)
+        self.assertNotIn("gang=default/PodGroup.scheduling.k8s.io/pg", logs)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
