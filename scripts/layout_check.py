@@ -65,8 +65,10 @@ for f in files:
         if fd != hd and fd.startswith(hd + '/' if hd else ''):
             above.append((f, h))
 
-# symbols: defined and undefined per object file
+# symbols: defined and undefined per object file, read with one nm run per
+# batch of objects (a process per object took minutes on a loaded machine)
 defs, undefs = {}, defaultdict(set)
+objects = {}  # object path -> its source, relative to src
 for root, dirs, names in os.walk(build):
     for n in names:
         if not n.endswith('.c.o'):
@@ -77,13 +79,20 @@ for root, dirs, names in os.walk(build):
         sf = os.path.normpath(os.path.join(d, m.group(1)))
         if sf.startswith(SKIP) or not os.path.exists(os.path.join(src, sf)):
             continue
-        out = subprocess.run(['nm', p], capture_output=True, text=True).stdout
-        for l in out.splitlines():
-            parts = l.split()
-            if len(parts) == 3 and parts[1] in 'TDBRCV':
-                defs[parts[2]] = sf
-            elif len(parts) == 2 and parts[0] == 'U':
-                undefs[sf].add(parts[1])
+        objects[p] = sf
+paths = sorted(objects)
+for k in range(0, len(paths), 256):
+    out = subprocess.run(['nm', '-A'] + paths[k:k + 256], capture_output=True, text=True).stdout
+    for l in out.splitlines():
+        obj, _, rest = l.partition(': ') if ': ' in l else l.partition(':')
+        sf = objects.get(obj)
+        parts = rest.split()
+        if sf is None:
+            continue
+        if len(parts) == 3 and parts[1] in 'TDBRCV':
+            defs[parts[2]] = sf
+        elif len(parts) == 2 and parts[0] == 'U':
+            undefs[sf].add(parts[1])
 for f, syms in undefs.items():
     for s in syms:
         g = defs.get(s)
