@@ -668,6 +668,12 @@ void gantry_extender_update_gauges(struct gantry_extender *ext)
         gantry_metrics_gauge_set(m, "gantry_scheduler_reservations",
                                  "Bind reservations not yet confirmed by the watch", NULL,
                                  (double)s.reservations);
+        /* what /readyz answers: an alert can tell "no replica serves" (none
+         * holds the Lease, or the leader has not synced) from a standby */
+        gantry_metrics_gauge_set(m, "gantry_scheduler_ready",
+                                 "1 when this replica answers the verbs (synced, recovered, "
+                                 "and with --leader-elect the Lease's holder)",
+                                 NULL, gantry_extender_ready(ext, NULL, 0) ? 1 : 0);
         if (ext->opts.gangs) {
                 struct gantry_gangs_stats gs;
 

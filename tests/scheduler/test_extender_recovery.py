@@ -74,6 +74,7 @@ class RecoveryTest(unittest.TestCase):
                 return None, ""
         wait_for(lambda: readyz()[0] == 503, what="/readyz to answer 503")
         self.assertIn("not ready: syncing", readyz()[1])
+        self.assertEqual(ext.metric("gantry_scheduler_ready"), 0)
         self.assertEqual(ext.request("GET", "/healthz")[0], 200)  # alive all along
         for verb in ("filter", "prioritize"):
             status, r = ext.post(verb, self.filter_args(tmp_world, pod))
@@ -86,6 +87,7 @@ class RecoveryTest(unittest.TestCase):
         self.assertEqual(fake.get("/fake/bindings"), [])
         fake.call("POST", "/fake/release-lists", {})
         wait_for(lambda: readyz()[0] == 200, what="/readyz to answer 200")
+        self.assertEqual(ext.metric("gantry_scheduler_ready"), 1)
         status, r = ext.post("filter", self.filter_args(tmp_world, pod))
         self.assertEqual(status, 200, r)
         self.assertEqual(r["FailedNodes"], {})
@@ -153,6 +155,8 @@ class RecoveryTest(unittest.TestCase):
         status, body = second.request("GET", "/readyz")
         self.assertEqual((status, body.decode()),
                          (503, "not ready: standby: another replica holds the lease\n"))
+        self.assertEqual(second.metric("gantry_scheduler_ready"), 0)
+        self.assertEqual(first.metric("gantry_scheduler_ready"), 1)
         status, r = second.post("filter", self.filter_args(w, a[1]))
         self.assertEqual(status, 503, r)
         status, r = first.post("filter", self.filter_args(w, a[1]))
