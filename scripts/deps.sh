@@ -16,6 +16,10 @@ PACKAGES=(
   libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev libyaml-dev libnghttp2-dev
   # tests
   libcmocka-dev python3 python3-grpcio python3-grpc-tools python3-protobuf python3-yaml python3-kubernetes
+  # promtool (alert rules' checks and unit tests, tests/alerts/): Debian ships it
+  # only in the server's package, whose unit a systemd host starts on :9090
+  # (systemctl disable --now prometheus when not wanted)
+  prometheus
   openssl # test CAs: the fake Kubernetes API server, gantry-target TLS
   libclang-rt-14-dev
   # the chart tests' helm template stand-in (Go, GOPATH mode, offline)

@@ -59,6 +59,10 @@ def by_key(docs):
 
 GENERATED_ANNOTATIONS = {"gantry.io/extender-ca-sha256"}
 
+# The alerts and the dashboard, off by default.
+MONITORING = ["--set", "monitoring.prometheusRule.enabled=true",
+              "--set", "monitoring.dashboard.enabled=true"]
+
 
 def normalized(doc):
     """@doc with ConfigMap data parsed, so formatting differences don't
@@ -209,7 +213,7 @@ class ChartTest(unittest.TestCase):
 
     def test_every_template_file_renders(self):
         sources = set()
-        for args in ([], ["--set", "trainingJob.enabled=true"]):
+        for args in ([], ["--set", "trainingJob.enabled=true"], MONITORING):
             sources |= {line.split(": ", 1)[1] for line in render(*args).splitlines()
                         if line.startswith("# Source: ")}
         files = {"gantry/templates/" + os.path.relpath(p, os.path.join(CHART, "templates"))
@@ -218,7 +222,7 @@ class ChartTest(unittest.TestCase):
         self.assertEqual(files - sources, set())
 
     def test_everything_on_is_well_formed(self):
-        docs = docs_of(render("--set", "trainingJob.enabled=true"))
+        docs = docs_of(render("--set", "trainingJob.enabled=true", *MONITORING))
         self.assert_well_formed(docs)
         self.assertIn("Job", {d["kind"] for d in docs})
 
@@ -301,6 +305,39 @@ class ChartTest(unittest.TestCase):
         for k in plain:
             with self.subTest(obj=k):
                 self.assertEqual(normalized(chart[k]), normalized(plain[k]))
+
+    def test_monitoring_is_manifests_monitoring(self):
+        """Off by default; on, the PrometheusRule and the dashboard's
+        ConfigMap are manifests/monitoring/'s, object for object."""
+        kinds = {d["kind"] for d in docs_of(render())}
+        self.assertNotIn("PrometheusRule", kinds)
+        self.assertNotIn(("ConfigMap", NS, "gantry-dashboard"), by_key(docs_of(render())))
+        chart = by_key(docs_of(render(*MONITORING)))
+        plain = []
+        for path in sorted(glob.glob(os.path.join(ROOT, "manifests", "monitoring", "*.yaml"))):
+            with open(path) as f:
+                plain += [d for d in yaml.safe_load_all(f) if d is not None]
+        plain = by_key(plain)
+        self.assertEqual(set(plain), {("PrometheusRule", NS, "gantry-alerts"),
+                                      ("ConfigMap", NS, "gantry-dashboard")})
+        for k in plain:
+            with self.subTest(obj=k):
+                self.assertEqual(normalized(chart[k]), normalized(plain[k]))
+
+    def test_monitoring_values(self):
+        docs = by_key(docs_of(render(*MONITORING,
+                                     "--set", "monitoring.prometheusRule.labels.release=kps",
+                                     "--set", "monitoring.dashboard.namespace=grafana",
+                                     "--set", "monitoring.runbookBaseURL=https://git.example/gantry/")))
+        rule = docs[("PrometheusRule", NS, "gantry-alerts")]
+        self.assertEqual(rule["metadata"]["labels"],
+                         {"app.kubernetes.io/name": "gantry", "release": "kps"})
+        urls = [r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"]]
+        self.assertTrue(urls)
+        for u in urls:
+            self.assertRegex(u, r"^https://git\.example/gantry/docs/operations\.md#gantry[a-z]+$")
+        cm = docs[("ConfigMap", "grafana", "gantry-dashboard")]
+        self.assertEqual(cm["metadata"]["labels"]["grafana_dashboard"], "1")
 
     def test_training_job_is_the_example(self):
         docs = docs_of(render("--set", "trainingJob.enabled=true"))

@@ -20,6 +20,8 @@ OWN_SCHEMAS = {
         {"apiVersion", "kind", "metadata", "driver", "deletionPolicy", "parameters"},
     ("snapshot.storage.k8s.io/v1", "VolumeSnapshot"):
         {"apiVersion", "kind", "metadata", "spec"},
+    ("monitoring.coreos.com/v1", "PrometheusRule"):
+        {"apiVersion", "kind", "metadata", "spec"},
     ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration"):
         {"apiVersion", "kind", "profiles", "extenders", "leaderElection", "clientConnection",
          "parallelism", "percentageOfNodesToScore", "podInitialBackoffSeconds",
