@@ -292,6 +292,24 @@ static json_t *job_of(struct tgt_context *ctx, const char *key, const char *fiel
         return json_object_get(json_object_get(tgt_state_bdevs(ctx), key), field);
 }
 
+/* Sets gauge @name{kind="@kind"}: what runs now, for a stall to be seen before it ends. */
+static void set_gauge(struct tgt_context *ctx, const char *name, const char *help, const char *kind,
+                      double value)
+{
+        char labels[64];
+
+        if (!ctx->metrics)
+                return;
+        snprintf(labels, sizeof(labels), "kind=\"%s\"", kind);
+        gantry_metrics_gauge_set(ctx->metrics, name, help, labels, value);
+}
+
+static const char RUNNING[] = "gantry_target_copies_running";
+static const char RUNNING_HELP[] = "Drains or restores running now (one at a time)";
+static const char DONE[] = "gantry_target_copy_done_bytes";
+static const char DONE_HELP[] = "Bytes the running (or last) drain or restore has copied and checked, "
+                                "as last saved; 0 when one starts";
+
 static int persist(const struct gantry_copier_progress *p, const char *position, void *arg)
 {
         struct job *j = arg;
@@ -310,6 +328,8 @@ static int persist(const struct gantry_copier_progress *p, const char *position,
                 r = tgt_state_save(j->ctx, &err);
         }
         tgt_rpc_unlock();
+        if (d)
+                set_gauge(j->ctx, DONE, DONE_HELP, j->field, (double)p->bytes_done);
         if (r < 0 && r != -ECANCELED)
                 log_warn("target.copy_persist_failed", "bdev=%s job=%s error=%s", j->key, j->field, err.msg);
         return r;
@@ -552,7 +572,10 @@ static void *worker(void *arg)
                          "bdev=%s image=%s size=%llu resume=%s", j->key, j->image, (unsigned long long)j->size,
                          j->position[0] ? j->position : "no");
                 t0 = gantry_now_ns();
+                set_gauge(w->ctx, RUNNING, RUNNING_HELP, j->field, 1);
+                set_gauge(w->ctx, DONE, DONE_HELP, j->field, 0); /* a start is progress too */
                 r = run(w, j, &p, &why);
+                set_gauge(w->ctx, RUNNING, RUNNING_HELP, j->field, 0);
                 if (r == -ECANCELED) {
                         bool stopping, gone;
                         pthread_mutex_lock(&w->lock);

@@ -149,6 +149,10 @@ class CheckpointDrainTest(TargetsTestCase):
         self.assertRegex(metrics, r'gantry_target_copies_total\{kind="drain",result="complete"\} [1-9]')
         self.assertRegex(metrics, r'gantry_target_copy_bytes_total\{kind="drain"\} [1-9]')
         self.assertRegex(metrics, r'gantry_target_copy_seconds_total\{kind="drain"\} [0-9.]*[1-9]')
+        # what runs now (a stalled drain is seen by these before it ends): nothing, and
+        # the last drain's bytes as last saved
+        self.assertRegex(metrics, r'gantry_target_copies_running\{kind="drain"\} 0\n')
+        self.assertRegex(metrics, r'gantry_target_copy_done_bytes\{kind="drain"\} [1-9]')
         # DeleteSnapshot removes the durable copy too
         self.call("DeleteSnapshot", csi_pb2.DeleteSnapshotRequest(snapshot_id=s.snapshot_id))
         self.assertNotIn(self.image_of(s), env.rbd_images("perf"))
