@@ -146,6 +146,12 @@ void gantry_kube_client_free(struct gantry_kube_client *client)
         free(client);
 }
 
+void gantry_kube_client_cancel(struct gantry_kube_client *client)
+{
+        if (client)
+                kube_http_cancel(&client->http);
+}
+
 const char *gantry_kube_client_server(const struct gantry_kube_client *client)
 {
         return client->http.conn->server;
@@ -205,6 +211,7 @@ int gantry_kube_bind_pod(struct gantry_kube_client *client, const char *namespac
                 struct kube_request req = {
                         .method = "POST", .path = path, .body = body, .verb = "create",
                         .resource = "pods/binding", .max_body = 1024 * 1024,
+                        .outlives_cancel = true,
                         .timeout = client->bind_timeout,
                 };
 

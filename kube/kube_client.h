@@ -108,6 +108,16 @@ int gantry_kube_client_new(const struct gantry_kube_client_options *opts,
 /* Frees the client. Every informer made from it must be stopped first. NULL is a no-op. */
 void gantry_kube_client_free(struct gantry_kube_client *client);
 
+/*
+ * Aborts the client's requests in flight now on any thread (gets, writes;
+ * not binds, whose answers a clean stop hands back within their short
+ * timeout, nor the informers', which gantry_kube_informer_stop() stops):
+ * they fail with -ECANCELED within about a second. Requests started after
+ * it run as usual (a clean stop still gives its Lease up). For a SIGTERM
+ * that must not wait out a request timeout. Callable from any thread.
+ */
+void gantry_kube_client_cancel(struct gantry_kube_client *client);
+
 /* The API server's base URL, e.g. "https://10.96.0.1:443" (borrowed). */
 const char *gantry_kube_client_server(const struct gantry_kube_client *client);
 

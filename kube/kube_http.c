@@ -424,6 +424,26 @@ static CURLcode perform_interruptible(struct kube_waker *w, CURL *e, bool *ret_c
         return result;
 }
 
+void kube_http_cancel(struct kube_http *h)
+{
+        atomic_fetch_add(&h->cancel_gen, 1);
+}
+
+struct cancel_check {
+        struct kube_http *h;
+        unsigned int gen; /* cancel_gen when the request started */
+};
+
+/* curl's progress callback, at least once a second: non-zero aborts. */
+static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+        struct cancel_check *cc = ctx;
+
+        (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+        return atomic_load(&cc->h->cancel_gen) != cc->gen;
+}
+
 int kube_http_do(struct kube_http *h, const struct kube_request *req,
                  struct kube_response *ret_resp, struct gantry_error *err)
 {
@@ -433,6 +453,7 @@ int kube_http_do(struct kube_http *h, const struct kube_request *req,
         uint64_t t0, t1;
         char errbuf[CURL_ERROR_SIZE] = "", *url = NULL, *auth;
         bool cancelled = false;
+        struct cancel_check cc = { h, atomic_load(&h->cancel_gen) };
         CURLcode c;
         long status = 0;
         CURL *e;
@@ -510,10 +531,17 @@ int kube_http_do(struct kube_http *h, const struct kube_request *req,
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
 
         t0 = gantry_now_ns();
-        if (req->waker)
+        if (req->waker) {
                 c = perform_interruptible(req->waker, e, &cancelled);
-        else
+        } else {
+                if (!req->outlives_cancel) {
+                        curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+                        curl_easy_setopt(e, CURLOPT_XFERINFODATA, &cc);
+                        curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+                }
                 c = curl_easy_perform(e);
+                cancelled = c == CURLE_ABORTED_BY_CALLBACK;
+        }
         t1 = gantry_now_ns();
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
@@ -103,11 +104,17 @@ struct kube_http {
         pthread_mutex_t idle_lock;
         CURL *idle[KUBE_IDLE_HANDLES];
         size_t n_idle;
+        /* bumped by kube_http_cancel(): a request started under another
+         * value is aborted (informers have their waker instead) */
+        atomic_uint cancel_gen;
 };
 
 int kube_http_init(struct kube_http *h, struct kube_conn *conn,
                    const struct gantry_kube_client_options *opts, struct gantry_error *err);
 void kube_http_destroy(struct kube_http *h);
+/* Aborts the requests without a waker (nor outlives_cancel) in flight now (-ECANCELED, within
+ * about a second: curl's progress callback); later ones run. Any thread. */
+void kube_http_cancel(struct kube_http *h);
 
 /* Called with each received chunk; return 0 to go on, -errno to abort. */
 typedef int (*kube_body_fn)(void *ctx, const char *data, size_t len);
@@ -129,6 +136,9 @@ struct kube_request {
         /* When not NULL, polled between transfers and interrupted by
          * kube_waker_wake(): the stop switch of an informer. */
         struct kube_waker *waker;
+        /* Not aborted by kube_http_cancel(): a bind, whose answer a clean
+         * stop still hands back (its own timeout is short). */
+        bool outlives_cancel;
 };
 
 struct kube_response {

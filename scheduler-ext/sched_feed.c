@@ -23,6 +23,7 @@ static const enum gantry_kube_kind start_order[] = {
  * retries for ever, as the others do. */
 #define OPTIONAL_MAX_ERRORS 3
 #define N_INFORMERS (sizeof(start_order) / sizeof(start_order[0]))
+#define STOP_CHECK_MS 100 /* how long a stop may wait while an informer syncs */
 
 struct gantry_sched_feed {
         struct gantry_sched_state *state;
@@ -84,9 +85,26 @@ static bool workload_api_served(struct gantry_kube_client *client)
         return r == 1;
 }
 
+/* gantry_kube_informer_wait_synced() in slices, so that @stop is seen. */
+static int wait_synced(struct gantry_kube_informer *inf, int timeout_ms, const atomic_bool *stop)
+{
+        int r = -ETIMEDOUT;
+
+        for (int waited = 0; waited < timeout_ms; waited += STOP_CHECK_MS) {
+                if (stop && atomic_load(stop))
+                        return -ECANCELED;
+                r = gantry_kube_informer_wait_synced(inf, timeout_ms - waited < STOP_CHECK_MS
+                                                                  ? timeout_ms - waited
+                                                                  : STOP_CHECK_MS);
+                if (r != -ETIMEDOUT)
+                        return r;
+        }
+        return r;
+}
+
 int gantry_sched_feed_start(struct gantry_kube_client *client, struct gantry_sched_state *st,
-                            int sync_timeout_ms, struct gantry_sched_feed **ret_feed,
-                            struct gantry_error *err)
+                            int sync_timeout_ms, const atomic_bool *stop,
+                            struct gantry_sched_feed **ret_feed, struct gantry_error *err)
 {
         struct gantry_sched_feed *feed = calloc(1, sizeof(*feed));
         int r;
@@ -105,7 +123,12 @@ int gantry_sched_feed_start(struct gantry_kube_client *client, struct gantry_sch
                 r = gantry_kube_informer_start(client, k, &o, on_event, feed, &feed->informers[i], err);
                 if (r < 0)
                         goto fail;
-                r = gantry_kube_informer_wait_synced(feed->informers[i], sync_timeout_ms);
+                r = wait_synced(feed->informers[i], sync_timeout_ms, stop);
+                if (r == -ECANCELED) {
+                        gantry_error_set(err, ECANCELED, "stopped while the %s informer synced",
+                                         gantry_kube_kind_name(k));
+                        goto fail;
+                }
                 if (r < 0 && optional) {
                         struct gantry_kube_informer_state s;
                         char q[GANTRY_ERROR_MSG_MAX + 8];

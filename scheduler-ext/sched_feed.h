@@ -7,6 +7,8 @@
  */
 #pragma once
 
+#include <stdatomic.h>
+
 #include "error.h"
 #include "kube_client.h"
 #include "sched_state.h"
@@ -15,12 +17,14 @@ struct gantry_sched_feed;
 
 /*
  * Starts the informers on @client (borrowed) into @st (borrowed); waits for
- * each to sync, at most @sync_timeout_ms each. Returns 0 and the feed, or
- * -errno with @err (what failed to sync, and why).
+ * each to sync, at most @sync_timeout_ms each, and gives up within a tenth of
+ * a second once *@stop (may be NULL) is set: a SIGTERM during the sync.
+ * Returns 0 and the feed, or -errno with @err (what failed to sync, and
+ * why; -ECANCELED when stopped).
  */
 int gantry_sched_feed_start(struct gantry_kube_client *client, struct gantry_sched_state *st,
-                            int sync_timeout_ms, struct gantry_sched_feed **ret_feed,
-                            struct gantry_error *err);
+                            int sync_timeout_ms, const atomic_bool *stop,
+                            struct gantry_sched_feed **ret_feed, struct gantry_error *err);
 /* Stops every informer (no callback runs after) and frees; NULL is a no-op. */
 void gantry_sched_feed_stop(struct gantry_sched_feed *feed);
 

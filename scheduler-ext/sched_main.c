@@ -6,6 +6,8 @@
  *                    [--threads N] [--bind-workers N] [--max-body-bytes N] [--sync-timeout S]
  *                    [--reservation-ttl SECONDS] [--gang-ttl SECONDS]
  *                    (--tls-cert F --tls-key F --client-ca F | --insecure-http)
+ *                    [--max-unauthenticated N] [--max-per-source N]
+ *                    [--max-authenticated N] [--handshake-timeout S]
  *                    [--ready-file PATH] [--log-level LEVEL]
  *                    [--leader-elect [--lease-name N] [--lease-namespace NS]
  *                     [--identity ID] [--lease-duration S]
@@ -21,6 +23,12 @@
  * gangs planned: sched_recover.c); with --leader-elect only the replica that
  * holds the Lease (sched_lease.c) becomes ready, and one that loses it exits
  * (its reservations may no longer be true), to be restarted as a standby.
+ *
+ * SIGTERM and SIGINT stop it at any point of its start-up too: a thread of
+ * their own waits for them, sets the stop flag that the informer sync and
+ * the recovery check, and aborts the API requests in flight, so a start
+ * against an unreachable or slow API server ends within a second or two
+ * with the same clean shutdown.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,6 +36,7 @@
 #include <malloc.h>
 #endif
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <unistd.h>
@@ -68,6 +77,8 @@ struct args {
         double ttl;
         double gang_ttl;
         int bind_timeout;
+        int max_unauthenticated, max_per_source, max_authenticated;
+        double handshake_timeout;
         bool leader_elect;
         const char *lease_name, *lease_namespace, *identity;
         double lease_duration, lease_renew_deadline, lease_retry_period;
@@ -107,6 +118,17 @@ static void usage(FILE *f)
                 "  --insecure-http           serve plain HTTP instead: no one is authenticated,\n"
                 "                            any pod that reaches the port can bind any pod to\n"
                 "                            any node; a warning is logged at start\n"
+                "  --max-unauthenticated N   connections without a verified client certificate\n"
+                "                            (yet: any in its handshake, kubelet's probes) at\n"
+                "                            once (default 256); with --insecure-http, every\n"
+                "                            connection\n"
+                "  --max-per-source N        of those, from one address (default 32)\n"
+                "  --max-authenticated N     connections whose client certificate verified, apart\n"
+                "                            from the others (default 256)\n"
+                "  --handshake-timeout S     an unauthenticated connection is cut S seconds after\n"
+                "                            accept: its handshake, and its requests when it never\n"
+                "                            verifies (default 5); with --insecure-http, the idle\n"
+                "                            timeout\n"
                 "  --ready-file PATH         write the bound port there once synced\n"
                 "  --leader-elect            run as one of several replicas: only the holder of\n"
                 "                            a coordination.k8s.io Lease answers (the others are\n"
@@ -143,7 +165,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 {
         enum { O_LISTEN = 256, O_TOPO, O_STATE, O_KUBECONFIG, O_INCLUSTER, O_SYNC, O_THREADS, O_BIND_WORKERS, O_MAXBODY, O_TTL, O_GANG_TTL, O_BIND_TIMEOUT, O_CERT, O_KEY, O_CLIENT_CA, O_INSECURE,
                O_READY, O_LOG, O_VERSION, O_HELP, O_LEADER, O_LEASE_NAME, O_LEASE_NS, O_IDENTITY,
-               O_LEASE_DUR, O_LEASE_RENEW, O_LEASE_RETRY };
+               O_LEASE_DUR, O_LEASE_RENEW, O_LEASE_RETRY, O_MAX_UNAUTH, O_MAX_PER_SOURCE, O_MAX_AUTH,
+               O_HANDSHAKE };
         static const struct option opts[] = {
                 { "listen", required_argument, NULL, O_LISTEN },
                 { "topology", required_argument, NULL, O_TOPO },
@@ -170,6 +193,10 @@ static int parse_args(int argc, char **argv, struct args *a)
                 { "lease-duration", required_argument, NULL, O_LEASE_DUR },
                 { "lease-renew-deadline", required_argument, NULL, O_LEASE_RENEW },
                 { "lease-retry-period", required_argument, NULL, O_LEASE_RETRY },
+                { "max-unauthenticated", required_argument, NULL, O_MAX_UNAUTH },
+                { "max-per-source", required_argument, NULL, O_MAX_PER_SOURCE },
+                { "max-authenticated", required_argument, NULL, O_MAX_AUTH },
+                { "handshake-timeout", required_argument, NULL, O_HANDSHAKE },
                 { "version", no_argument, NULL, O_VERSION },
                 { "help", no_argument, NULL, O_HELP },
                 { 0 },
@@ -180,7 +207,9 @@ static int parse_args(int argc, char **argv, struct args *a)
         *a = (struct args){ .listen = "0.0.0.0:8888", .threads = 4, .bind_workers = 32, .max_body = 64LL << 20,
                             .ttl = 60, .gang_ttl = 360, .sync_timeout = 120, .bind_timeout = 4,
                             .lease_name = "gantry-scheduler", .lease_duration = 15,
-                            .lease_renew_deadline = 10, .lease_retry_period = 2 };
+                            .lease_renew_deadline = 10, .lease_retry_period = 2,
+                            .max_unauthenticated = 256, .max_per_source = 32, .max_authenticated = 256,
+                            .handshake_timeout = 5 };
         while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
                 switch (c) {
                 case O_LISTEN: a->listen = optarg; break;
@@ -228,6 +257,25 @@ static int parse_args(int argc, char **argv, struct args *a)
                         if (parse_number("--bind-timeout", optarg, 1, 60, &v) < 0)
                                 return -EINVAL;
                         a->bind_timeout = (int)v;
+                        break;
+                case O_MAX_UNAUTH:
+                        if (parse_number("--max-unauthenticated", optarg, 1, 65536, &v) < 0)
+                                return -EINVAL;
+                        a->max_unauthenticated = (int)v;
+                        break;
+                case O_MAX_PER_SOURCE:
+                        if (parse_number("--max-per-source", optarg, 1, 65536, &v) < 0)
+                                return -EINVAL;
+                        a->max_per_source = (int)v;
+                        break;
+                case O_MAX_AUTH:
+                        if (parse_number("--max-authenticated", optarg, 1, 65536, &v) < 0)
+                                return -EINVAL;
+                        a->max_authenticated = (int)v;
+                        break;
+                case O_HANDSHAKE:
+                        if (parse_number("--handshake-timeout", optarg, 0.1, 600, &a->handshake_timeout) < 0)
+                                return -EINVAL;
                         break;
                 case O_LEADER: a->leader_elect = true; break;
                 case O_LEASE_NAME: a->lease_name = optarg; break;
@@ -317,6 +365,48 @@ struct lease_ctx {
 static struct lease_ctx lease_ctx;
 static volatile sig_atomic_t lease_lost;
 
+/* What the signal thread tells main: stop (and by which signal), or
+ * recover now that the Lease is ours (SIGUSR1, from on_lease). */
+static struct {
+        pthread_mutex_t lock;
+        pthread_cond_t changed;
+        atomic_bool stop;
+        int stop_sig;
+        bool lead;
+        struct gantry_kube_client *kube; /* its requests in flight aborted at stop */
+} control = { .lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER };
+
+static void *signal_main(void *arg)
+{
+        const sigset_t *sigs = arg;
+        int sig;
+
+        for (;;) {
+                if (sigwait(sigs, &sig) != 0)
+                        continue;
+                pthread_mutex_lock(&control.lock);
+                if (sig == SIGUSR1) {
+                        control.lead = true;
+                } else if (!atomic_load(&control.stop)) {
+                        control.stop_sig = sig;
+                        atomic_store(&control.stop, true);
+                        gantry_kube_client_cancel(control.kube);
+                }
+                pthread_cond_broadcast(&control.changed);
+                pthread_mutex_unlock(&control.lock);
+        }
+        return NULL;
+}
+
+static void set_control_kube(struct gantry_kube_client *kube)
+{
+        pthread_mutex_lock(&control.lock);
+        control.kube = kube;
+        if (atomic_load(&control.stop))
+                gantry_kube_client_cancel(kube);
+        pthread_mutex_unlock(&control.lock);
+}
+
 /* Leading: main recovers and serves (SIGUSR1: the recovery's requeue takes
  * seconds at scale, and must not delay the Lease's renewals on this
  * thread). Lost: stop answering, and exit (a restart comes back as a
@@ -347,8 +437,9 @@ int main(int argc, char **argv)
         struct gantry_sched_lease *lease = NULL;
         struct gantry_error err = { 0 };
         struct args a;
-        sigset_t sigs;
-        int r, port = 0, sig, ret = 1;
+        static sigset_t sigs; /* the signal thread's, for ever */
+        pthread_t signal_thread;
+        int r, port = 0, ret = 1;
 
 #ifdef __GLIBC__
         /* Decoding a list page (500 pods, ~3 MB of JSON) makes and frees
@@ -368,6 +459,12 @@ int main(int argc, char **argv)
         sigaddset(&sigs, SIGUSR1); /* the Lease is ours: recover (on_lease) */
         pthread_sigmask(SIG_BLOCK, &sigs, NULL);
         signal(SIGPIPE, SIG_IGN);
+        if ((r = pthread_create(&signal_thread, NULL, signal_main, &sigs)) != 0) {
+                fprintf(stderr, "gantry-scheduler: signal thread: %s\n", strerror(r));
+                return 1;
+        }
+        pthread_detach(signal_thread);
+        pthread_setname_np(signal_thread, "signals");
 
         metrics = gantry_metrics_new();
         if (!metrics || gantry_cluster_new(&cluster) < 0 || gantry_sched_state_new(cluster, &state) < 0 ||
@@ -392,6 +489,7 @@ int main(int argc, char **argv)
                         fprintf(stderr, "gantry-scheduler: %s\n", err.msg);
                         goto out;
                 }
+                set_control_kube(kube);
         }
         r = gantry_extender_new(state, &(struct gantry_extender_options){
                 .reservation_ttl_seconds = a.ttl, .metrics = metrics,
@@ -405,16 +503,25 @@ int main(int argc, char **argv)
         r = gantry_sched_server_start(ext, &(struct gantry_sched_server_options){
                 .addr = a.listen, .threads = a.threads, .bind_workers = a.bind_workers, .max_body_bytes = (size_t)a.max_body,
                 .tls_cert_file = a.tls_cert, .tls_key_file = a.tls_key, .client_ca_file = a.client_ca,
-                .insecure_http = a.insecure_http, .metrics = metrics },
+                .insecure_http = a.insecure_http, .metrics = metrics,
+                .max_unauthenticated = (unsigned int)a.max_unauthenticated,
+                .max_per_source = (unsigned int)a.max_per_source,
+                .max_authenticated = (unsigned int)a.max_authenticated,
+                .handshake_timeout_s = a.handshake_timeout },
                 &server, &port, &err);
         if (r < 0) {
                 fprintf(stderr, "gantry-scheduler: %s\n", err.msg);
                 goto out;
         }
-        if (kube && gantry_sched_feed_start(kube, state, a.sync_timeout * 1000, &feed, &err) < 0) {
+        if (kube && (r = gantry_sched_feed_start(kube, state, a.sync_timeout * 1000, &control.stop,
+                                                 &feed, &err)) < 0) {
+                if (r == -ECANCELED)
+                        goto stopped;
                 fprintf(stderr, "gantry-scheduler: %s\n", err.msg);
                 goto out;
         }
+        if (atomic_load(&control.stop))
+                goto stopped;
         if (a.leader_elect) {
                 char id[300];
                 const char *pod = getenv("POD_NAME");
@@ -442,7 +549,7 @@ int main(int argc, char **argv)
                         goto out;
                 }
         } else if (kube) {
-                gantry_sched_recover(kube, state, gangs, ext, NULL);
+                gantry_sched_recover(kube, state, gangs, ext, &control.stop, NULL);
         }
         {
                 struct gantry_cluster_stats s;
@@ -462,15 +569,27 @@ int main(int argc, char **argv)
                 fprintf(stderr, "gantry-scheduler: --ready-file %s: %s\n", a.ready_file, strerror(-r));
                 goto out;
         }
-        while (sigwait(&sigs, &sig) == 0 && sig == SIGUSR1)
-                if (lease && !lease_lost && gantry_sched_lease_leading(lease))
-                        gantry_sched_recover(kube, state, gangs, ext, NULL);
-        log_info("sched.stopping", "signal=%s", sig == SIGTERM ? "TERM" : "INT");
+        pthread_mutex_lock(&control.lock);
+        while (!atomic_load(&control.stop)) {
+                if (control.lead) {
+                        control.lead = false;
+                        pthread_mutex_unlock(&control.lock);
+                        if (lease && !lease_lost && gantry_sched_lease_leading(lease))
+                                gantry_sched_recover(kube, state, gangs, ext, &control.stop, NULL);
+                        pthread_mutex_lock(&control.lock);
+                        continue;
+                }
+                pthread_cond_wait(&control.changed, &control.lock);
+        }
+        pthread_mutex_unlock(&control.lock);
+stopped:
+        log_info("sched.stopping", "signal=%s", control.stop_sig == SIGINT ? "INT" : "TERM");
         ret = lease_lost ? 1 : 0;
 out:
         gantry_sched_lease_stop(lease);
         gantry_sched_server_stop(server);
         gantry_sched_feed_stop(feed);
+        set_control_kube(NULL);
         gantry_kube_client_free(kube);
         gantry_extender_free(ext);
         gantry_sched_state_free(state);

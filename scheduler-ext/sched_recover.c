@@ -72,7 +72,8 @@ static int requeue(struct gantry_kube_client *kube, const json_t *pod, const cha
 }
 
 static void requeue_pending(struct gantry_kube_client *kube, struct gantry_sched_state *st,
-                            struct gantry_gangs *gangs, struct gantry_sched_recovery *rec)
+                            struct gantry_gangs *gangs, const atomic_bool *stop,
+                            struct gantry_sched_recovery *rec)
 {
         struct gantry_error err = { 0 };
         json_t *list = NULL, *items, *pod;
@@ -91,6 +92,8 @@ static void requeue_pending(struct gantry_kube_client *kube, struct gantry_sched
         /* partly bound gangs first: they hold GPUs that wait for them */
         for (int pass = 0; pass < 2; pass++)
                 json_array_foreach(items, i, pod) {
+                        if (stop && atomic_load(stop))
+                                goto out;
                         if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
                                 continue;
                         gang_of(st, pod, key, sizeof(key));
@@ -101,12 +104,13 @@ static void requeue_pending(struct gantry_kube_client *kube, struct gantry_sched
                         else
                                 rec->requeued++;
                 }
+out:
         json_decref(list);
 }
 
 void gantry_sched_recover(struct gantry_kube_client *kube, struct gantry_sched_state *st,
                           struct gantry_gangs *gangs, struct gantry_extender *ext,
-                          struct gantry_sched_recovery *ret)
+                          const atomic_bool *stop, struct gantry_sched_recovery *ret)
 {
         struct gantry_sched_recovery rec = { 0 };
         double t0 = gantry_now_s();
@@ -117,7 +121,7 @@ void gantry_sched_recover(struct gantry_kube_client *kube, struct gantry_sched_s
         }
         gantry_extender_set_ready(ext, true, NULL);
         if (kube && gangs)
-                requeue_pending(kube, st, gangs, &rec);
+                requeue_pending(kube, st, gangs, stop, &rec);
         rec.seconds = gantry_now_s() - t0;
         log_info("sched.recovered", "partial_gangs_planned=%zu partial_gangs_waiting=%zu "
                  "pods_requeued=%zu requeue_failures=%zu seconds=%.3f",

@@ -17,6 +17,7 @@
  */
 #pragma once
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -40,8 +41,10 @@ struct gantry_sched_recovery {
 /*
  * Recovers (plans partly bound gangs), marks @ext ready, then requeues the
  * pending members of gangs (those of partly bound gangs first) through
- * @kube when not NULL. @ret may be NULL.
+ * @kube when not NULL; once *@stop (may be NULL) is set, no further pod is
+ * requeued (a SIGTERM; the one in flight is gantry_kube_client_cancel()'s).
+ * @ret may be NULL.
  */
 void gantry_sched_recover(struct gantry_kube_client *kube, struct gantry_sched_state *st,
                           struct gantry_gangs *gangs, struct gantry_extender *ext,
-                          struct gantry_sched_recovery *ret);
+                          const atomic_bool *stop, struct gantry_sched_recovery *ret);

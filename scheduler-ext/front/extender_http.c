@@ -32,8 +32,11 @@
 
 #define DEFAULT_MAX_BODY (64u << 20)
 #define TLS_FILE_MAX (1u << 20)
-#define TIMEOUT_S 30u          /* libmicrohttpd's connection timeout, the front's handshake's */
-#define MAX_CONNECTIONS 256u   /* TLS connections at once (a thread each) */
+#define TIMEOUT_S 30u          /* libmicrohttpd's connection timeout behind the TLS front */
+#define DEFAULT_MAX_UNAUTHENTICATED 256u
+#define DEFAULT_MAX_PER_SOURCE 32u
+#define DEFAULT_MAX_AUTHENTICATED 256u
+#define DEFAULT_HANDSHAKE_TIMEOUT_S 5.0
 #define STOP_GRACE_S 10u       /* for connections to end at stop before they are cut */
 
 /* A relayed connection's client certificate outcome, until libmicrohttpd
@@ -283,6 +286,27 @@ static struct MHD_Daemon *start_http1(struct gantry_sched_server *s, unsigned in
                                 MHD_OPTION_NOTIFY_CONNECTION, connection_notify, s, MHD_OPTION_END);
 }
 
+/*
+ * The HTTP/1.1 server listening itself (--insecure-http): no client is
+ * authenticated, so every connection meets the unauthenticated limits
+ * libmicrohttpd has: in all, per address, and an idle timeout of the
+ * handshake budget (a connection silent that long is closed).
+ */
+static struct MHD_Daemon *start_http1_listening(struct gantry_sched_server *s, unsigned int flags,
+                                                const struct sockaddr *addr, unsigned int threads,
+                                                const struct gantry_sched_server_options *o)
+{
+        unsigned int idle_s = (unsigned int)(o->handshake_timeout_s + 0.999);
+
+        return MHD_start_daemon(flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, addr,
+                                MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+                                idle_s, MHD_OPTION_CONNECTION_LIMIT, o->max_unauthenticated,
+                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->max_per_source,
+                                MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)SOMAXCONN,
+                                MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
+                                MHD_OPTION_NOTIFY_CONNECTION, connection_notify, s, MHD_OPTION_END);
+}
+
 int gantry_sched_server_start(struct gantry_extender *ext,
                               const struct gantry_sched_server_options *opts,
                               struct gantry_sched_server **ret_server, int *ret_port,
@@ -294,7 +318,17 @@ int gantry_sched_server_start(struct gantry_extender *ext,
         struct sockaddr_storage ss;
         const union MHD_DaemonInfo *info;
         unsigned int threads = opts->threads > 0 ? (unsigned int)opts->threads : 4;
+        struct gantry_sched_server_options o = *opts;
         int r, port = 0;
+
+        if (!o.max_unauthenticated)
+                o.max_unauthenticated = DEFAULT_MAX_UNAUTHENTICATED;
+        if (!o.max_per_source)
+                o.max_per_source = DEFAULT_MAX_PER_SOURCE;
+        if (!o.max_authenticated)
+                o.max_authenticated = DEFAULT_MAX_AUTHENTICATED;
+        if (!(o.handshake_timeout_s > 0))
+                o.handshake_timeout_s = DEFAULT_HANDSHAKE_TIMEOUT_S;
 
         if (!opts->addr || gantry_netaddr_parse(opts->addr, &ss) < 0)
                 return gantry_error_set(err, EINVAL, "--listen %s: must be HOST:PORT",
@@ -347,7 +381,11 @@ int gantry_sched_server_start(struct gantry_extender *ext,
                                 .addr_len = ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                                                      : sizeof(struct sockaddr_in),
                                 .cert_pem = s->tls_cert, .key_pem = s->tls_key,
-                                .ca_pem = s->client_ca, .max_connections = MAX_CONNECTIONS,
+                                .ca_pem = s->client_ca,
+                                .max_unauthenticated = o.max_unauthenticated,
+                                .max_per_source = o.max_per_source,
+                                .max_authenticated = o.max_authenticated,
+                                .unauthenticated_budget_s = o.handshake_timeout_s,
                                 .timeout_s = TIMEOUT_S, .verified = s->verified,
                                 .metrics = opts->metrics, .router = &s->router,
                                 .relay = relay_to_mhd, .relay_arg = s },
@@ -359,7 +397,7 @@ int gantry_sched_server_start(struct gantry_extender *ext,
                         goto fail;
                 }
         } else {
-                s->daemon = start_http1(s, flags, (struct sockaddr *)&ss, threads);
+                s->daemon = start_http1_listening(s, flags, (struct sockaddr *)&ss, threads, &o);
                 if (!s->daemon) {
                         r = gantry_error_set(err, EADDRNOTAVAIL,
                                              "--listen %s: cannot serve there (address in use?)",

@@ -29,6 +29,15 @@ struct gantry_sched_server_options {
         const char *tls_key_file;
         const char *client_ca_file;  /* ... the CA(s) client certificates must chain to */
         bool insecure_http;          /* plain HTTP: anyone who reaches the port may bind */
+        /* Hostile clients (0: the default). Connections without a verified
+         * client certificate, in all (256) and from one address (32), must
+         * be done with their handshake, and if they never verify with their
+         * requests, @handshake_timeout_s (5) after accept; verified ones have
+         * @max_authenticated (256) of their own. With @insecure_http every
+         * connection is unauthenticated: the first two limit them all and
+         * the timeout is libmicrohttpd's idle one. */
+        unsigned int max_unauthenticated, max_per_source, max_authenticated;
+        double handshake_timeout_s;
         struct gantry_metrics *metrics; /* for /metrics and request metrics; may be NULL */
 };
 

@@ -5,6 +5,16 @@
  * HTTP/1.1 relay. The relay copies bytes both ways between the TLS session
  * and a socketpair whose other end libmicrohttpd reads in plaintext, so the
  * HTTP/1.1 server keeps every behaviour it has without TLS of its own.
+ *
+ * A connection is unauthenticated from accept until its client certificate
+ * verifies: such connections share a pool of their own (so a crowd of them
+ * never takes the authenticated clients' threads), are limited per source
+ * address, and must be done within a budget from accept (handshake, and for
+ * one that never verifies, its probe too); the accept thread cuts those
+ * past it, a byte a second or none. When the pool is full, a newcomer from
+ * a source holding fewer of its connections than the greediest source takes
+ * the oldest connection of that one: an address of its own always gets a
+ * handshake, kube-scheduler's and kubelet's among them.
  */
 #include <errno.h>
 #include <poll.h>
@@ -30,8 +40,31 @@
 #include "tls_io.h"
 
 #define RELAY_BUF (16u << 10)
+#define REAP_INTERVAL_MS 200 /* how late a connection past its budget may be cut */
+#define ACCEPT_BATCH 64      /* connections accepted between two reaps */
+#define REFUSAL_LOG_S 10     /* refusals of one reason are logged at most this often */
 
 enum conn_state { CONN_HANDSHAKE, CONN_H2, CONN_RELAY };
+
+/* Which limit a connection counts against; CLASS_NONE: cut, on its way out. */
+enum conn_class { CLASS_UNAUTHENTICATED, CLASS_AUTHENTICATED, CLASS_NONE };
+
+enum refusal {
+        REFUSED_PER_SOURCE,
+        REFUSED_UNAUTHENTICATED,
+        REFUSED_AUTHENTICATED,
+        REFUSED_THREADS,
+        REFUSED_STOPPING,
+        REFUSAL_COUNT,
+};
+
+static const char *const refusal_names[REFUSAL_COUNT] = {
+        [REFUSED_PER_SOURCE] = "per_source",
+        [REFUSED_UNAUTHENTICATED] = "unauthenticated_total",
+        [REFUSED_AUTHENTICATED] = "authenticated_total",
+        [REFUSED_THREADS] = "threads",
+        [REFUSED_STOPPING] = "stopping",
+};
 
 struct front_conn {
         struct front_conn *prev, *next;
@@ -39,6 +72,8 @@ struct front_conn {
         int fd;
         int wake; /* eventfd: stop, and the h2 connection's finished binds */
         enum conn_state state;
+        enum conn_class class;
+        double deadline; /* CLOCK_MONOTONIC seconds: cut past it while unauthenticated */
         struct sockaddr_storage peer;
         socklen_t peer_len;
 };
@@ -47,19 +82,113 @@ struct gantry_sched_tls_front {
         struct gantry_sched_tls_front_options o;
         gnutls_certificate_credentials_t cred;
         int listen_fd;
+        int stop_fd; /* eventfd: wakes the accept thread to stop */
         pthread_t acceptor;
         bool accepting;
         atomic_bool stopping;
         pthread_mutex_t lock;
         pthread_cond_t gone; /* a connection thread ended */
-        struct front_conn *conns;
-        unsigned int n_conns;
+        struct front_conn *conns; /* newest first */
+        unsigned int n_conns;     /* threads, the cut ones still ending included */
+        unsigned int n_unauthenticated, n_authenticated;
+        /* refusals not yet logged, and when each reason was last logged */
+        unsigned long unlogged[REFUSAL_COUNT];
+        double logged_at[REFUSAL_COUNT];
 };
 
 static const gnutls_datum_t alpn_protos[] = {
         { (unsigned char *)"h2", 2 },
         { (unsigned char *)"http/1.1", 8 },
 };
+
+static double monotonic_s(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Same address (the port aside): one source for the per-source limit. */
+static bool same_source(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+        if (a->ss_family != b->ss_family)
+                return false;
+        if (a->ss_family == AF_INET)
+                return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+                       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+        if (a->ss_family == AF_INET6)
+                return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                               &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr));
+        return true;
+}
+
+/* Unauthenticated connections from @peer's address. Under f->lock. */
+static unsigned int unauthenticated_from(struct gantry_sched_tls_front *f,
+                                         const struct sockaddr_storage *peer)
+{
+        unsigned int n = 0;
+
+        for (struct front_conn *c = f->conns; c; c = c->next)
+                if (c->class == CLASS_UNAUTHENTICATED && same_source(&c->peer, peer))
+                        n++;
+        return n;
+}
+
+static void publish_open(struct gantry_sched_tls_front *f)
+{
+        if (!f->o.metrics)
+                return;
+        gantry_metrics_gauge_set(f->o.metrics, "gantry_scheduler_connections_open",
+                                 "TLS connections open, by whether their client certificate verified",
+                                 "class=\"unauthenticated\"", f->n_unauthenticated);
+        gantry_metrics_gauge_set(f->o.metrics, "gantry_scheduler_connections_open",
+                                 "TLS connections open, by whether their client certificate verified",
+                                 "class=\"authenticated\"", f->n_authenticated);
+}
+
+/* Counts a connection closed at accept (or at verification), and logs it at
+ * most every REFUSAL_LOG_S per reason: an attack must not fill the log. */
+static void count_refusal(struct gantry_sched_tls_front *f, enum refusal why, double now)
+{
+        char labels[48];
+
+        if (f->o.metrics) {
+                snprintf(labels, sizeof(labels), "reason=\"%s\"", refusal_names[why]);
+                gantry_metrics_counter_add(f->o.metrics, "gantry_scheduler_connections_refused_total",
+                                           "TLS connections closed at accept or once verified, by "
+                                           "the limit they met", labels, 1);
+        }
+        f->unlogged[why]++;
+        if (now - f->logged_at[why] >= REFUSAL_LOG_S) {
+                log_warn("sched.connections_refused", "reason=%s count=%lu unauthenticated=%u "
+                         "authenticated=%u", refusal_names[why], f->unlogged[why],
+                         f->n_unauthenticated, f->n_authenticated);
+                f->unlogged[why] = 0;
+                f->logged_at[why] = now;
+        }
+}
+
+/* Cuts @c's socket (its thread sees the end and exits) and frees its slot.
+ * Under f->lock. */
+static void cut_conn(struct gantry_sched_tls_front *f, struct front_conn *c, const char *reason)
+{
+        char labels[48];
+
+        shutdown(c->fd, SHUT_RDWR);
+        if (c->class == CLASS_UNAUTHENTICATED)
+                f->n_unauthenticated--;
+        else if (c->class == CLASS_AUTHENTICATED)
+                f->n_authenticated--;
+        c->class = CLASS_NONE;
+        if (f->o.metrics) {
+                snprintf(labels, sizeof(labels), "reason=\"%s\"", reason);
+                gantry_metrics_counter_add(f->o.metrics, "gantry_scheduler_connections_cut_total",
+                                           "Unauthenticated TLS connections cut: past their budget, "
+                                           "or evicted for a newcomer from a source holding fewer",
+                                           labels, 1);
+        }
+}
 
 static int write_all(int fd, const char *p, size_t len)
 {
@@ -165,6 +294,32 @@ static const char *check_client(struct gantry_sched_tls_front *f, gnutls_session
         return r < 0 ? why : NULL;
 }
 
+/*
+ * @c's certificate verified: it leaves the unauthenticated pool for the
+ * authenticated one, and its budget no longer applies. Returns false when
+ * the authenticated pool is full (or @c was cut meanwhile): close it.
+ */
+static bool promote(struct gantry_sched_tls_front *f, struct front_conn *c)
+{
+        bool ok = false;
+
+        pthread_mutex_lock(&f->lock);
+        if (c->class == CLASS_UNAUTHENTICATED) {
+                f->n_unauthenticated--;
+                if (f->n_authenticated < f->o.max_authenticated) {
+                        c->class = CLASS_AUTHENTICATED;
+                        f->n_authenticated++;
+                        ok = true;
+                } else {
+                        c->class = CLASS_NONE;
+                        count_refusal(f, REFUSED_AUTHENTICATED, monotonic_s());
+                }
+                publish_open(f);
+        }
+        pthread_mutex_unlock(&f->lock);
+        return ok;
+}
+
 static void *conn_main(void *arg)
 {
         struct front_conn *c = arg;
@@ -189,7 +344,8 @@ static void *conn_main(void *arg)
         /* asks, does not demand: kubelet's probes come without one */
         gnutls_certificate_server_set_request(s, GNUTLS_CERT_REQUEST);
         gnutls_transport_set_int(s, c->fd);
-        gnutls_handshake_set_timeout(s, f->o.timeout_s * 1000);
+        /* the accept thread cuts it at the budget; this ends GnuTLS's own wait */
+        gnutls_handshake_set_timeout(s, (unsigned int)(f->o.unauthenticated_budget_s * 1000));
         do
                 r = gnutls_handshake(s);
         while (r < 0 && !gnutls_error_is_fatal(r) && !atomic_load(&f->stopping));
@@ -201,6 +357,8 @@ static void *conn_main(void *arg)
              !memcmp(proto.data, "h2", 2);
         count_connection(f, h2 ? "h2" : "http/1.1");
         refused = check_client(f, s, why, sizeof(why));
+        if (!refused && !promote(f, c))
+                goto bye;
         if (h2) {
                 pthread_mutex_lock(&f->lock);
                 c->state = CONN_H2;
@@ -210,6 +368,7 @@ static void *conn_main(void *arg)
         } else {
                 relay(c, s, refused);
         }
+bye:
         gnutls_bye(s, GNUTLS_SHUT_WR);
 out:
         if (s)
@@ -224,6 +383,11 @@ out:
         if (c->next)
                 c->next->prev = c->prev;
         f->n_conns--;
+        if (c->class == CLASS_UNAUTHENTICATED)
+                f->n_unauthenticated--;
+        else if (c->class == CLASS_AUTHENTICATED)
+                f->n_authenticated--;
+        publish_open(f);
         pthread_cond_broadcast(&f->gone);
         pthread_mutex_unlock(&f->lock);
         free(c);
@@ -245,19 +409,88 @@ static void set_socket_options(int fd, unsigned int seconds)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+/*
+ * The oldest unauthenticated connection of the source holding the most of
+ * them, when that is more than @newcomer's source would hold with one more
+ * (@held + 1): the one a newcomer may take the place of. NULL: none. Under
+ * f->lock; one pass over the connections, a tally per source.
+ */
+static struct front_conn *eviction_victim(struct gantry_sched_tls_front *f,
+                                          const struct sockaddr_storage *newcomer, unsigned int held)
+{
+        struct tally {
+                struct front_conn *oldest;
+                unsigned int n;
+        } *t = calloc(f->n_unauthenticated + 1, sizeof(*t));
+        struct front_conn *victim = NULL;
+        unsigned int d = 0, most = held + 1;
+
+        if (!t)
+                return NULL;
+        for (struct front_conn *c = f->conns; c; c = c->next) {
+                unsigned int i;
+
+                if (c->class != CLASS_UNAUTHENTICATED || same_source(&c->peer, newcomer))
+                        continue;
+                for (i = 0; i < d && !same_source(&t[i].oldest->peer, &c->peer); i++)
+                        ;
+                if (i == d) {
+                        if (d == f->n_unauthenticated)
+                                break; /* cannot be: every one is counted */
+                        d++;
+                }
+                /* newest first: the last one seen is the oldest */
+                t[i].oldest = c;
+                t[i].n++;
+        }
+        for (unsigned int i = 0; i < d; i++)
+                if (t[i].n > most) {
+                        most = t[i].n;
+                        victim = t[i].oldest;
+                }
+        free(t);
+        return victim;
+}
+
+/* Which limit refuses a new connection from @peer, or REFUSAL_COUNT when
+ * it may start (after an eviction, maybe). Under f->lock. */
+static enum refusal admit(struct gantry_sched_tls_front *f, const struct sockaddr_storage *peer)
+{
+        unsigned int held;
+        struct front_conn *victim;
+
+        if (atomic_load(&f->stopping))
+                return REFUSED_STOPPING;
+        /* the cut ones still ending hold a thread a moment longer */
+        if (f->n_conns >= 2 * f->o.max_unauthenticated + f->o.max_authenticated)
+                return REFUSED_THREADS;
+        held = unauthenticated_from(f, peer);
+        if (held >= f->o.max_per_source)
+                return REFUSED_PER_SOURCE;
+        if (f->n_unauthenticated < f->o.max_unauthenticated)
+                return REFUSAL_COUNT;
+        victim = eviction_victim(f, peer, held);
+        if (!victim)
+                return REFUSED_UNAUTHENTICATED;
+        cut_conn(f, victim, "evicted");
+        return REFUSAL_COUNT;
+}
+
 static void start_conn(struct gantry_sched_tls_front *f, int fd, struct sockaddr_storage *peer,
                        socklen_t peer_len)
 {
         struct front_conn *c;
         pthread_attr_t attr;
         pthread_t t;
+        enum refusal why;
+        double now = monotonic_s();
         int r = -ENOMEM;
 
         pthread_mutex_lock(&f->lock);
-        if (f->n_conns >= f->o.max_connections || atomic_load(&f->stopping)) {
+        why = admit(f, peer);
+        if (why != REFUSAL_COUNT) {
+                count_refusal(f, why, now);
                 pthread_mutex_unlock(&f->lock);
-                log_warn("sched.connection_refused", "reason=\"%u connections open, the limit\"",
-                         f->o.max_connections);
                 close(fd);
                 return;
         }
@@ -271,6 +504,8 @@ static void start_conn(struct gantry_sched_tls_front *f, int fd, struct sockaddr
                 c->fd = fd;
                 c->peer = *peer;
                 c->peer_len = peer_len;
+                c->class = CLASS_UNAUTHENTICATED;
+                c->deadline = now + f->o.unauthenticated_budget_s;
                 set_socket_options(fd, f->o.timeout_s);
                 pthread_attr_init(&attr);
                 pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -283,6 +518,8 @@ static void start_conn(struct gantry_sched_tls_front *f, int fd, struct sockaddr
                         f->conns->prev = c;
                 f->conns = c;
                 f->n_conns++;
+                f->n_unauthenticated++;
+                publish_open(f);
         }
         pthread_mutex_unlock(&f->lock);
         if (r < 0) {
@@ -294,28 +531,49 @@ static void start_conn(struct gantry_sched_tls_front *f, int fd, struct sockaddr
         }
 }
 
+/* Cuts the unauthenticated connections past their budget. */
+static void reap(struct gantry_sched_tls_front *f)
+{
+        double now = monotonic_s();
+
+        pthread_mutex_lock(&f->lock);
+        for (struct front_conn *c = f->conns; c; c = c->next)
+                if (c->class == CLASS_UNAUTHENTICATED && now >= c->deadline)
+                        cut_conn(f, c, "budget");
+        publish_open(f);
+        pthread_mutex_unlock(&f->lock);
+}
+
 static void *accept_main(void *arg)
 {
         struct gantry_sched_tls_front *f = arg;
 
         for (;;) {
-                struct sockaddr_storage peer;
-                socklen_t len = sizeof(peer);
-                int fd = accept4(f->listen_fd, (struct sockaddr *)&peer, &len, SOCK_CLOEXEC);
+                struct pollfd p[2] = { { .fd = f->listen_fd, .events = POLLIN },
+                                       { .fd = f->stop_fd, .events = POLLIN } };
 
-                if (fd < 0) {
-                        if (atomic_load(&f->stopping) || errno == EINVAL || errno == EBADF)
-                                return NULL;
-                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-                            errno == ENOMEM) {
-                                /* out of descriptors: let connections end */
-                                struct timespec ts = { 0, 100 * 1000 * 1000 };
+                if (poll(p, 2, REAP_INTERVAL_MS) < 0 && errno != EINTR)
+                        return NULL;
+                if (p[1].revents || atomic_load(&f->stopping))
+                        return NULL;
+                for (int i = 0; p[0].revents && i < ACCEPT_BATCH; i++) {
+                        struct sockaddr_storage peer;
+                        socklen_t len = sizeof(peer);
+                        int fd = accept4(f->listen_fd, (struct sockaddr *)&peer, &len, SOCK_CLOEXEC);
 
-                                nanosleep(&ts, NULL);
+                        if (fd < 0) {
+                                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                                    errno == ENOMEM) {
+                                        /* out of descriptors: let connections end */
+                                        struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+                                        nanosleep(&ts, NULL);
+                                }
+                                break; /* EAGAIN: the queue is empty */
                         }
-                        continue;
+                        start_conn(f, fd, &peer, len);
                 }
-                start_conn(f, fd, &peer, len);
+                reap(f);
         }
 }
 
@@ -347,11 +605,12 @@ static int listen_on(struct gantry_sched_tls_front *f, int *ret_port, struct gan
         socklen_t len = sizeof(ss);
         int one = 1;
 
-        f->listen_fd = socket(f->o.addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        /* non-blocking: the accept thread also cuts connections past their budget */
+        f->listen_fd = socket(f->o.addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (f->listen_fd < 0)
                 return gantry_error_set(err, errno, "--listen: socket: %s", strerror(errno));
         setsockopt(f->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(f->listen_fd, f->o.addr, f->o.addr_len) < 0 || listen(f->listen_fd, 128) < 0 ||
+        if (bind(f->listen_fd, f->o.addr, f->o.addr_len) < 0 || listen(f->listen_fd, SOMAXCONN) < 0 ||
             getsockname(f->listen_fd, (struct sockaddr *)&ss, &len) < 0)
                 return gantry_error_set(err, errno, "--listen: %s", strerror(errno));
         *ret_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
@@ -370,8 +629,16 @@ int gantry_sched_tls_front_start(const struct gantry_sched_tls_front_options *op
                 return gantry_error_set(err, ENOMEM, "out of memory");
         f->o = *opts;
         f->listen_fd = -1;
+        f->stop_fd = -1;
         pthread_mutex_init(&f->lock, NULL);
         pthread_cond_init(&f->gone, NULL);
+        f->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (f->stop_fd < 0) {
+                r = gantry_error_set(err, errno, "eventfd: %s", strerror(errno));
+                goto fail;
+        }
+        for (int i = 0; i < REFUSAL_COUNT; i++)
+                f->logged_at[i] = -REFUSAL_LOG_S;
         if ((r = load_credentials(f, err)) < 0 || (r = listen_on(f, &port, err)) < 0)
                 goto fail;
         if ((r = -pthread_create(&f->acceptor, NULL, accept_main, f)) < 0) {
@@ -391,11 +658,14 @@ fail:
 
 void gantry_sched_tls_front_stop_accepting(struct gantry_sched_tls_front *f)
 {
+        uint64_t one = 1;
+
         if (!f || !f->accepting)
                 return;
         atomic_store(&f->stopping, true);
-        /* wakes accept() with EINVAL */
-        shutdown(f->listen_fd, SHUT_RDWR);
+        if (write(f->stop_fd, &one, sizeof(one)) < 0) {
+                /* a full eventfd wakes the poll all the same */
+        }
         pthread_join(f->acceptor, NULL);
         f->accepting = false;
 }
@@ -443,6 +713,8 @@ void gantry_sched_tls_front_free(struct gantry_sched_tls_front *f, unsigned int 
         pthread_mutex_unlock(&f->lock);
         if (f->listen_fd >= 0)
                 close(f->listen_fd);
+        if (f->stop_fd >= 0)
+                close(f->stop_fd);
         if (f->cred)
                 gnutls_certificate_free_credentials(f->cred);
         pthread_mutex_destroy(&f->lock);

@@ -9,6 +9,14 @@
  * Go client speaks h2 when offered: its binds in parallel become streams of
  * one connection, where HTTP/1.1 opened a connection (a handshake, with its
  * public-key work on both sides) for each beyond its two idle ones.
+ *
+ * Connections without a verified client certificate (any, until its
+ * handshake is done) have limits of their own, apart from the verified
+ * ones': in all, per source address, and in time from accept; the
+ * refusals and cuts are counted on the metrics
+ * (gantry_scheduler_connections_refused_total{reason},
+ * gantry_scheduler_connections_cut_total{reason},
+ * gantry_scheduler_connections_open{class}).
  */
 #pragma once
 
@@ -35,8 +43,16 @@ struct gantry_sched_tls_front_options {
         const struct sockaddr *addr; /* where to listen; port 0 picks one */
         socklen_t addr_len;
         const char *cert_pem, *key_pem, *ca_pem; /* --tls-cert, --tls-key, --client-ca */
-        unsigned int max_connections;      /* beyond: closed at accept */
-        unsigned int timeout_s;            /* the handshake's and an idle h2 connection's */
+        /* Connections whose client certificate has not verified (yet): in
+         * all, and from one source address; beyond, closed at accept (a
+         * newcomer may evict the oldest of the source holding the most). */
+        unsigned int max_unauthenticated, max_per_source;
+        /* Connections whose certificate verified; beyond, closed once it has. */
+        unsigned int max_authenticated;
+        /* Seconds from accept an unauthenticated connection may live: its
+         * handshake, and for one that never verifies (a probe) its requests. */
+        double unauthenticated_budget_s;
+        unsigned int timeout_s;            /* an idle h2 connection's; socket timeouts */
         struct gantry_sched_client_cache *verified; /* may be NULL */
         struct gantry_metrics *metrics;    /* may be NULL */
         struct gantry_sched_router *router; /* serves the h2 streams */
