@@ -46,3 +46,16 @@ int gantry_netaddr_parse(const char *addr, struct sockaddr_storage *ss)
                 strcpy(host, "127.0.0.1");
         return inet_pton(AF_INET, host, &s4->sin_addr) == 1 ? 0 : -EINVAL;
 }
+
+bool gantry_netaddr_same_host(const struct sockaddr *a, const struct sockaddr *b)
+{
+        if (a->sa_family != b->sa_family)
+                return false;
+        if (a->sa_family == AF_INET)
+                return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+                       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+        if (a->sa_family == AF_INET6)
+                return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                               &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr));
+        return true;
+}

@@ -3,6 +3,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <sys/socket.h>
 
 #include "error.h"
@@ -12,3 +13,9 @@
  * into @ss. Returns 0 or -EINVAL.
  */
 int gantry_netaddr_parse(const char *addr, struct sockaddr_storage *ss) GANTRY_MUST_CHECK;
+
+/*
+ * Whether @a and @b are the same host address (ports aside; IPv4 and IPv6
+ * compared within their family): one source for per-source limits.
+ */
+bool gantry_netaddr_same_host(const struct sockaddr *a, const struct sockaddr *b);

@@ -3,7 +3,10 @@
  * (libmicrohttpd, one internal polling thread). Requests must carry
  * "Authorization: Bearer <token>" when a token is configured; the token is
  * compared in constant time and never logged. With a certificate and key the
- * server speaks TLS only.
+ * server speaks TLS only. The port is reachable from the storage and pod
+ * networks: connections are limited in all and per source address, and
+ * each request must be whole within a budget (http_guard.h), the token
+ * still checked on every request.
  */
 #include <errno.h>
 #include <microhttpd.h>
@@ -12,14 +15,22 @@
 #include <string.h>
 
 #include "http_body.h"
+#include "http_guard.h"
 #include "log.h"
 #include "netaddr.h"
 #include "target_internal.h"
 
 #define MAX_BODY (1024 * 1024)
 
+/* A JSON-RPC client is one csi controller (a few requests at once); 16 per
+ * source leaves it room, and 64 in all a few controllers and probes. */
+#define MAX_CONNECTIONS 64u
+#define MAX_PER_SOURCE 16u
+#define REQUEST_BUDGET_S 10.0
+
 struct tgt_server {
         struct MHD_Daemon *daemon;
+        struct gantry_http_guard *guard;
         struct tgt_context *ctx;
         char *token;
 };
@@ -74,10 +85,18 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
                 return MHD_NO;
         if (r == GANTRY_HTTP_BODY_READING)
                 return MHD_YES;
+        gantry_http_guard_answering(conn); /* an RPC may take a while: not cut meanwhile */
         text = tgt_rpc_handle(s->ctx, body->data, body->len);
         if (!text)
                 return reply(conn, MHD_HTTP_OK, "");
         return gantry_http_reply_owned(conn, MHD_HTTP_OK, "application/json", text);
+}
+
+static void request_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                              enum MHD_RequestTerminationCode toe)
+{
+        gantry_http_body_completed(cls, conn, con_cls, toe);
+        gantry_http_guard_completed(conn);
 }
 
 int tgt_server_start(struct tgt_context *ctx, const struct tgt_server_options *opts,
@@ -100,19 +119,36 @@ int tgt_server_start(struct tgt_context *ctx, const struct tgt_server_options *o
                 return gantry_error_set(err, ENOMEM, "out of memory");
         }
         s->ctx = ctx;
+        if (gantry_http_guard_new(&(struct gantry_http_guard_options){
+                                          .max_connections = opts->max_connections ? opts->max_connections
+                                                                                   : MAX_CONNECTIONS,
+                                          .max_per_source = opts->max_per_source ? opts->max_per_source
+                                                                                 : MAX_PER_SOURCE,
+                                          .request_budget_s = opts->request_budget_s > 0
+                                                                      ? opts->request_budget_s
+                                                                      : REQUEST_BUDGET_S,
+                                          .metrics = ctx->metrics, .port = "rpc" },
+                                  &s->guard) < 0) {
+                free(s->token);
+                free(s);
+                return gantry_error_set(err, ENOMEM, "out of memory");
+        }
         if (opts->tls_cert)
                 s->daemon = MHD_start_daemon(
-                        flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                        MHD_OPTION_NOTIFY_COMPLETED, gantry_http_body_completed, s,
+                        flags, 0, gantry_http_guard_accept, s->guard, answer, s, MHD_OPTION_SOCK_ADDR,
+                        (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
+                        MHD_OPTION_NOTIFY_CONNECTION, gantry_http_guard_notify, s->guard,
                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30, MHD_OPTION_HTTPS_MEM_CERT,
                         opts->tls_cert, MHD_OPTION_HTTPS_MEM_KEY, opts->tls_key, MHD_OPTION_END);
         else
-                s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR,
-                                             (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
-                                             gantry_http_body_completed, s,
-                                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+                s->daemon = MHD_start_daemon(flags, 0, gantry_http_guard_accept, s->guard, answer, s,
+                                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                                             MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
+                                             MHD_OPTION_NOTIFY_CONNECTION, gantry_http_guard_notify,
+                                             s->guard, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
                                              MHD_OPTION_END);
         if (!s->daemon) {
+                gantry_http_guard_free(s->guard);
                 free(s->token);
                 free(s);
                 return gantry_error_set(err, EADDRNOTAVAIL, "--listen: cannot serve on %s",
@@ -130,6 +166,7 @@ void tgt_server_stop(struct tgt_server *s)
         if (!s)
                 return;
         MHD_stop_daemon(s->daemon);
+        gantry_http_guard_free(s->guard);
         if (s->token)
                 explicit_bzero(s->token, strlen(s->token));
         free(s->token);

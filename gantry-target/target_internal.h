@@ -199,6 +199,9 @@ struct tgt_server_options {
         const char *token;   /* bearer token, or NULL for none */
         const char *tls_cert; /* PEM text, or NULL for plain HTTP */
         const char *tls_key;
+        /* hostile clients (0: 64, 16, 10 s; see http_guard.h) */
+        unsigned int max_connections, max_per_source;
+        double request_budget_s;
 };
 
 struct tgt_server;

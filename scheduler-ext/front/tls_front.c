@@ -33,9 +33,11 @@
 #include <unistd.h>
 
 #include "client_auth.h"
+#include "clock.h"
 #include "h2_conn.h"
 #include "log.h"
 #include "metrics.h"
+#include "netaddr.h"
 #include "tls_front.h"
 #include "tls_io.h"
 
@@ -101,28 +103,6 @@ static const gnutls_datum_t alpn_protos[] = {
         { (unsigned char *)"http/1.1", 8 },
 };
 
-static double monotonic_s(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Same address (the port aside): one source for the per-source limit. */
-static bool same_source(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
-{
-        if (a->ss_family != b->ss_family)
-                return false;
-        if (a->ss_family == AF_INET)
-                return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-                       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-        if (a->ss_family == AF_INET6)
-                return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-                               &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr));
-        return true;
-}
-
 /* Unauthenticated connections from @peer's address. Under f->lock. */
 static unsigned int unauthenticated_from(struct gantry_sched_tls_front *f,
                                          const struct sockaddr_storage *peer)
@@ -130,7 +110,7 @@ static unsigned int unauthenticated_from(struct gantry_sched_tls_front *f,
         unsigned int n = 0;
 
         for (struct front_conn *c = f->conns; c; c = c->next)
-                if (c->class == CLASS_UNAUTHENTICATED && same_source(&c->peer, peer))
+                if (c->class == CLASS_UNAUTHENTICATED && gantry_netaddr_same_host((struct sockaddr *)&c->peer, (struct sockaddr *)peer))
                         n++;
         return n;
 }
@@ -312,7 +292,7 @@ static bool promote(struct gantry_sched_tls_front *f, struct front_conn *c)
                         ok = true;
                 } else {
                         c->class = CLASS_NONE;
-                        count_refusal(f, REFUSED_AUTHENTICATED, monotonic_s());
+                        count_refusal(f, REFUSED_AUTHENTICATED, gantry_now_s());
                 }
                 publish_open(f);
         }
@@ -430,9 +410,9 @@ static struct front_conn *eviction_victim(struct gantry_sched_tls_front *f,
         for (struct front_conn *c = f->conns; c; c = c->next) {
                 unsigned int i;
 
-                if (c->class != CLASS_UNAUTHENTICATED || same_source(&c->peer, newcomer))
+                if (c->class != CLASS_UNAUTHENTICATED || gantry_netaddr_same_host((struct sockaddr *)&c->peer, (struct sockaddr *)newcomer))
                         continue;
-                for (i = 0; i < d && !same_source(&t[i].oldest->peer, &c->peer); i++)
+                for (i = 0; i < d && !gantry_netaddr_same_host((struct sockaddr *)&t[i].oldest->peer, (struct sockaddr *)&c->peer); i++)
                         ;
                 if (i == d) {
                         if (d == f->n_unauthenticated)
@@ -483,7 +463,7 @@ static void start_conn(struct gantry_sched_tls_front *f, int fd, struct sockaddr
         pthread_attr_t attr;
         pthread_t t;
         enum refusal why;
-        double now = monotonic_s();
+        double now = gantry_now_s();
         int r = -ENOMEM;
 
         pthread_mutex_lock(&f->lock);
@@ -534,7 +514,7 @@ static void start_conn(struct gantry_sched_tls_front *f, int fd, struct sockaddr
 /* Cuts the unauthenticated connections past their budget. */
 static void reap(struct gantry_sched_tls_front *f)
 {
-        double now = monotonic_s();
+        double now = gantry_now_s();
 
         pthread_mutex_lock(&f->lock);
         for (struct front_conn *c = f->conns; c; c = c->next)

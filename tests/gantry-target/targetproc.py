@@ -61,6 +61,8 @@ class Target:
             with open(os.path.join(self.dir, "durable.json"), "w") as f:
                 json.dump(self.durable, f)
             args += ["--durable", os.path.join(self.dir, "durable.json"), "--metrics-addr", "127.0.0.1:0"]
+        elif getattr(self, "metrics_addr", False):
+            args += ["--metrics-addr", "127.0.0.1:0"]
         if self.tls:
             self.cert = os.path.join(self.dir, "cert.pem")
             key = os.path.join(self.dir, "key.pem")

@@ -1,0 +1,102 @@
+"""gantry-target's JSON-RPC port and its /metrics port against hostile
+clients over loopback (tests/scheduler/hostile_clients.py): crowds of idle
+connections from one address and from twenty other 127.0.0.x addresses
+while the csi controller's stand-in (127.0.0.1, with the bearer token)
+calls an RPC on a new connection each time: every call is answered, a call
+without the token is still 401, and the refusals and evictions are counted
+on gantry_http_connections_refused_total. A slow sender (a byte a second)
+is cut at the request budget (10 s)."""
+import http.client
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scheduler"))
+from hostile_clients import Crowd, fd_budget, slow_sender  # noqa: E402
+from targetproc import Target  # noqa: E402
+
+CALLS = 30
+
+
+def refused(text, port, reason):
+    for line in text.splitlines():
+        if line.startswith('gantry_http_connections_refused_total{port="%s",reason="%s"}' % (port, reason)):
+            return float(line.split()[-1])
+    return 0.0
+
+
+class TargetHostileTest(unittest.TestCase):
+    def setUp(self):
+        self.t = Target()
+        self.t.metrics_addr = True
+        self.addCleanup(self.t.cleanup)
+        self.t.start()
+
+    def rpc(self, token=True, source="127.0.0.1"):
+        c = http.client.HTTPConnection("127.0.0.1", self.t.port, timeout=30, source_address=(source, 0))
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = "Bearer " + self.t.token
+        try:
+            c.request("POST", "/", body=json.dumps({"jsonrpc": "2.0", "id": 1,
+                                                    "method": "nvmf_get_subsystems"}), headers=headers)
+            r = c.getresponse()
+            return r.status, r.read()
+        finally:
+            c.close()
+
+    def scrape(self, source="127.0.0.1"):
+        c = http.client.HTTPConnection("127.0.0.1", self.t.metrics_port, timeout=30,
+                                       source_address=(source, 0))
+        try:
+            c.request("GET", "/metrics")
+            r = c.getresponse()
+            return r.status, r.read().decode()
+        finally:
+            c.close()
+
+    def under(self, crowd, call):
+        crowd.start()
+        self.addCleanup(crowd.stop)
+        self.assertTrue(crowd.filled.wait(60))
+        for _ in range(CALLS):
+            call()
+        crowd.stop()
+
+    def answered(self):
+        status, body = self.rpc()
+        self.assertEqual(status, 200, body)
+        self.assertIn(b'"result"', body)
+        self.assertEqual(self.rpc(token=False)[0], 401)
+
+    def test_rpc_port_under_idle_crowds(self):
+        self.under(Crowd(self.t.port, ["127.0.0.2"], min(1000, fd_budget() // 2), max_seconds=90),
+                   self.answered)
+        sources = ["127.0.0.%d" % (10 + i) for i in range(20)]
+        self.under(Crowd(self.t.port, sources, min(50, fd_budget() // 40), max_seconds=90),
+                   self.answered)
+        _, text = self.scrape()
+        self.assertGreater(refused(text, "rpc", "per_source"), 0, text)
+        # 20 x 16 > 64: the controller's address got in by evicting
+        self.assertGreater(refused(text, "rpc", "evicted"), 0, text)
+
+    def test_metrics_port_under_idle_crowds(self):
+        def scraped():
+            status, text = self.scrape()
+            self.assertEqual(status, 200)
+        sources = ["127.0.0.%d" % (10 + i) for i in range(20)]
+        self.under(Crowd(self.t.metrics_port, sources, min(50, fd_budget() // 40), max_seconds=90),
+                   scraped)
+        _, text = self.scrape()
+        self.assertGreater(refused(text, "metrics", "per_source"), 0, text)
+
+    def test_slow_sender_is_cut(self):
+        head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + b"{" * 100
+        open_s = slow_sender(self.t.port, "127.0.0.4", head, max_seconds=40)
+        self.assertIsNotNone(open_s, "a byte a second kept the connection open for 40 s")
+        self.assertEqual(self.rpc()[0], 200)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
