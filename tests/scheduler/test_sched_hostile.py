@@ -7,7 +7,8 @@ and from twenty, while a client with the right certificate calls filter on
 a new connection each time (a handshake each: the admission of a newcomer is
 what an attack jams) and kubelet's probe gets /healthz without a
 certificate: every call is answered, and the metrics say what was refused
-and cut and why. A slow sender (a byte a second) is cut. The limits are set
+and cut and why. PlainHTTPTest: the same crowd from one address against
+--insecure-http (libmicrohttpd's per-IP limit). A slow sender (a byte a second) is cut. The limits are set
 low (--max-unauthenticated 64, --max-per-source 8) so that a few thousand
 connections fill them; the figures at full scale are bench/scheduler's
 bench_hostile.py.
@@ -127,6 +128,31 @@ class HostileClientsTest(PKITestCase):
         self.assertIsNotNone(open_s, "a byte a second kept the connection open for 25 s")
         status, _ = self.call(s, "GET", "/healthz", None, "127.0.0.3", False)
         self.assertEqual(status, 200)
+
+
+class PlainHTTPTest(unittest.TestCase):
+    """--insecure-http: libmicrohttpd's own listener, every connection
+    unauthenticated: the per-address limit keeps one address's crowd from
+    taking the port."""
+
+    def test_idle_crowd_from_one_address(self):
+        s = Scheduler(*LIMITS).start()
+        self.addCleanup(lambda: self.assertEqual(s.stop(), 0))
+        crowd = Crowd(s.port, ["127.0.0.2"], min(2000, fd_budget() // 2), max_seconds=90).start()
+        self.addCleanup(crowd.stop)
+        self.assertTrue(crowd.filled.wait(60))
+        body = fixture(FILTER)
+        for _ in range(CALLS):
+            c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30,
+                                           source_address=("127.0.0.1", 0))
+            try:
+                c.request("POST", "/filter", body=body, headers={"Content-Type": "application/json"})
+                r = c.getresponse()
+                self.assertEqual(r.status, 200)
+                self.assertIn(b'"NodeNames"', r.read())
+            finally:
+                c.close()
+        crowd.stop()
 
 
 def closed_port():
