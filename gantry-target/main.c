@@ -52,6 +52,10 @@ static void usage(FILE *f)
                 "  --metrics-addr H:P     serve Prometheus metrics (drains, restores) at http://H:P/metrics\n"
                 "  --durable FILE         the Ceph cluster checkpoint snapshots drain into (JSON;\n"
                 "                         docs/targets.md)\n"
+                "  --max-connections N    JSON-RPC connections at once (default 64)\n"
+                "  --max-per-source N     of those, from one address (default 16)\n"
+                "  --request-timeout S    a request must be whole S seconds after accept or the\n"
+                "                         answer before, a byte a second or none (default 10)\n"
                 "  --log-level LEVEL      debug, info, warn, error (default info)\n"
                 "  --version, --help\n");
 }
@@ -143,6 +147,9 @@ int main(int argc, char **argv)
                 { "durable", required_argument, NULL, 'D' },
                 { "metrics-addr", required_argument, NULL, 'M' },
                 { "insecure-no-auth", no_argument, NULL, 'I' },
+                { "max-connections", required_argument, NULL, 'N' },
+                { "max-per-source", required_argument, NULL, 'P' },
+                { "request-timeout", required_argument, NULL, 'R' },
                 { "version", no_argument, NULL, 'V' },       { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -176,6 +183,29 @@ int main(int argc, char **argv)
                         break;
                 case 't': token_file = optarg; break;
                 case 'I': insecure = true; break;
+                case 'N':
+                case 'P':
+                case 'R': {
+                        char *end;
+                        double v;
+
+                        errno = 0;
+                        v = strtod(optarg, &end);
+                        if (errno || end == optarg || *end || v < (c == 'R' ? 0.1 : 1) || v > 65536) {
+                                fprintf(stderr, "gantry-target: --%s: must be a number from %s to 65536\n",
+                                        c == 'N' ? "max-connections" : c == 'P' ? "max-per-source"
+                                                                             : "request-timeout",
+                                        c == 'R' ? "0.1" : "1");
+                                return 2;
+                        }
+                        if (c == 'N')
+                                so.max_connections = (unsigned int)v;
+                        else if (c == 'P')
+                                so.max_per_source = (unsigned int)v;
+                        else
+                                so.request_budget_s = v;
+                        break;
+                }
                 case 'D': durable_file = optarg; break;
                 case 'M': metrics_addr = optarg; break;
                 case 'C': cert_file = optarg; break;
