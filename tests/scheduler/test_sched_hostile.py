@@ -77,9 +77,10 @@ class HostileClientsTest(PKITestCase):
         finally:
             c.close()
 
-    def calls_answered_under(self, s, crowd):
+    def calls_answered_under(self, s, crowd, while_held=None):
         """While @crowd holds its connections: filters by the certified client
-        from 127.0.0.1 and probes from 127.0.0.3, each on a new connection."""
+        from 127.0.0.1 and probes from 127.0.0.3, each on a new connection;
+        then @while_held(), before the crowd lets go."""
         crowd.start()
         self.addCleanup(crowd.stop)
         self.assertTrue(crowd.filled.wait(60), "the crowd did not open its connections")
@@ -90,6 +91,8 @@ class HostileClientsTest(PKITestCase):
             self.assertIn(b'"NodeNames"', got)
             status, got = self.call(s, "GET", "/healthz", None, "127.0.0.3", False)
             self.assertEqual((status, got), (200, b"ok\n"))
+        if while_held:
+            while_held()
         crowd.stop()
         self.assertGreater(crowd.opened, 0)
 
@@ -110,14 +113,17 @@ class HostileClientsTest(PKITestCase):
         s = self.serve()
         n = min(100, fd_budget() // 40)
         sources = ["127.0.0.%d" % (10 + i) for i in range(20)]
-        self.calls_answered_under(s, Crowd(s.port, sources, n, max_seconds=90))
+        # the crowd's silent connections are cut at their budget while it
+        # holds them (once it lets go, nothing is left to cut)
+        self.calls_answered_under(
+            s, Crowd(s.port, sources, n, max_seconds=90),
+            while_held=lambda: wait_for(
+                lambda: metric_sum(self.metrics(s), "gantry_scheduler_connections_cut_total",
+                                   'reason="budget"') > 0, what="a cut at the budget", timeout=30))
         text = self.metrics(s)
         # 20 x 8 > 64: the pool was full, newcomers from 127.0.0.1 evicted
         self.assertGreater(metric_sum(text, "gantry_scheduler_connections_cut_total",
                                       'reason="evicted"'), 0, text)
-        # and the crowd's silent connections were cut at their budget
-        wait_for(lambda: metric_sum(self.metrics(s), "gantry_scheduler_connections_cut_total",
-                                    'reason="budget"') > 0, what="a cut at the budget", timeout=30)
 
     def test_slow_sender_is_cut(self):
         s = self.serve()
