@@ -11,7 +11,10 @@
  * that path while the source's namespace is open to a host.
  *
  * Either way the copy is made under a temporary name, synced, and renamed
- * into place, so a crash never leaves a half copy under the final name.
+ * into place, so a crash never leaves a half copy under the final name. The
+ * temporary name starts with '.', which no lvol name may (rpc_params.c), so
+ * it can never be another volume's file; and the rename never replaces a
+ * file already at the final name (it is not ours to destroy).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -88,6 +91,16 @@ static int sparse_copy(int in, int out, off_t size)
         return 0;
 }
 
+int tgt_file_temp_path(const char *path, char *buf, size_t size)
+{
+        const char *slash = strrchr(path, '/');
+        int dir_len = slash ? (int)(slash - path + 1) : 0;
+        int n;
+
+        n = snprintf(buf, size, "%.*s.%s.tmp", dir_len, path, path + dir_len);
+        return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
 int tgt_file_clone(const char *src, const char *dst, bool allow_copy, bool *ret_reflinked,
                    struct gantry_error *err)
 {
@@ -96,7 +109,7 @@ int tgt_file_clone(const char *src, const char *dst, bool allow_copy, bool *ret_
         bool reflinked = false;
         int in, out, r = 0;
 
-        if (snprintf(tmp, sizeof(tmp), "%s.tmp", dst) >= (int)sizeof(tmp))
+        if (tgt_file_temp_path(dst, tmp, sizeof(tmp)) < 0)
                 return gantry_error_set(err, ENAMETOOLONG, "%s: path too long", dst);
         in = open(src, O_RDONLY | O_CLOEXEC);
         if (in < 0)
@@ -127,8 +140,13 @@ int tgt_file_clone(const char *src, const char *dst, bool allow_copy, bool *ret_
                 r = gantry_error_set(err, errno, "syncing %s: %s", tmp, strerror(errno));
         close(in);
         close(out);
-        if (r == 0 && rename(tmp, dst) < 0)
-                r = gantry_error_set(err, errno, "renaming %s: %s", tmp, strerror(errno));
+        if (r == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, dst, RENAME_NOREPLACE) < 0) {
+                if (errno == EEXIST)
+                        r = gantry_error_set(err, EEXIST, "%s exists and this target did not make it "
+                                             "(not in its state): move it away or remove it", dst);
+                else
+                        r = gantry_error_set(err, errno, "renaming %s: %s", tmp, strerror(errno));
+        }
         if (r < 0) {
                 unlink(tmp);
                 return r;

@@ -72,7 +72,8 @@ int tgt_state_save(const struct tgt_context *ctx, struct gantry_error *err)
         size_t len;
         int fd, r = 0;
 
-        if (snprintf(tmp, sizeof(tmp), "%s.tmp", ctx->state_path) >= (int)sizeof(tmp))
+        /* a name no lvol can have: the state may share its folder with an lvstore */
+        if (tgt_file_temp_path(ctx->state_path, tmp, sizeof(tmp)) < 0)
                 return gantry_error_set(err, ENAMETOOLONG, "state path too long");
         text = json_dumps(ctx->state, JSON_INDENT(1) | JSON_SORT_KEYS);
         if (!text)

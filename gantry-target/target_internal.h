@@ -127,10 +127,17 @@ int tgt_lvstore_space(const struct tgt_lvstore *lvs, uint64_t *ret_total, uint64
 /*
  * Copies file @src to a new file @dst: a reflink when the filesystem can;
  * otherwise a sparse byte copy when @allow_copy (the source is idle), else
- * -ENOTEMPTY with @err saying why. *ret_reflinked says which was done.
+ * -ENOTEMPTY with @err saying why. *ret_reflinked says which was done. A file
+ * already at @dst is left alone: -EEXIST.
  */
 int tgt_file_clone(const char *src, const char *dst, bool allow_copy, bool *ret_reflinked,
                    struct gantry_error *err) GANTRY_MUST_CHECK;
+/*
+ * The temporary name @path is written under before it is renamed into place:
+ * "DIR/.BASE.tmp". It starts with '.', which no lvol name may, so it cannot
+ * be a volume's file even in an lvstore's folder. 0 or -ENAMETOOLONG.
+ */
+int tgt_file_temp_path(const char *path, char *buf, size_t size) GANTRY_MUST_CHECK;
 
 /* ---- nvmet.c: configfs ---- */
 

@@ -315,6 +315,47 @@ class TargetStartTest(unittest.TestCase):
             self.assertIn("event=target.insecure_no_auth", f.read())
 
 
+class TargetFileNamesTest(unittest.TestCase):
+    """Whatever a caller names its lvols, snapshots and clones (any valid
+    name), gantry-target's own temporary files never land on an lvol's file.
+    The lvstore folder here also holds the state file, as an operator may
+    configure it."""
+
+    def setUp(self):
+        self.t = Target()
+        self.addCleanup(self.t.cleanup)
+        self.t.lvs = self.t.dir  # state.json lives in the lvstore's folder
+        self.t.start()
+
+    def write_lvol(self, name, data):
+        self.t.call("bdev_lvol_create", lvol_name=name, size_in_mib=1, lvs_name="gantry", thin_provision=True)
+        with open(os.path.join(self.t.lvs, name), "r+b") as f:
+            f.write(data)
+
+    def read_lvol(self, name, n):
+        with open(os.path.join(self.t.lvs, name), "rb") as f:
+            return f.read(n)
+
+    def test_snapshot_and_clone_keep_an_lvol_named_like_their_temporary(self):
+        self.write_lvol("vol-a", b"volume a")
+        self.write_lvol("vol-a.snap.tmp", b"bystander one")
+        self.write_lvol("vol-a.clone.tmp", b"bystander two")
+        self.t.call("bdev_lvol_snapshot", lvol_name="gantry/vol-a", snapshot_name="vol-a.snap")
+        self.t.call("bdev_lvol_clone", snapshot_name="gantry/vol-a.snap", clone_name="vol-a.clone")
+        self.assertEqual(self.read_lvol("vol-a.snap.tmp", 13), b"bystander one")
+        self.assertEqual(self.read_lvol("vol-a.clone.tmp", 13), b"bystander two")
+        self.assertEqual(self.read_lvol("vol-a.clone", 8), b"volume a")
+        for name in ("vol-a.snap.tmp", "vol-a.clone.tmp"):
+            self.assertEqual(len(self.t.call("bdev_get_bdevs", name="gantry/" + name)), 1)
+
+    def test_state_saves_keep_an_lvol_named_like_the_state_temporary(self):
+        self.write_lvol("state.json.tmp", b"bystander")
+        self.t.call("bdev_lvol_create", lvol_name="later", size_in_mib=1, lvs_name="gantry", thin_provision=True)
+        self.assertEqual(self.read_lvol("state.json.tmp", 9), b"bystander")
+        with open(os.path.join(self.t.dir, "state.json")) as f:
+            self.assertIn("gantry/later", f.read())
+
+
 class TargetTlsTest(unittest.TestCase):
     def test_tls(self):
         t = Target(tls=True)
