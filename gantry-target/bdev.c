@@ -43,24 +43,28 @@ static int size_file(int fd, uint64_t size, bool thin)
 
 int tgt_bdev_file_create(const char *path, uint64_t size, bool thin, struct gantry_error *err)
 {
-        struct stat st;
         int fd, r;
 
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        /*
+         * Never a file already there: whatever left it (a copy that died
+         * before its state was saved, an older agent, a hand) it may hold
+         * another volume's bytes, and the new lvol would serve them. Refused,
+         * not moved aside: the agent cannot tell whose it is, so it neither
+         * destroys nor hides it; the operator decides. Files a crash of this
+         * agent leaves are in the state as "creating" and go at restart.
+         */
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno == EEXIST)
+                return gantry_error_set(err, EEXIST, "%s exists and this target did not make it (not in its "
+                                        "state): move it away or remove it", path);
         if (fd < 0)
                 return gantry_error_set(err, errno, "creating %s: %s", path, strerror(errno));
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                close(fd);
-                return gantry_error_set(err, EEXIST, "%s: exists and is not a regular file", path);
-        }
-        /* a file a crash left behind is adopted, never shrunk */
-        r = (uint64_t)st.st_size > size ? 0 : size_file(fd, size, thin);
+        r = size_file(fd, size, thin);
         if (r == 0 && fsync(fd) < 0)
                 r = -errno;
         close(fd);
         if (r < 0) {
-                if (st.st_size == 0)
-                        unlink(path);
+                unlink(path); /* ours: made above */
                 return gantry_error_set(err, r, "sizing %s to %llu bytes: %s", path,
                                         (unsigned long long)size, strerror(-r));
         }

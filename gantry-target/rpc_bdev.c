@@ -65,22 +65,10 @@ int tgt_rpc_bdev_lvol_create(struct tgt_context *ctx, json_t *p, json_t **ret, s
          * crash in between leaves a file the state knows, removed at restart.
          */
         tgt_random_uuid(uuid);
-        b = json_pack("{s:s, s:s, s:s, s:I, s:b, s:i, s:s, s:b}", "kind", "lvol", "alias", alias,
+        b = json_pack("{s:s, s:s, s:s, s:I, s:b, s:i, s:s}", "kind", "lvol", "alias", alias,
                       "filename", path, "size", (json_int_t)size, "thin", thin, "block_size", 512,
-                      "lvs", lvs->name, "creating", 1);
-        if (!b || json_object_set_new(tgt_state_bdevs(ctx), uuid, b) < 0)
-                return gantry_error_set(err, ENOMEM, "out of memory");
-        if ((r = tgt_state_save(ctx, err)) < 0 ||
-            (r = tgt_bdev_file_create(path, size, thin, err)) < 0) {
-                struct gantry_error ignored = { 0 };
-                json_object_del(tgt_state_bdevs(ctx), uuid);
-                /* a saved "creating" entry left behind is dropped at the next start */
-                if (tgt_state_save(ctx, &ignored) < 0)
-                        log_warn("target.rollback_failed", "bdev=%s error=\"%s\"", uuid, ignored.msg);
-                return r;
-        }
-        json_object_del(b, "creating");
-        if ((r = tgt_state_save(ctx, err)) < 0)
+                      "lvs", lvs->name);
+        if ((r = tgt_rpc_bdev_new_file(ctx, uuid, b, path, size, thin, err)) < 0)
                 return r;
         log_info("target.bdev_created", "bdev=%s alias=%s size=%llu thin=%d", uuid, alias,
                  (unsigned long long)size, thin);
@@ -185,17 +173,26 @@ static int copy_bdev(struct tgt_context *ctx, const char *src, const char *name,
                 *ret = json_string(key);
                 return 0;
         }
-        r = tgt_file_clone(json_string_value(json_object_get(sb, "filename")), path,
-                           !bdev_published(ctx, src_key), &reflinked, err);
-        if (r < 0)
-                return r;
         clock_gettime(CLOCK_REALTIME, &now);
         tgt_random_uuid(uuid);
-        b = json_pack("{s:s, s:s, s:s, s:O, s:b, s:i, s:s, s:s, s:I, s:i, s:b}", "kind", kind, "alias", alias,
+        b = json_pack("{s:s, s:s, s:s, s:O, s:b, s:i, s:s, s:s, s:I, s:i}", "kind", kind, "alias", alias,
                       "filename", path, "size", json_object_get(sb, "size"), "thin", 1, "block_size", 512,
                       "lvs", lvs->name, "source", src_alias, "created", (json_int_t)now.tv_sec, "created_ns",
-                      (int)now.tv_nsec, "reflinked", reflinked);
-        if ((r = tgt_rpc_keep_bdev(ctx, uuid, b, path, err)) < 0)
+                      (int)now.tv_nsec);
+        if ((r = tgt_rpc_bdev_begin(ctx, uuid, b, err)) < 0)
+                return r;
+        r = tgt_file_clone(json_string_value(json_object_get(sb, "filename")), path,
+                           !bdev_published(ctx, src_key), &reflinked, err);
+        if (r < 0) {
+                tgt_rpc_bdev_abort(ctx, uuid);
+                return r;
+        }
+        if (json_object_set_new(b, "reflinked", json_boolean(reflinked)) < 0) {
+                unlink(path); /* made just now */
+                tgt_rpc_bdev_abort(ctx, uuid);
+                return gantry_error_set(err, ENOMEM, "out of memory");
+        }
+        if ((r = tgt_rpc_bdev_finish(ctx, uuid, path, err)) < 0)
                 return r;
         log_info("target.bdev_copied", "bdev=%s alias=%s kind=%s source=%s reflink=%d", uuid, alias, kind,
                  src_alias, reflinked);

@@ -172,15 +172,13 @@ int tgt_rpc_bdev_lvol_restore(struct tgt_context *ctx, json_t *p, json_t **ret, 
                 *ret = json_string(key);
                 return 0;
         }
-        if ((r = tgt_bdev_file_create(path, size, true, err)) < 0)
-                return r;
         tgt_random_uuid(uuid);
         b = json_pack("{s:s, s:s, s:s, s:I, s:b, s:i, s:s, s:s, s:I, s:i, s:{s:s, s:s, s:s, s:I, s:I}}", "kind",
                       "lvol", "alias", alias, "filename", path, "size", (json_int_t)size, "thin", 1, "block_size",
                       512, "lvs", lvs->name, "source", source, "created", (json_int_t)time(NULL), "created_ns", 0,
                       "restore", "image", image, "state", "running", "position", "", "started",
                       (json_int_t)time(NULL), "bytes_done", (json_int_t)0);
-        if ((r = tgt_rpc_keep_bdev(ctx, uuid, b, path, err)) < 0)
+        if ((r = tgt_rpc_bdev_new_file(ctx, uuid, b, path, size, true, err)) < 0)
                 return r;
         log_info("target.restore_queued", "bdev=%s alias=%s image=%s size=%llu", uuid, alias, image,
                  (unsigned long long)size);

@@ -40,8 +40,21 @@ int tgt_param_size(json_t *p, uint64_t *ret, struct gantry_error *err);
 int tgt_rpc_commit(struct tgt_context *ctx, json_t *old, const char *nqn, bool removed,
                    struct gantry_error *err);
 json_t *tgt_rpc_find_subsystem(struct tgt_context *ctx, const char *nqn, struct gantry_error *err);
-/* Records the new bdev @b (stolen; NULL: out of memory) as @uuid and saves; on failure @path goes. */
-int tgt_rpc_keep_bdev(struct tgt_context *ctx, const char *uuid, json_t *b, const char *path, struct gantry_error *err);
+/*
+ * Making a bdev with a file of its own, in three steps so that no crash ever
+ * leaves a file the state does not know: begin records @b (stolen; NULL: out
+ * of memory) as @uuid marked "creating" and saves it, before the file is
+ * made (a crash from here on leaves an entry the next start removes with its
+ * file: tgt_state_drop_unfinished); abort forgets it when making the file
+ * failed; finish drops the mark and saves, and on failure removes @path (made
+ * by this call, never a file found there). Each returns 0 or -errno with @err.
+ */
+int tgt_rpc_bdev_begin(struct tgt_context *ctx, const char *uuid, json_t *b, struct gantry_error *err);
+void tgt_rpc_bdev_abort(struct tgt_context *ctx, const char *uuid);
+int tgt_rpc_bdev_finish(struct tgt_context *ctx, const char *uuid, const char *path, struct gantry_error *err);
+/* The three steps around a new backing file of @size bytes at @path (bdev.c's tgt_bdev_file_create). */
+int tgt_rpc_bdev_new_file(struct tgt_context *ctx, const char *uuid, json_t *b, const char *path, uint64_t size,
+                          bool thin, struct gantry_error *err);
 
 /* ---- rpc_bdev.c: bdev methods ---- */
 

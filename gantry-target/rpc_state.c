@@ -62,21 +62,55 @@ json_t *tgt_rpc_find_subsystem(struct tgt_context *ctx, const char *nqn, struct 
         return s;
 }
 
-/* Records the new bdev @b (stolen; NULL: out of memory) as @uuid and saves; on failure @path goes. */
-int tgt_rpc_keep_bdev(struct tgt_context *ctx, const char *uuid, json_t *b, const char *path, struct gantry_error *err)
+int tgt_rpc_bdev_begin(struct tgt_context *ctx, const char *uuid, json_t *b, struct gantry_error *err)
 {
         int r;
 
-        if (!b || json_object_set_new(tgt_state_bdevs(ctx), uuid, b) < 0) {
-                unlink(path);
+        if (!b || json_object_set_new(b, "creating", json_true()) < 0 ||
+            json_object_set_new(tgt_state_bdevs(ctx), uuid, b) < 0) {
+                json_decref(b);
                 return gantry_error_set(err, ENOMEM, "out of memory");
         }
+        if ((r = tgt_state_save(ctx, err)) < 0)
+                tgt_rpc_bdev_abort(ctx, uuid);
+        return r;
+}
+
+void tgt_rpc_bdev_abort(struct tgt_context *ctx, const char *uuid)
+{
+        struct gantry_error ignored = { 0 };
+
+        json_object_del(tgt_state_bdevs(ctx), uuid);
+        /* a saved "creating" entry left behind is dropped at the next start */
+        if (tgt_state_save(ctx, &ignored) < 0)
+                log_warn("target.rollback_failed", "bdev=%s error=\"%s\"", uuid, ignored.msg);
+}
+
+int tgt_rpc_bdev_finish(struct tgt_context *ctx, const char *uuid, const char *path, struct gantry_error *err)
+{
+        int r;
+
+        json_object_del(json_object_get(tgt_state_bdevs(ctx), uuid), "creating");
         if ((r = tgt_state_save(ctx, err)) < 0) {
                 json_object_del(tgt_state_bdevs(ctx), uuid);
                 unlink(path);
+        }
+        return r;
+}
+
+
+int tgt_rpc_bdev_new_file(struct tgt_context *ctx, const char *uuid, json_t *b, const char *path, uint64_t size,
+                          bool thin, struct gantry_error *err)
+{
+        int r;
+
+        if ((r = tgt_rpc_bdev_begin(ctx, uuid, b, err)) < 0)
+                return r;
+        if ((r = tgt_bdev_file_create(path, size, thin, err)) < 0) {
+                tgt_rpc_bdev_abort(ctx, uuid);
                 return r;
         }
-        return 0;
+        return tgt_rpc_bdev_finish(ctx, uuid, path, err);
 }
 
 

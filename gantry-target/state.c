@@ -127,11 +127,18 @@ int tgt_state_drop_unfinished(struct tgt_context *ctx, struct gantry_error *err)
 
         json_object_foreach_safe(bdevs, tmp, key, b) {
                 const char *file = json_string_value(json_object_get(b, "filename"));
+                char temp[4096];
+
                 if (!json_is_true(json_object_get(b, "creating")))
                         continue;
                 if (file && unlink(file) < 0 && errno != ENOENT)
                         return gantry_error_set(err, errno, "removing half-made lvol %s (%s): %s",
                                                 key, file, strerror(errno));
+                /* and a copy's temporary file, when the crash came before its rename */
+                if (file && tgt_file_temp_path(file, temp, sizeof(temp)) == 0 && unlink(temp) < 0 &&
+                    errno != ENOENT)
+                        return gantry_error_set(err, errno, "removing half-made copy %s (%s): %s",
+                                                key, temp, strerror(errno));
                 log_warn("target.unfinished_lvol_removed", "bdev=%s filename=%s", key,
                          file ? file : "-");
                 json_object_del(bdevs, key);

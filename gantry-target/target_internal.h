@@ -113,7 +113,7 @@ int tgt_state_foreach_namespace(const struct tgt_context *ctx, tgt_state_namespa
 
 /* The lvstore named @name, or NULL. */
 const struct tgt_lvstore *tgt_lvstore_find(const struct tgt_context *ctx, const char *name);
-/* Creates (or adopts, when a crash left it) the backing file of a logical volume. */
+/* Creates the backing file of a logical volume; -EEXIST (@err says so) when a file is already at @path. */
 int tgt_bdev_file_create(const char *path, uint64_t size, bool thin, struct gantry_error *err) GANTRY_MUST_CHECK;
 /* Grows a backing file to @size (never shrinks). */
 int tgt_bdev_file_grow(const char *path, uint64_t size, bool thin, struct gantry_error *err) GANTRY_MUST_CHECK;

@@ -356,6 +356,73 @@ class TargetFileNamesTest(unittest.TestCase):
             self.assertIn("gantry/later", f.read())
 
 
+class TargetForeignFileTest(unittest.TestCase):
+    """A file already at a new lvol's path that the state does not know (a
+    copy that died between its rename and its state save, an older agent, a
+    hand) is never taken as the new lvol's: it could hold another volume's
+    bytes. gantry-target refuses the name and leaves the file as it was."""
+
+    def setUp(self):
+        self.t = Target()
+        self.addCleanup(self.t.cleanup)
+        self.t.start()
+
+    def test_a_snapshot_forgotten_by_the_state_is_not_adopted_by_a_new_lvol(self):
+        self.t.call("bdev_lvol_create", lvol_name="vol-a", size_in_mib=1, lvs_name="gantry", thin_provision=True)
+        with open(os.path.join(self.t.lvs, "vol-a"), "r+b") as f:
+            f.write(b"volume a's bytes")
+        snap = self.t.call("bdev_lvol_snapshot", lvol_name="gantry/vol-a", snapshot_name="vol-b")
+        # the crash between the copy's rename and its state save, replayed: the state
+        # as it was before the snapshot, the snapshot's file in place
+        self.t.stop()
+        state = os.path.join(self.t.dir, "state.json")
+        with open(state) as f:
+            doc = json.load(f)
+        del doc["bdevs"][snap]
+        with open(state, "w") as f:
+            json.dump(doc, f)
+        self.t.start()
+        for method, params in (("bdev_lvol_create", {"lvol_name": "vol-b", "size_in_mib": 1, "lvs_name": "gantry"}),
+                               ("bdev_lvol_clone", {"snapshot_name": "gantry/vol-a", "clone_name": "vol-b"})):
+            with self.subTest(method=method):
+                with self.assertRaises(RpcError) as e:
+                    self.t.call(method, **params)
+                self.assertEqual(e.exception.code, -17)  # EEXIST
+                self.assertIn("vol-b exists and this target did not make it", e.exception.message)
+                with open(os.path.join(self.t.lvs, "vol-b"), "rb") as f:
+                    self.assertEqual(f.read(16), b"volume a's bytes", "the file is left as it was")
+                self.assertEqual([b["aliases"] for b in self.t.call("bdev_get_bdevs")], [["gantry/vol-a"]])
+
+    def test_an_lvol_named_like_the_state_file_is_refused(self):
+        self.t.stop()
+        self.t.lvs = self.t.dir  # the state file in the lvstore's folder
+        self.t.start()
+        with self.assertRaises(RpcError) as e:
+            self.t.call("bdev_lvol_create", lvol_name="state.json", size_in_mib=1, lvs_name="gantry")
+        self.assertEqual(e.exception.code, -17)
+        with open(os.path.join(self.t.dir, "state.json")) as f:
+            self.assertIn("bdevs", json.load(f))
+
+    def test_a_copy_killed_mid_way_leaves_nothing_after_restart(self):
+        """gantry-target dies while copying (SIGXFSZ: the copy grows past
+        RLIMIT_FSIZE, the state file stays below it): the restart removes
+        the half copy, and the name is free again."""
+        self.t.call("bdev_lvol_create", lvol_name="big", size_in_mib=4, lvs_name="gantry")
+        self.t.stop()
+        self.t.preexec = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+        self.t.start()
+        with self.assertRaises(Exception):
+            self.t.call("bdev_lvol_snapshot", lvol_name="gantry/big", snapshot_name="snap")
+        self.assertEqual(self.t.proc.wait(20), -signal.SIGXFSZ)
+        self.t.logf.close()
+        self.t.proc = None
+        self.t.preexec = None
+        self.t.start()
+        self.assertEqual(sorted(os.listdir(self.t.lvs)), ["big"], "the half copy leaked")
+        self.t.call("bdev_lvol_snapshot", lvol_name="gantry/big", snapshot_name="snap")
+        self.assertEqual(sorted(os.listdir(self.t.lvs)), ["big", "snap"])
+
+
 class TargetTlsTest(unittest.TestCase):
     def test_tls(self):
         t = Target(tls=True)
