@@ -253,12 +253,68 @@ static int check_name(const char *field, const char *s, size_t max, struct gantr
         return 0;
 }
 
+/* Whether @a and @b write different io.max lines (another pod or another device). */
+static bool other_line(const struct qos_record *a, const struct qos_record *b)
+{
+        return strcmp(a->pod_uid, b->pod_uid) != 0 || a->dev_major != b->dev_major ||
+               a->dev_minor != b->dev_minor;
+}
+
+/*
+ * A re-publish whose new cap could not be put in force: @rec goes back to
+ * @old, in memory and on disk, and @old's line (never touched) stays in
+ * force. Best effort: a record left with the new device is found wrong by
+ * the next reconcile, which rewrites the line. Lock held.
+ */
+static void keep_old_locked(struct qos_record *rec, const struct qos_record *old)
+{
+        char vol[2 * GANTRY_QOS_NAME_MAX];
+        int r;
+
+        *rec = *old;
+        if ((r = gantry_qos_record_write(q.state_dir, rec)) < 0)
+                log_warn("node.qos_record_restore_failed", "volume_id=%s error=\"%s\"",
+                         gantry_log_quote(rec->volume_id, vol, sizeof(vol)), strerror(-r));
+}
+
+/*
+ * After a re-publish put @rec's new line in force: takes back the line of
+ * @old (the record before) when it was another pod's or device's and no other
+ * record needs it. When that fails the new line is taken back too and @rec
+ * returns to @old: the cap moves whole or not at all. Returns 0 or -errno
+ * with @err. Lock held.
+ */
+static int move_off_old_locked(struct qos_record *rec, const struct qos_record *old,
+                               struct gantry_error *err)
+{
+        char vol[2 * GANTRY_QOS_NAME_MAX];
+        int r;
+
+        if (!other_line(rec, old) || line_shared_locked(old))
+                return 0;
+        r = release(old);
+        if (r == 0) {
+                log_info("node.qos_moved", "volume_id=%s from=%u:%u to=%u:%u",
+                         gantry_log_quote(rec->volume_id, vol, sizeof(vol)), old->dev_major, old->dev_minor,
+                         rec->dev_major, rec->dev_minor);
+                return 0;
+        }
+        gantry_error_set(err, r, "io.max of pod %s/%s: cannot take back the cap of %u:%u to move it to %u:%u: %s",
+                         rec->pod_namespace, rec->pod_name, old->dev_major, old->dev_minor,
+                         rec->dev_major, rec->dev_minor, strerror(-r));
+        count("gantry_node_qos_errors_total", "io.max writes that failed", NULL);
+        if (rec->enforced && !line_shared_locked(rec))
+                (void)release(rec);
+        keep_old_locked(rec, old);
+        return r;
+}
+
 int gantry_qos_apply(const struct gantry_qos_request *req, struct gantry_error *err)
 {
-        struct qos_record *rec;
+        struct qos_record *rec, old;
         ssize_t at;
         bool added = false;
-        int r;
+        int r, moved;
 
         if ((r = check_name("pod uid", req->pod_uid, 64, err)) < 0 ||
             (r = check_name("pod namespace", req->pod_namespace, GANTRY_QOS_NAME_MAX, err)) < 0 ||
@@ -297,6 +353,7 @@ int gantry_qos_apply(const struct gantry_qos_request *req, struct gantry_error *
                 q.recs[q.n++] = rec;
                 added = true;
         }
+        old = *rec; /* a re-publish: what to put back if the new cap cannot be put in force */
         snprintf(rec->target_path, sizeof(rec->target_path), "%s", req->target_path);
         snprintf(rec->volume_id, sizeof(rec->volume_id), "%s", req->volume_id);
         snprintf(rec->pod_uid, sizeof(rec->pod_uid), "%s", req->pod_uid);
@@ -317,6 +374,8 @@ int gantry_qos_apply(const struct gantry_qos_request *req, struct gantry_error *
                                  strerror(-r));
                 if (added)
                         drop_locked((size_t)q.n - 1);
+                else
+                        *rec = old;
                 goto out;
         }
         r = enforce_locked(rec);
@@ -325,8 +384,16 @@ int gantry_qos_apply(const struct gantry_qos_request *req, struct gantry_error *
                                  rec->pod_namespace, rec->pod_name, rec->cgroup_dir,
                                  rec->dev_major, rec->dev_minor, strerror(-r));
                 count("gantry_node_qos_errors_total", "io.max writes that failed", NULL);
-                gantry_qos_record_remove(q.state_dir, rec->target_path);
-                drop_locked((size_t)find_locked(rec->target_path));
+                if (added) {
+                        gantry_qos_record_remove(q.state_dir, rec->target_path);
+                        drop_locked((size_t)find_locked(rec->target_path));
+                } else {
+                        keep_old_locked(rec, &old);
+                }
+                goto out;
+        }
+        if (!added && (moved = move_off_old_locked(rec, &old, err)) < 0) {
+                r = moved;
                 goto out;
         }
         if (r == 0) {

@@ -7,8 +7,10 @@
  *
  * The cgroup tree here is a STAND-IN: plain directories and files in a
  * temporary dir laid out as the kubelet lays out /sys/fs/cgroup (io.max a
- * regular file holding the last line written). The kernel's io.max is
- * exercised in the VM (tests/vm).
+ * regular file). Writes to it go through __wrap_gantry_qos_iomax_write, a
+ * STAND-IN of the kernel: a line replaces only its own device's line, and a
+ * line for a device that does not exist (major ABSENT_MAJOR) is refused.
+ * The kernel's io.max is exercised in the VM (tests/vm).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +38,43 @@
 #define UID_B "0b6f2c5a-2222-4a4a-9b9b-000000000002"
 
 static char root[256], state_dir[300], cg[300];
+
+#define ABSENT_MAJOR 250
+
+int __real_gantry_qos_iomax_write(const char *cgroup_root, const char *cgroup_dir, unsigned major,
+                                  unsigned minor, const struct gantry_qos_rates *r);
+
+/* The STAND-IN of the kernel's io.max write (see the top of the file). */
+int __wrap_gantry_qos_iomax_write(const char *cgroup_root, const char *cgroup_dir, unsigned major,
+                                  unsigned minor, const struct gantry_qos_rates *r)
+{
+        char path[1100], others[4096] = "", line[256], dev[32];
+        FILE *f;
+        int ret;
+
+        if (major == ABSENT_MAJOR)
+                return -ENODEV;
+        snprintf(path, sizeof(path), "%s/io.max", cgroup_dir);
+        snprintf(dev, sizeof(dev), "%u:%u ", major, minor);
+        if ((f = fopen(path, "re"))) {
+                while (fgets(line, sizeof(line), f))
+                        if (strncmp(line, dev, strlen(dev)) != 0 && line[0] != '\n' &&
+                            strlen(others) + strlen(line) + 1 < sizeof(others)) {
+                                line[strcspn(line, "\n")] = '\0';
+                                strcat(strcat(others, line), "\n");
+                        }
+                fclose(f);
+        }
+        ret = __real_gantry_qos_iomax_write(cgroup_root, cgroup_dir, major, minor, r);
+        if (ret < 0 || !others[0])
+                return ret;
+        assert_true(gantry_attr_read(path, line, sizeof(line)) > 0);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        fprintf(f, "%s%s\n", others, line);
+        fclose(f);
+        return 0;
+}
 
 static void mkdirs(const char *rel)
 {
@@ -354,6 +393,73 @@ static void test_refused_line_is_an_error_and_no_record(void **state)
         assert_non_null(strstr(err.msg, "pod uid"));
 }
 
+static int find_dev(const struct gantry_qos_entry *e, void *ud)
+{
+        unsigned *dev = ud;
+
+        dev[0] = e->dev_major;
+        dev[1] = e->dev_minor;
+        dev[2] = e->enforced;
+        return 0;
+}
+
+/* The rbps cap io.max holds for a device of @dir; -1 when it has no line. */
+static long long rbps_of(const char *dir, unsigned major)
+{
+        struct gantry_qos_rates got;
+        int found = gantry_qos_iomax_read(dir, major, 0, &got);
+
+        assert_true(found >= 0);
+        return found ? (long long)got.rbps : -1;
+}
+
+static void test_republish_moves_the_cap_whole_or_not_at_all(void **state)
+{
+        struct gantry_qos_options o = { .state_dir = state_dir, .cgroup_root = cg };
+        struct gantry_qos_request r = {
+                .pod_uid = UID_A, .pod_namespace = "ml", .pod_name = "a", .volume_id = "ds-1",
+                .target_path = "/t", .dev_major = 251, .dev_minor = 0,
+                .declared = { .rbps = 4000000 }, .policy = GANTRY_QOS_POLICY_CAP,
+        };
+        struct gantry_error err = { 0 };
+        unsigned dev[3] = { 0 };
+        char dir[600];
+
+        (void)state;
+        put("cgroup.controllers", "io\n");
+        mkdirs("kubepods/pod" UID_A);
+        put("kubepods/pod" UID_A "/io.max", "");
+        snprintf(dir, sizeof(dir), "%s/kubepods/pod" UID_A, cg);
+        assert_int_equal(gantry_qos_init(&o, &err), 0);
+        assert_int_equal(gantry_qos_apply(&r, &err), 0);
+        assert_int_equal(rbps_of(dir, 251), 4000000);
+
+        /* the same target path re-published on another device: the cap moves */
+        r.dev_major = 252;
+        assert_int_equal(gantry_qos_apply(&r, &err), 0);
+        assert_int_equal(rbps_of(dir, 252), 4000000);
+        assert_int_equal(rbps_of(dir, 251), 0); /* taken back ("max") */
+
+        /* a re-publish on a device whose line is refused: the cap stays where it was, recorded */
+        r.dev_major = ABSENT_MAJOR;
+        assert_int_equal(gantry_qos_apply(&r, &err), -ENODEV);
+        assert_int_equal(count_records(), 1);
+        assert_int_equal(gantry_qos_for_each(find_dev, dev), 0);
+        assert_int_equal(dev[0], 252);
+        assert_int_equal(dev[2], 1);
+        assert_int_equal(rbps_of(dir, 252), 4000000);
+        /* and so on disk: a restart finds the device whose line is in force */
+        gantry_qos_shutdown();
+        assert_int_equal(gantry_qos_init(&o, &err), 0);
+        assert_int_equal(gantry_qos_for_each(find_dev, dev), 0);
+        assert_int_equal(dev[0], 252);
+
+        /* so the unpublish can take it back */
+        assert_int_equal(gantry_qos_remove(r.target_path, &err), 0);
+        assert_int_equal(rbps_of(dir, 252), 0);
+        assert_int_equal(count_records(), 0);
+}
+
 /* ---- the scheduler's charge and the node's cap: one number ---- */
 
 static const char *const objects[] = {
@@ -602,6 +708,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_apply_remove_reconcile, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cgroup_v1_not_enforced, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_line_is_an_error_and_no_record, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_republish_moves_the_cap_whole_or_not_at_all, setup,
                                                 teardown),
                 cmocka_unit_test(test_scheduler_charge_equals_node_cap),
         };
