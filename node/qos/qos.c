@@ -187,6 +187,26 @@ static int load_records(struct gantry_error *err)
         return r;
 }
 
+/*
+ * mkdir -p of @path, each folder it makes mode 0700 (the records name pods
+ * and volumes): a node plugin run outside a DaemonSet finds no kubelet
+ * plugin folder to write in. 0 or -errno.
+ */
+static int make_state_dir(const char *path)
+{
+        char buf[GANTRY_QOS_PATH_MAX];
+
+        if ((size_t)snprintf(buf, sizeof(buf), "%s", path) >= sizeof(buf))
+                return -ENAMETOOLONG;
+        for (char *p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
+                *p = '\0';
+                if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+                        return -errno;
+                *p = '/';
+        }
+        return mkdir(buf, 0700) < 0 && errno != EEXIST ? -errno : 0;
+}
+
 int gantry_qos_init(const struct gantry_qos_options *opts, struct gantry_error *err)
 {
         int r;
@@ -207,9 +227,9 @@ int gantry_qos_init(const struct gantry_qos_options *opts, struct gantry_error *
                 r = gantry_error_set(err, ENOMEM, "qos: out of memory");
                 goto out;
         }
-        if (mkdir(q.state_dir, 0700) < 0 && errno != EEXIST) {
-                r = gantry_error_set(err, errno, "qos state dir %s: %s", q.state_dir,
-                                     strerror(errno));
+        if ((r = make_state_dir(q.state_dir)) < 0) {
+                r = gantry_error_set(err, r, "qos state dir %s (--qos-state-dir): cannot create it: %s",
+                                     q.state_dir, strerror(-r));
                 goto out;
         }
         while (q.n)

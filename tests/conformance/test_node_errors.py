@@ -6,6 +6,7 @@ only for an empty field. Runs on the host: nothing is mapped or mounted, and
 the node plugin is told to load no kernel module."""
 import json
 import os
+import shutil
 import tempfile
 import unittest
 
@@ -81,3 +82,23 @@ class NodePathErrorsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class NodeStartTest(unittest.TestCase):
+    """The node plugin makes its own state folder, parents too (0700), as a
+    daemon run outside a DaemonSet finds no kubelet plugin folder."""
+
+    def test_serves_with_a_state_dir_whose_parents_do_not_exist(self):
+        d = tempfile.mkdtemp(prefix="gantry-node-start-")
+        self.addCleanup(shutil.rmtree, d, True)
+        config = os.path.join(d, "gantry.json")
+        with open(config, "w") as f:
+            json.dump({"node": {"kernelModules": []}}, f)
+        state = os.path.join(d, "kubelet", "plugins", "csi.gantry.io", "qos")
+        plugin = Plugin(mode="node", node_id="conf-node", config=config, extra=["--qos-state-dir", state])
+        self.addCleanup(plugin.cleanup)
+        plugin.start()
+        self.assertEqual(plugin.call("NodeGetInfo", csi_pb2.NodeGetInfoRequest()).node_id, "conf-node")
+        for folder in (os.path.join(d, "kubelet"), os.path.join(d, "kubelet", "plugins"), state):
+            self.assertEqual(os.stat(folder).st_mode & 0o777, 0o700, folder)
+        self.assertEqual(plugin.stop(), 0)
