@@ -50,6 +50,7 @@ static const struct errno_row rows[] = {
         { ENOTEMPTY, GANTRY_GRPC_FAILED_PRECONDITION, 409 },
         { ESTALE, GANTRY_GRPC_FAILED_PRECONDITION, 409 },
         { ENOPKG, GANTRY_GRPC_FAILED_PRECONDITION, 409 }, /* a kernel module the node needs */
+        { GANTRY_ENOCONFIG, GANTRY_GRPC_FAILED_PRECONDITION, 500 }, /* the server's config, not the request */
         { ERANGE, GANTRY_GRPC_OUT_OF_RANGE, 400 },
         { EOVERFLOW, GANTRY_GRPC_OUT_OF_RANGE, 400 },
         { EUCLEAN, GANTRY_GRPC_DATA_LOSS, 500 },

@@ -30,6 +30,15 @@ enum gantry_grpc_code {
 
 #define GANTRY_GRPC_CODE_COUNT 17
 
+/*
+ * The errno of "the driver config lacks what this request needs" (e.g. a
+ * volume asks for DH-HMAC-CHAP and dhchapKeyDir is not set): the operator's
+ * to mend, not the caller's, so FAILED_PRECONDITION, never a code that
+ * blames the caller's input or credentials. ENOANO because no system call
+ * returns it: it can only mean this.
+ */
+#define GANTRY_ENOCONFIG ENOANO
+
 /* Maps an errno (sign ignored; 0 is OK) to a gRPC status code. */
 enum gantry_grpc_code gantry_status_grpc_from_errno(int err);
 

@@ -346,6 +346,7 @@ int gantry_controller_init(const struct gantry_config *config, const char *kubec
                 api_open = true;
                 api = gantry_kube_process_client();
         }
+        gantry_checkpoint_config_check(config, controller_metrics);
         gantry_node_registry_init(api);
         gantry_copy_state_init(api);
         gantry_promotion_resume_start(config); /* copies a killed controller left go on */

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "node_internal.h"
 #include "nvmf.h"
+#include "status.h"
 
 /* What a stage request asks, checked before anything is touched. */
 struct stage_req {
@@ -50,8 +51,8 @@ static int stage_load_keys(const char *dir, bool bidirectional, struct gantry_nv
         int r;
 
         if (!dir)
-                return gantry_error_set(err, ENOKEY, "volume_context.auth: host %s, subsystem %s: the volume "
-                                        "needs DH-HMAC-CHAP but dhchapKeyDir is not set in the driver config",
+                return gantry_error_set(err, GANTRY_ENOCONFIG, "dhchapKeyDir: not set in the driver config, and "
+                                        "volume_context.auth of host %s, subsystem %s needs DH-HMAC-CHAP",
                                         v->host_nqn, v->nqn);
         r = gantry_dhchap_key_file_load(dir, v->host_nqn, ".key", false, key, err);
         if (r == 0 && bidirectional)
@@ -61,8 +62,9 @@ static int stage_load_keys(const char *dir, bool bidirectional, struct gantry_nv
         explicit_bzero(key, sizeof(key));
         explicit_bzero(ctrl, sizeof(ctrl));
         if (r == -ENOENT)
-                return gantry_error_set(err, ENOKEY, "volume_context.auth: host %s, subsystem %s: %s (was the "
-                                        "volume published to this node?)", v->host_nqn, v->nqn, err->msg);
+                return gantry_error_set(err, GANTRY_ENOCONFIG, "dhchapKeyDir: host %s, subsystem %s: %s (was the "
+                                        "volume published to this node, and is dhchapKeyDir the folder the "
+                                        "controller writes?)", v->host_nqn, v->nqn, err->msg);
         return r;
 }
 

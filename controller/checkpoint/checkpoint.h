@@ -28,6 +28,17 @@ bool gantry_checkpoint_is_volume_id(const char *volume_id);
 /* Whether @snapshot_id is a checkpoint snapshot ID ("0003-..."). */
 bool gantry_checkpoint_is_snapshot_id(const char *snapshot_id);
 
+struct gantry_config;
+struct gantry_metrics;
+
+/*
+ * At start: says in one log line, and in the gauge
+ * gantry_config_dhchap_key_dir_missing of @m (NULL: none), when @config has
+ * checkpoint targets but no dhchapKeyDir, so the operator sees it before the
+ * first publish of an auth: dhchap volume fails.
+ */
+void gantry_checkpoint_config_check(const struct gantry_config *config, struct gantry_metrics *m);
+
 int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1__CreateVolumeRequest *req,
                                     Csi__V1__CreateVolumeResponse *resp, struct gantry_error *err);
 int gantry_checkpoint_delete_volume(struct gantry_csi_call *call, const Csi__V1__DeleteVolumeRequest *req,

@@ -22,6 +22,8 @@
 
 #include "checkpoint_internal.h"
 #include "log.h"
+#include "metrics.h"
+#include "status.h"
 #include "node_registry.h"
 #include "target_client.h"
 
@@ -48,8 +50,10 @@ static int add_host_params(const struct gantry_csi_call *call,
                 return gantry_error_set(err, EINVAL, "volume_context.auth: dhchap, dhchap-bidirectional or none");
         bidi = strcmp(auth, "dhchap-bidirectional") == 0;
         if (!call->config->dhchap_key_dir)
-                return gantry_error_set(err, ENOKEY, "volume_context.auth: %s needs dhchapKeyDir in the driver "
-                                        "config (host %s, subsystem %s)", auth, host, nqn);
+                return gantry_error_set(err, GANTRY_ENOCONFIG,
+                                        "dhchapKeyDir: not set in the driver config, and volume_context.auth "
+                                        "%s needs it (host %s, subsystem %s): set it, or auth: none in the "
+                                        "StorageClass", auth, host, nqn);
         if ((r = gantry_dhchap_key_file_load(call->config->dhchap_key_dir, host, ".key", true, key, err)) < 0 ||
             (bidi && (r = gantry_dhchap_key_file_load(call->config->dhchap_key_dir, host, ".ctrl.key", true, ctrl,
                                                       err)) < 0))
@@ -177,4 +181,21 @@ out:
         json_decref(subsys);
         ckpt_lock_release(ref.uuid);
         return r;
+}
+
+void gantry_checkpoint_config_check(const struct gantry_config *config, struct gantry_metrics *m)
+{
+        bool missing = config->n_targets > 0 && !config->dhchap_key_dir;
+
+        if (missing)
+                log_warn("controller.dhchap_key_dir_missing",
+                         "targets=%zu: dhchapKeyDir is not set in the driver config; checkpoint volumes with "
+                         "auth dhchap (a checkpoint class's default) or dhchap-bidirectional fail "
+                         "ControllerPublishVolume with FAILED_PRECONDITION until it is",
+                         config->n_targets);
+        if (m)
+                gantry_metrics_gauge_set(m, "gantry_config_dhchap_key_dir_missing",
+                                         "1 when the driver config has checkpoint targets and no dhchapKeyDir "
+                                         "(publishes of auth: dhchap volumes fail)",
+                                         NULL, missing ? 1 : 0);
 }

@@ -77,6 +77,8 @@ class TargetsTestCase(unittest.TestCase):
     gantry-csi (a leak under ASan) fails the suite."""
     TARGETS = ()
     CLUSTERS = None
+    DHCHAP_KEY_DIR = True  # False: the driver config has no dhchapKeyDir
+    PLUGIN_EXTRA = ()      # more gantry-csi flags
 
     @classmethod
     def setUpClass(cls):
@@ -93,14 +95,17 @@ class TargetsTestCase(unittest.TestCase):
                     f.write(t.token + "\n")
                 entries.append((tid, t.url, tok, [(traddr, "4420")], leaf, getattr(t, "cert", None)))
             cfg = write_config(os.path.join(cls.dir, "gantry.json"), entries)
-            if cls.CLUSTERS:
+            if cls.CLUSTERS or not cls.DHCHAP_KEY_DIR:
                 with open(cfg) as f:
                     doc = json.load(f)
-                doc["clusters"] = cls.CLUSTERS
+                if cls.CLUSTERS:
+                    doc["clusters"] = cls.CLUSTERS
+                if not cls.DHCHAP_KEY_DIR:
+                    del doc["dhchapKeyDir"]
                 with open(cfg, "w") as f:
                     json.dump(doc, f)
             os.makedirs(os.path.join(cls.dir, "csi"))
-            cls.plugin = Plugin(mode="controller", node_id=None, config=cfg,
+            cls.plugin = Plugin(mode="controller", node_id=None, config=cfg, extra=cls.PLUGIN_EXTRA,
                                 workdir=os.path.join(cls.dir, "csi")).start()
         except BaseException:
             cls.stop_all()  # a failed setUpClass gets no tearDownClass

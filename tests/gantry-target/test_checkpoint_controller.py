@@ -3,6 +3,7 @@
 write to a stand-in configfs directory (the host has no configfs); the VM
 test (tests/vm/) does the same against the kernel's nvmet."""
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -291,6 +292,38 @@ class CheckpointControllerTest(TargetsTestCase):
 
 
 @unittest.skipUnless(os.environ.get("GANTRY_FAKEAPI"), "GANTRY_FAKEAPI not set")
+
+class CheckpointNoKeyDirTest(TargetsTestCase):
+    """A driver config with checkpoint targets and no dhchapKeyDir: the
+    publish of an auth: dhchap volume (a checkpoint class's default) is the
+    operator's configuration to mend, FAILED_PRECONDITION naming the field,
+    not UNAUTHENTICATED; and the controller says so at start (log, gauge)."""
+    TARGETS = (("a", "tgt-a", "leaf-1", "127.0.0.1", {}),)
+    DHCHAP_KEY_DIR = False
+    PLUGIN_EXTRA = ("--metrics-addr", "127.0.0.1:0")
+
+    def test_publish_without_key_dir_is_a_failed_precondition_seen_at_start(self):
+        v = self.call("CreateVolume", create_req("pvc-nokeydir", leaf="leaf-1")).volume
+        self.addCleanup(self.call, "DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=v.volume_id))
+        self.assertEqual(v.volume_context["auth"], "dhchap")
+        code, msg = self.code_of("ControllerPublishVolume", publish_req(v.volume_id, "gpu-1", ctx=v.volume_context))
+        self.assertEqual(code, grpc.StatusCode.FAILED_PRECONDITION, msg)
+        self.assertIn("dhchapKeyDir", msg)
+        self.assertEqual(self.a.call("nvmf_get_subsystems", nqn=v.volume_context["nqn"])[0]["hosts"], [])
+        # said at start, before any publish: one log line and a gauge
+        log = self.plugin.read_log()
+        self.assertEqual(log.count("event=controller.dhchap_key_dir_missing"), 1)
+        port = re.findall(r"event=csi.metrics_listening .*port=(\d+)", log)[-1]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=20) as r:
+            self.assertIn("gantry_config_dhchap_key_dir_missing 1", r.read().decode())
+        # auth: none needs no key folder
+        v = self.call("CreateVolume", create_req("pvc-nokeydir-none", leaf="leaf-1", auth="none")).volume
+        self.addCleanup(self.call, "DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=v.volume_id))
+        self.call("ControllerPublishVolume", publish_req(v.volume_id, "gpu-1", ctx=v.volume_context))
+        self.call("ControllerUnpublishVolume",
+                  csi_pb2.ControllerUnpublishVolumeRequest(volume_id=v.volume_id, node_id="gpu-1"))
+
+
 class NodeRegistryTest(unittest.TestCase):
     """ControllerPublishVolume answers NOT_FOUND for a node ID no node plugin
     of ours reported: the controller reads the CSINode objects kubelet writes

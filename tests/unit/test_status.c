@@ -23,6 +23,8 @@ static void test_grpc_mapping(void **state)
         assert_int_equal(gantry_status_grpc_from_errno(-ETIMEDOUT), GANTRY_GRPC_DEADLINE_EXCEEDED);
         assert_int_equal(gantry_status_grpc_from_errno(-ENOTCONN), GANTRY_GRPC_UNAVAILABLE);
         assert_int_equal(gantry_status_grpc_from_errno(-ENOSYS), GANTRY_GRPC_UNIMPLEMENTED);
+        /* the operator's configuration, not the caller's input or credentials */
+        assert_int_equal(gantry_status_grpc_from_errno(-GANTRY_ENOCONFIG), GANTRY_GRPC_FAILED_PRECONDITION);
         /* an errno nobody mapped is INTERNAL, never OK */
         assert_int_equal(gantry_status_grpc_from_errno(-EXDEV), GANTRY_GRPC_INTERNAL);
 }
