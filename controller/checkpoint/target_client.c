@@ -13,6 +13,7 @@
 #include "attr_file.h"
 #include "byte_buf.h"
 #include "log.h"
+#include "status.h"
 
 #define MAX_RESPONSE (4 * 1024 * 1024)
 #define MAX_TOKEN 4096
@@ -84,7 +85,8 @@ int gantry_target_call(const struct gantry_target_config *t, const char *method,
         headers = curl_slist_append(headers, "Content-Type: application/json");
         if (t->token_file) {
                 if ((r = auth_header(t->token_file, auth, sizeof(auth))) < 0) {
-                        r = gantry_error_set(err, r, "target %s: tokenFile %s: %s", t->id,
+                        /* the operator's file: never NOT_FOUND, which would say the volume is gone */
+                        r = gantry_error_set(err, GANTRY_ENOCONFIG, "tokenFile: target %s: %s: %s", t->id,
                                              t->token_file, strerror(-r));
                         goto out;
                 }
@@ -112,8 +114,9 @@ int gantry_target_call(const struct gantry_target_config *t, const char *method,
         }
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
         if (status == 401 || status == 403) {
-                r = gantry_error_set(err, EACCES, "target %s: %s: HTTP %ld (check tokenFile)", t->id,
-                                     method, status);
+                /* the controller's token, from the driver config: not the CSI caller's permission */
+                r = gantry_error_set(err, GANTRY_ENOCONFIG, "tokenFile: target %s refused the token: %s: HTTP %ld",
+                                     t->id, method, status);
                 goto out;
         }
         resp = body.data ? json_loads(body.data, 0, NULL) : NULL;

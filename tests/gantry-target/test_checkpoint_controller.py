@@ -293,8 +293,10 @@ class CheckpointControllerTest(TargetsTestCase):
 
 @unittest.skipUnless(os.environ.get("GANTRY_FAKEAPI"), "GANTRY_FAKEAPI not set")
 
-class CheckpointNoKeyDirTest(TargetsTestCase):
-    """A driver config with checkpoint targets and no dhchapKeyDir: the
+class CheckpointOperatorConfigTest(TargetsTestCase):
+    """What the operator's driver config lacks is FAILED_PRECONDITION naming
+    the field, never a code that blames the caller. Here checkpoint targets
+    and no dhchapKeyDir: the
     publish of an auth: dhchap volume (a checkpoint class's default) is the
     operator's configuration to mend, FAILED_PRECONDITION naming the field,
     not UNAUTHENTICATED; and the controller says so at start (log, gauge)."""
@@ -322,6 +324,26 @@ class CheckpointNoKeyDirTest(TargetsTestCase):
         self.call("ControllerPublishVolume", publish_req(v.volume_id, "gpu-1", ctx=v.volume_context))
         self.call("ControllerUnpublishVolume",
                   csi_pb2.ControllerUnpublishVolumeRequest(volume_id=v.volume_id, node_id="gpu-1"))
+
+    def test_a_bad_or_missing_token_file_is_a_failed_precondition(self):
+        """The controller's token for a target comes from the driver config's
+        tokenFile: one the target refuses, or one that cannot be read, is the
+        operator's to mend: not PERMISSION_DENIED (the caller's rights), not
+        NOT_FOUND (which would tell the CO the volume is gone)."""
+        tok = os.path.join(self.a.dir, "token.client")
+        self.addCleanup(lambda: open(tok, "w").write(self.a.token + "\n"))
+        req = csi_pb2.DeleteVolumeRequest(volume_id="0002-0005-tgt-a-0000000000000000-"
+                                                    "0b4e3c8e-2a43-4b8f-9b6e-8a1d6f0e7c11")
+        for case in ("refused", "unreadable"):
+            with self.subTest(case=case):
+                if case == "refused":
+                    with open(tok, "w") as f:
+                        f.write("not-the-token\n")
+                else:
+                    os.remove(tok)
+                code, msg = self.code_of("DeleteVolume", req)
+                self.assertEqual(code, grpc.StatusCode.FAILED_PRECONDITION, msg)
+                self.assertIn("tokenFile", msg)
 
 
 class NodeRegistryTest(unittest.TestCase):
