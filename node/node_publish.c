@@ -20,7 +20,7 @@ static int publish_locked(const Csi__V1__NodePublishVolumeRequest *req,
                           const struct node_capability *cap, bool readonly, dev_t *ret_dev,
                           struct gantry_error *err)
 {
-        char source[NODE_PATH_MAX], parent[NODE_PATH_MAX];
+        char source[NODE_PATH_MAX], parent[NODE_PATH_MAX], vol[512], path[2 * NODE_PATH_MAX];
         struct node_mount m;
         dev_t src_dev, dev;
         int r;
@@ -61,8 +61,8 @@ static int publish_locked(const Csi__V1__NodePublishVolumeRequest *req,
         r = gantry_node_bind(source, req->target_path, readonly, err);
         if (r < 0)
                 return r;
-        log_info("node.published", "volume_id=%s path=%s ro=%d", req->volume_id, req->target_path,
-                 readonly);
+        log_info("node.published", "volume_id=%s path=%s ro=%d", gantry_log_quote(req->volume_id, vol, sizeof(vol)),
+                 gantry_log_quote(req->target_path, path, sizeof(path)), readonly);
         return 0;
 }
 
@@ -125,6 +125,7 @@ int gantry_node_unpublish(struct gantry_csi_call *call, const ProtobufCMessage *
 {
         const Csi__V1__NodeUnpublishVolumeRequest *req =
                 (const Csi__V1__NodeUnpublishVolumeRequest *)request;
+        char vol[512], path[2 * NODE_PATH_MAX];
         int r;
 
         (void)call;
@@ -139,7 +140,8 @@ int gantry_node_unpublish(struct gantry_csi_call *call, const ProtobufCMessage *
                 r = gantry_node_qos_unpublish(req->target_path, err);
         gantry_node_lock_release(req->volume_id);
         if (r == 0)
-                log_info("node.unpublished", "volume_id=%s path=%s", req->volume_id,
-                         req->target_path);
+                log_info("node.unpublished", "volume_id=%s path=%s",
+                         gantry_log_quote(req->volume_id, vol, sizeof(vol)),
+                         gantry_log_quote(req->target_path, path, sizeof(path)));
         return r;
 }

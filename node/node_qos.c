@@ -136,8 +136,12 @@ int gantry_node_qos_publish(const Csi__V1__NodePublishVolumeRequest *req, dev_t 
         }
         r = gantry_qos_api_apply(gantry_kube_process_client(), &who, err);
         if (r == -ENOENT) {
-                log_warn("node.qos_unknown_volume", "volume_id=%s pod=%s/%s: %s", req->volume_id,
-                         who.pod_namespace, who.pod_name, err->msg);
+                char vol[512], ns[256], pod[256], why[1024];
+
+                log_warn("node.qos_unknown_volume", "volume_id=%s pod=%s/%s reason=%s",
+                         gantry_log_quote(req->volume_id, vol, sizeof(vol)),
+                         gantry_log_quote(who.pod_namespace, ns, sizeof(ns)),
+                         gantry_log_quote(who.pod_name, pod, sizeof(pod)), gantry_log_quote(err->msg, why, sizeof(why)));
                 not_enforced(&who, "volume_not_in_pod");
                 return 0;
         }

@@ -124,7 +124,12 @@ int gantry_checkpoint_publish_volume(struct gantry_csi_call *call,
         }
         resp->publish_context[0] = e;
         resp->n_publish_context = 1;
-        log_info("controller.checkpoint_published", "volume_id=%s host=%s", req->volume_id, host);
+        {
+                char vol[512];
+
+                log_info("controller.checkpoint_published", "volume_id=%s host=%s",
+                         gantry_log_quote(req->volume_id, vol, sizeof(vol)), host);
+        }
 out:
         json_decref(subsys);
         ckpt_lock_release(ref.uuid);
@@ -174,9 +179,13 @@ int gantry_checkpoint_unpublish_volume(struct gantry_csi_call *call,
                         if (r >= 0)
                                 r = remove_host(call, &ref, json_string_value(json_object_get(h, "nqn")), err);
         }
-        if (r == 0)
-                log_info("controller.checkpoint_unpublished", "volume_id=%s node=%s", req->volume_id,
-                         req->node_id ? req->node_id : "");
+        if (r == 0) {
+                char vol[512], node[512];
+
+                log_info("controller.checkpoint_unpublished", "volume_id=%s node=%s",
+                         gantry_log_quote(req->volume_id, vol, sizeof(vol)),
+                         gantry_log_quote(req->node_id ? req->node_id : "", node, sizeof(node)));
+        }
 out:
         json_decref(subsys);
         ckpt_lock_release(ref.uuid);

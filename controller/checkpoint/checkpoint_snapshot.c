@@ -167,7 +167,7 @@ int gantry_checkpoint_create_snapshot(struct gantry_csi_call *call, const Csi__V
                                       Csi__V1__CreateSnapshotResponse *resp, struct gantry_error *err)
 {
         const struct gantry_target_config *where = NULL;
-        char uuid[GANTRY_NVMF_UUID_LEN + 1], lvol[64], lock[80];
+        char uuid[GANTRY_NVMF_UUID_LEN + 1], lvol[64], lock[80], quoted[512];
         json_t *subsys = NULL, *bdev = NULL, *res = NULL;
         Csi__V1__Snapshot *snap;
         struct ckpt_ref src;
@@ -230,8 +230,8 @@ int gantry_checkpoint_create_snapshot(struct gantry_csi_call *call, const Csi__V
                         r = gantry_error_set(err, EIO, "target %s: snapshot %s vanished", where->id, lvol);
                 goto out;
         }
-        log_info("controller.checkpoint_snapshot_created", "name=%s target=%s source=%s snapshot=%s", req->name,
-                 where->id, src.uuid, lvol);
+        log_info("controller.checkpoint_snapshot_created", "name=%s target=%s source=%s snapshot=%s",
+                 gantry_log_quote(req->name, quoted, sizeof(quoted)), where->id, src.uuid, lvol);
 answer:
         if ((r = drain(call, where, lvol, retain, &bdev, err)) < 0)
                 goto out;
@@ -258,7 +258,7 @@ int gantry_checkpoint_delete_snapshot(struct gantry_csi_call *call, const Csi__V
                                       struct gantry_error *err)
 {
         struct gantry_error ignore = { 0 };
-        char lvol[64], lock[80];
+        char lvol[64], lock[80], quoted[512];
         json_t *bdev = NULL, *res = NULL;
         struct ckpt_ref ref;
         int r;
@@ -285,8 +285,8 @@ int gantry_checkpoint_delete_snapshot(struct gantry_csi_call *call, const Csi__V
         if (r == -ENODEV)
                 r = 0;
         if (r == 0)
-                log_info("controller.checkpoint_snapshot_deleted", "snapshot_id=%s target=%s", req->snapshot_id,
-                         ref.target->id);
+                log_info("controller.checkpoint_snapshot_deleted", "snapshot_id=%s target=%s",
+                         gantry_log_quote(req->snapshot_id, quoted, sizeof(quoted)), ref.target->id);
 out:
         json_decref(bdev);
         ckpt_lock_release(lock);

@@ -448,7 +448,7 @@ int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1_
         const struct gantry_target_config *cands[GANTRY_CONFIG_MAX_TARGETS];
         const struct gantry_target_config *found = NULL, *best = NULL;
         const char *leaf = NULL, *fs_type = NULL;
-        char uuid[GANTRY_NVMF_UUID_LEN + 1], field[64];
+        char uuid[GANTRY_NVMF_UUID_LEN + 1], field[64], quoted[512];
         int64_t size = CKPT_DEFAULT_SIZE, limit = 0, best_free = -1, have = 0;
         struct ckpt_source src = { 0 };
         bool restore = false;
@@ -588,8 +588,8 @@ int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1_
         if (r == 0)
                 resp->volume->content_source = req->volume_content_source; /* the request outlives the answer */
         if (r == 0)
-                log_info("controller.checkpoint_created", "name=%s target=%s nqn=%s size=%lld", req->name,
-                         best->id, ref.nqn, (long long)size);
+                log_info("controller.checkpoint_created", "name=%s target=%s nqn=%s size=%lld",
+                         gantry_log_quote(req->name, quoted, sizeof(quoted)), best->id, ref.nqn, (long long)size);
 out:
         json_decref(subsys);
         ckpt_lock_release(uuid);
@@ -635,8 +635,11 @@ int gantry_checkpoint_delete_volume(struct gantry_csi_call *call, const Csi__V1_
         r = ckpt_id_decode(call->config, req->volume_id, "volume_id", &ref, err);
         if (r == -ENOENT) {
                 /* its target left the config: from the driver's view the volume is gone */
-                log_warn("controller.checkpoint_delete_unknown_target", "volume_id=%s reason=\"%s\"",
-                         req->volume_id, err->msg);
+                char vol[512], why[1024];
+
+                log_warn("controller.checkpoint_delete_unknown_target", "volume_id=%s reason=%s",
+                         gantry_log_quote(req->volume_id, vol, sizeof(vol)),
+                         gantry_log_quote(err->msg, why, sizeof(why)));
                 return 0;
         }
         if (r < 0)
@@ -681,7 +684,12 @@ int gantry_checkpoint_delete_volume(struct gantry_csi_call *call, const Csi__V1_
                 goto out;
 done:
         gantry_error_clear(err);
-        log_info("controller.checkpoint_deleted", "volume_id=%s target=%s", req->volume_id, ref.target->id);
+        {
+                char vol[512];
+
+                log_info("controller.checkpoint_deleted", "volume_id=%s target=%s",
+                         gantry_log_quote(req->volume_id, vol, sizeof(vol)), ref.target->id);
+        }
 out:
         json_decref(subsys);
         ckpt_lock_release(ref.uuid);

@@ -216,8 +216,10 @@ int gantry_dataset_create_snapshot(struct gantry_csi_call *call,
                         r = gantry_ceph_error(err, r, "write journal of", req->name);
                         goto out;
                 }
-                log_info("dataset.snapshot_created", "name=%s image=%s snap=%s", req->name, vol.image,
-                         e.image);
+                char name[512];
+
+                log_info("dataset.snapshot_created", "name=%s image=%s snap=%s",
+                         gantry_log_quote(req->name, name, sizeof(name)), vol.image, e.image);
         }
         snap = gantry_csi_call_alloc(call, sizeof(*snap));
         if (!snap) {

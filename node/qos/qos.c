@@ -78,6 +78,21 @@ static void gauge_locked(void)
                                  NULL, (double)(q.n - enforced));
 }
 
+/* A record's names as log values (gantry_log_quote): they come from the CO and the API. */
+struct rec_words {
+        char vol[2 * GANTRY_QOS_NAME_MAX + 3], ns[2 * GANTRY_QOS_NAME_MAX + 3], pod[2 * GANTRY_QOS_NAME_MAX + 3];
+        char path[2 * GANTRY_QOS_PATH_MAX + 3];
+};
+
+static struct rec_words *words_of(const struct qos_record *rec, struct rec_words *w)
+{
+        gantry_log_quote(rec->volume_id, w->vol, sizeof(w->vol));
+        gantry_log_quote(rec->pod_namespace, w->ns, sizeof(w->ns));
+        gantry_log_quote(rec->pod_name, w->pod, sizeof(w->pod));
+        gantry_log_quote(rec->target_path, w->path, sizeof(w->path));
+        return w;
+}
+
 static ssize_t find_locked(const char *target_path)
 {
         for (size_t i = 0; i < q.n; i++)
@@ -332,6 +347,7 @@ static int move_off_old_locked(struct qos_record *rec, const struct qos_record *
 int gantry_qos_apply(const struct gantry_qos_request *req, struct gantry_error *err)
 {
         struct qos_record *rec, old;
+        struct rec_words w;
         ssize_t at;
         bool added = false;
         int r, moved;
@@ -421,7 +437,7 @@ int gantry_qos_apply(const struct gantry_qos_request *req, struct gantry_error *
 
                 log_warn("node.qos_not_enforced",
                          "volume_id=%s pod=%s/%s uid=%s reason=%s: bandwidth not enforced",
-                         rec->volume_id, rec->pod_namespace, rec->pod_name, rec->pod_uid, why);
+                         words_of(rec, &w)->vol, w.ns, w.pod, rec->pod_uid, why);
                 count("gantry_node_qos_not_enforced_total",
                       "Publishes whose bandwidth cap could not be enforced",
                       !strcmp(why, "cgroup_v1") ? "reason=\"cgroup_v1\"" : "reason=\"no_pod_cgroup\"");
@@ -429,7 +445,7 @@ int gantry_qos_apply(const struct gantry_qos_request *req, struct gantry_error *
                 log_info("node.qos_applied",
                          "volume_id=%s pod=%s/%s dev=%u:%u policy=%s rbps=%llu wbps=%llu "
                          "riops=%llu wiops=%llu cgroup=%s",
-                         rec->volume_id, rec->pod_namespace, rec->pod_name, rec->dev_major,
+                         words_of(rec, &w)->vol, w.ns, w.pod, rec->dev_major,
                          rec->dev_minor, gantry_qos_policy_name(rec->policy),
                          (unsigned long long)rec->in_force.rbps,
                          (unsigned long long)rec->in_force.wbps,
@@ -447,6 +463,7 @@ out:
 static int forget_locked(size_t i, struct gantry_error *err)
 {
         struct qos_record *rec = q.recs[i];
+        struct rec_words w;
         int r = 0;
 
         if (!line_shared_locked(rec))
@@ -457,8 +474,8 @@ static int forget_locked(size_t i, struct gantry_error *err)
         if ((r = gantry_qos_record_remove(q.state_dir, rec->target_path)) < 0)
                 return gantry_error_set(err, r, "qos: cannot remove the record of %s: %s",
                                         rec->target_path, strerror(-r));
-        log_info("node.qos_removed", "volume_id=%s pod=%s/%s dev=%u:%u", rec->volume_id,
-                 rec->pod_namespace, rec->pod_name, rec->dev_major, rec->dev_minor);
+        log_info("node.qos_removed", "volume_id=%s pod=%s/%s dev=%u:%u", words_of(rec, &w)->vol,
+                 w.ns, w.pod, rec->dev_major, rec->dev_minor);
         drop_locked(i);
         return 0;
 }
@@ -494,6 +511,8 @@ int gantry_qos_remove(const char *target_path, struct gantry_error *err)
 int gantry_qos_reconcile(void)
 {
         struct gantry_error err = { 0 };
+        struct rec_words w;
+        char why[1024];
         size_t i = 0;
         int in_force = 0, r;
 
@@ -509,9 +528,10 @@ int gantry_qos_reconcile(void)
 
                 if (q.published && !q.published(rec->target_path)) {
                         log_info("node.qos_reconcile_drop", "volume_id=%s path=%s reason=unpublished",
-                                 rec->volume_id, rec->target_path);
+                                 words_of(rec, &w)->vol, w.path);
                         if (forget_locked(i, &err) < 0) {
-                                log_warn("node.qos_reconcile_failed", "%s", err.msg);
+                                log_warn("node.qos_reconcile_failed", "error=%s",
+                                         gantry_log_quote(err.msg, why, sizeof(why)));
                                 i++;
                         }
                         continue;
@@ -519,7 +539,7 @@ int gantry_qos_reconcile(void)
                 if (v2 && gantry_qos_cgroup_find(q.cgroup_root, rec->pod_uid, dir, sizeof(dir)) == 0) {
                         /* the pod is gone: its lines went with its cgroup */
                         log_info("node.qos_reconcile_drop", "volume_id=%s pod=%s/%s reason=pod_gone",
-                                 rec->volume_id, rec->pod_namespace, rec->pod_name);
+                                 words_of(rec, &w)->vol, w.ns, w.pod);
                         rec->cgroup_dir[0] = '\0';
                         gantry_qos_record_remove(q.state_dir, rec->target_path);
                         drop_locked(i);

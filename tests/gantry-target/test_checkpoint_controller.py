@@ -53,6 +53,24 @@ class CheckpointControllerTest(TargetsTestCase):
         code, msg = self.code_of("CreateVolume", create_req("pvc-leaf2", size=64 << 20, leaf="leaf-2"))
         self.assertEqual(code, grpc.StatusCode.ALREADY_EXISTS, msg)
 
+    def test_caller_strings_are_quoted_in_the_log(self):
+        """A name or ID from the CO reaches the log as one quoted value: a
+        newline in it cannot start a forged line."""
+        forged = "pvc-forged\nts=2026-01-01T00:00:00Z level=error event=forged"
+        v = self.call("CreateVolume", create_req(forged, leaf="leaf-1", auth="none")).volume
+        self.addCleanup(self.delete, v.volume_id)
+        snap = self.call("CreateSnapshot", csi_pb2.CreateSnapshotRequest(
+            name="snap-forged\nevent=forged", source_volume_id=v.volume_id)).snapshot
+        self.call("DeleteSnapshot", csi_pb2.DeleteSnapshotRequest(snapshot_id=snap.snapshot_id))
+        self.call("ControllerPublishVolume", publish_req(v.volume_id, "gpu-1", ctx=v.volume_context))
+        self.call("ControllerUnpublishVolume",
+                  csi_pb2.ControllerUnpublishVolumeRequest(volume_id=v.volume_id, node_id="gpu-1"))
+        log = self.plugin.read_log()
+        self.assertIn('name="pvc-forged\\nts=', log)
+        self.assertIn('name="snap-forged\\nevent=forged"', log)
+        for line in log.splitlines():
+            self.assertFalse(line.startswith("ts=2026-01-01") or line.startswith("event=forged"), line)
+
     def test_publish_with_dhchap_keys(self):
         """auth: dhchap (the default) makes the host's key in dhchapKeyDir at the first publish and
         hands it to the target only; dhchap-bidirectional the controller's too; none none. A bad
