@@ -213,7 +213,7 @@ static int stage_nvmf(struct gantry_csi_call *call, const struct stage_req *s,
                       struct gantry_error *err)
 {
         struct gantry_nvmf_attach_report report;
-        char device[64], missing[512];
+        char device[64], missing[512], path[2 * NODE_PATH_MAX];
         int r;
 
         for (size_t i = 0; i < s->vol.n_paths; i++)
@@ -245,7 +245,7 @@ static int stage_nvmf(struct gantry_csi_call *call, const struct stage_req *s,
                 log_warn("node.staged_degraded", "volume_id=%s device=%s missing=\"%s\"", s->volume_id,
                          device, missing);
         log_info("node.staged", "volume_id=%s device=%s path=%s block=%d ro=%d paths=%zu/%zu", s->volume_id,
-                 device, s->staging, s->cap.block, s->spec.readonly, report.n_paths - report.n_missing,
+                 device, gantry_log_quote(s->staging, path, sizeof(path)), s->cap.block, s->spec.readonly, report.n_paths - report.n_missing,
                  report.n_paths);
         return 0;
 }
@@ -253,7 +253,7 @@ static int stage_nvmf(struct gantry_csi_call *call, const struct stage_req *s,
 static int stage_locked(struct gantry_csi_call *call, const struct stage_req *s,
                         struct gantry_error *err)
 {
-        char device[64];
+        char device[64], path[2 * NODE_PATH_MAX];
         bool mapped = false;
         int r, id;
 
@@ -286,7 +286,7 @@ static int stage_locked(struct gantry_csi_call *call, const struct stage_req *s,
                 return r;
         }
         log_info("node.staged", "volume_id=%s device=%s path=%s block=%d ro=%d", s->volume_id,
-                 device, s->staging, s->cap.block, s->spec.readonly);
+                 device, gantry_log_quote(s->staging, path, sizeof(path)), s->cap.block, s->spec.readonly);
         return 0;
 }
 
@@ -329,7 +329,7 @@ static int release(const char *volume_id, int id, struct gantry_error *err)
 static int unstage_locked(const char *volume_id, const char *staging, int64_t deadline_ms,
                           struct gantry_error *err)
 {
-        char block_path[NODE_PATH_MAX];
+        char block_path[NODE_PATH_MAX], path[2 * NODE_PATH_MAX];
         struct rbd_spec marked;
         dev_t dev = 0, d;
         bool found = false;
@@ -367,7 +367,8 @@ static int unstage_locked(const char *volume_id, const char *staging, int64_t de
                         return r;
                 gantry_node_paths_forget(volume_id);
                 if (found)
-                        log_info("node.unstaged", "volume_id=%s path=%s", volume_id, staging);
+                        log_info("node.unstaged", "volume_id=%s path=%s", volume_id,
+                                 gantry_log_quote(staging, path, sizeof(path)));
                 return 0;
         }
         /* the device under the mount, and the one the marker names (a map
@@ -383,7 +384,8 @@ static int unstage_locked(const char *volume_id, const char *staging, int64_t de
                 return gantry_error_set(err, r, "staging_target_path: cannot remove the marker: %s",
                                         strerror(-r));
         if (found || id_marker >= 0)
-                log_info("node.unstaged", "volume_id=%s path=%s", volume_id, staging);
+                log_info("node.unstaged", "volume_id=%s path=%s", volume_id,
+                                 gantry_log_quote(staging, path, sizeof(path)));
         return 0;
 }
 
