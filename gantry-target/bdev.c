@@ -41,6 +41,19 @@ static int size_file(int fd, uint64_t size, bool thin)
         return 0;
 }
 
+static int foreign_file(const char *path, struct gantry_error *err)
+{
+        return gantry_error_set(err, EEXIST, "%s exists and this target did not make it (not in its state): "
+                                "move it away or remove it", path);
+}
+
+int tgt_bdev_path_free(const char *path, struct gantry_error *err)
+{
+        struct stat st;
+
+        return lstat(path, &st) == 0 || errno != ENOENT ? foreign_file(path, err) : 0;
+}
+
 int tgt_bdev_file_create(const char *path, uint64_t size, bool thin, struct gantry_error *err)
 {
         int fd, r;
@@ -55,8 +68,7 @@ int tgt_bdev_file_create(const char *path, uint64_t size, bool thin, struct gant
          */
         fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0 && errno == EEXIST)
-                return gantry_error_set(err, EEXIST, "%s exists and this target did not make it (not in its "
-                                        "state): move it away or remove it", path);
+                return foreign_file(path, err);
         if (fd < 0)
                 return gantry_error_set(err, errno, "creating %s: %s", path, strerror(errno));
         r = size_file(fd, size, thin);

@@ -173,6 +173,8 @@ static int copy_bdev(struct tgt_context *ctx, const char *src, const char *name,
                 *ret = json_string(key);
                 return 0;
         }
+        if ((r = tgt_bdev_path_free(path, err)) < 0)
+                return r;
         clock_gettime(CLOCK_REALTIME, &now);
         tgt_random_uuid(uuid);
         b = json_pack("{s:s, s:s, s:s, s:O, s:b, s:i, s:s, s:s, s:I, s:i}", "kind", kind, "alias", alias,

@@ -104,6 +104,10 @@ int tgt_rpc_bdev_new_file(struct tgt_context *ctx, const char *uuid, json_t *b, 
 {
         int r;
 
+        if ((r = tgt_bdev_path_free(path, err)) < 0) {
+                json_decref(b);
+                return r;
+        }
         if ((r = tgt_rpc_bdev_begin(ctx, uuid, b, err)) < 0)
                 return r;
         if ((r = tgt_bdev_file_create(path, size, thin, err)) < 0) {

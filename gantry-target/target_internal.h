@@ -114,6 +114,11 @@ int tgt_state_foreach_namespace(const struct tgt_context *ctx, tgt_state_namespa
 /* The lvstore named @name, or NULL. */
 const struct tgt_lvstore *tgt_lvstore_find(const struct tgt_context *ctx, const char *name);
 /* Creates the backing file of a logical volume; -EEXIST (@err says so) when a file is already at @path. */
+/*
+ * 0 when nothing is at @path; else -EEXIST with @err naming it: a new lvol's
+ * path checked before anything is recorded, so a refusal has no side effect.
+ */
+int tgt_bdev_path_free(const char *path, struct gantry_error *err) GANTRY_MUST_CHECK;
 int tgt_bdev_file_create(const char *path, uint64_t size, bool thin, struct gantry_error *err) GANTRY_MUST_CHECK;
 /* Grows a backing file to @size (never shrinks). */
 int tgt_bdev_file_grow(const char *path, uint64_t size, bool thin, struct gantry_error *err) GANTRY_MUST_CHECK;
