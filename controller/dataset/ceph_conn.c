@@ -21,6 +21,7 @@
 #include "dataset_internal.h"
 #include "attr_file.h"
 #include "log.h"
+#include "status.h"
 
 #define MAX_CONNS 64
 
@@ -125,16 +126,16 @@ int gantry_ceph_credentials(const struct gantry_cluster_config *cluster, void *c
                                         "secrets.userID: required (cluster %s has no userID/keyFile "
                                         "in the config)",
                                         cluster->cluster_id);
+        /* the driver config's key: the operator's to mend, never the caller's input or rights */
         n = gantry_attr_read(cluster->key_file, keybuf, keybuf_size);
         if (n < 0)
-                return gantry_error_set(err, n == -ENOENT ? EINVAL : (int)-n,
-                                        "clusters[%s].keyFile: cannot read %s: %s",
+                return gantry_error_set(err, GANTRY_ENOCONFIG, "clusters[%s].keyFile: cannot read %s: %s",
                                         cluster->cluster_id, cluster->key_file, strerror((int)-n));
         if (n == 0)
-                return gantry_error_set(err, EINVAL, "clusters[%s].keyFile: %s is empty",
+                return gantry_error_set(err, GANTRY_ENOCONFIG, "clusters[%s].keyFile: %s is empty",
                                         cluster->cluster_id, cluster->key_file);
         if (!valid_cephx_key(keybuf))
-                return gantry_error_set(err, EINVAL, "clusters[%s].keyFile: %s holds no cephx key",
+                return gantry_error_set(err, GANTRY_ENOCONFIG, "clusters[%s].keyFile: %s holds no cephx key",
                                         cluster->cluster_id, cluster->key_file);
         ret->user_id = cluster->user_id;
         ret->key = keybuf;
