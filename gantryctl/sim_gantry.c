@@ -211,9 +211,9 @@ int gantry_sim_gantry_place_pod(struct gantry_sim_gantry *g, const struct gantry
                         best = (int)i;
         }
         if (fit > 0 && pods > 1)
-                r = gantry_gangs_bind(g->gangs, &spec, &d, g->names[best], 0, 0, &err);
+                r = gantry_gangs_bind(g->gangs, &spec, &d, g->names[best], 0, 0, NULL, &err);
         else
-                r = fit > 0 ? gantry_cluster_reserve(g->lib, &d, g->names[best], 0, &err)
+                r = fit > 0 ? gantry_cluster_reserve(g->lib, &d, g->names[best], 0, NULL, &err)
                             : gantry_cluster_record(g->lib, &d, g->names[best], &err);
         if (r == -ENOSPC) { /* another pod of the gang took the headroom */
                 snprintf(g->reason, sizeof(g->reason), "%.*s", (int)sizeof(g->reason) - 1, err.msg);

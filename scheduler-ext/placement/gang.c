@@ -554,9 +554,29 @@ int gantry_gangs_prioritize(struct gantry_gangs *g, const struct gantry_gang_spe
 }
 
 
+/*
+ * A used slot whose member left it (gone, or bound to another node: its
+ * ledger entry no longer carries the slot's charge): the place goes back to
+ * the reservation while it still fits on its node, else it is lost (placed
+ * again by the next member's filter).
+ */
+static void slot_give_back(struct gantry_gangs *g, struct gp_slot *s)
+{
+        struct gantry_node_verdict v;
+
+        s->used = false;
+        if (s->node >= 0 && gp_find_node(g->c, g->c->nodes[s->node].name) >= 0 &&
+            gp_charge_fits(g->c, &s->charge, &v)) {
+                gp_charge_apply(g->c, &s->charge, 1);
+                s->held = true;
+        } else {
+                s->node = -1;
+        }
+}
+
 int gantry_gangs_bind(struct gantry_gangs *g, const struct gantry_gang_spec *spec,
                       const struct gantry_pod_demand *d, const char *node, double now,
-                      double expires_at, struct gantry_error *err)
+                      double expires_at, uint64_t *ret_token, struct gantry_error *err)
 {
         struct gp_gang *gang;
         struct gp_slot *s = NULL, *mine;
@@ -576,7 +596,7 @@ int gantry_gangs_bind(struct gantry_gangs *g, const struct gantry_gang_spec *spe
         }
         gang = strmap_get(g->by_key, spec->key);
         if (!gang || !gang->planned) {
-                r = gp_ledger_add_locked(g->c, d, i, expires_at, true, err);
+                r = gp_ledger_add_locked(g->c, d, i, expires_at, true, ret_token, err);
                 goto out;
         }
         gang->expires_at = now + g->ttl;
@@ -584,7 +604,7 @@ int gantry_gangs_bind(struct gantry_gangs *g, const struct gantry_gang_spec *spe
         mine = slot_of(gang, d->uid);
         if (mine && mine->used && mine->node == i) {
                 /* a retried bind */
-                r = gp_ledger_add_locked(g->c, d, i, expires_at, true, err);
+                r = gp_ledger_add_locked(g->c, d, i, expires_at, true, ret_token, err);
                 goto out;
         }
         if (mine && !mine->used && mine->node == i)
@@ -592,20 +612,22 @@ int gantry_gangs_bind(struct gantry_gangs *g, const struct gantry_gang_spec *spe
         for (size_t j = 0; !s && j < gang->n_slots; j++)
                 if (!gang->slots[j].member && !gang->slots[j].used && gang->slots[j].node == i)
                         s = &gang->slots[j];
+        /* not a planned node (another plugin chose it): the member's own
+         * place moves here (bound elsewhere already: the bind that runs last
+         * wins, as in the ledger), else a free one */
+        if (!s)
+                s = mine;
+        for (size_t j = 0; !s && j < gang->n_slots; j++)
+                if (!gang->slots[j].member && !gang->slots[j].used)
+                        s = &gang->slots[j];
         if (!s) {
-                /* not a planned node (another plugin chose it): a free place moves here */
-                s = mine && !mine->used ? mine : NULL;
-                for (size_t j = 0; !s && j < gang->n_slots; j++)
-                        if (!gang->slots[j].member && !gang->slots[j].used)
-                                s = &gang->slots[j];
-        }
-        if (!s) {
-                r = gp_ledger_add_locked(g->c, d, i, expires_at, true, err);
+                r = gp_ledger_add_locked(g->c, d, i, expires_at, true, ret_token, err);
                 goto out;
         }
         if (s->held)
                 gp_charge_apply(g->c, &s->charge, -1);
-        r = gp_ledger_add_locked(g->c, d, i, expires_at, true, err);
+        /* replaces the member's entry (another bind's, on another node) */
+        r = gp_ledger_add_locked(g->c, d, i, expires_at, true, ret_token, err);
         if (r < 0) {
                 if (s->held)
                         gp_charge_apply(g->c, &s->charge, 1);
@@ -614,6 +636,8 @@ int gantry_gangs_bind(struct gantry_gangs *g, const struct gantry_gang_spec *spe
         if (mine && mine != s) {
                 free(mine->member);
                 mine->member = NULL;
+                if (mine->used)
+                        slot_give_back(g, mine); /* its entry was the one replaced */
         }
         if (!s->member && !(s->member = strdup(d->uid))) {
                 /* charged, but untracked: the slot stays free, expiry tidies */
@@ -633,22 +657,24 @@ out:
         return r;
 }
 
-int gantry_gangs_unbind(struct gantry_gangs *g, const char *uid)
+int gantry_gangs_unbind(struct gantry_gangs *g, const char *uid, uint64_t token)
 {
         struct gp_gang *gang;
         struct gp_slot *s;
         struct gp_entry *e;
-        int r = -ENOENT;
+        bool confirmed;
+        int r = -ENOENT, node;
 
         pthread_rwlock_wrlock(&g->c->lock);
-        e = uid ? strmap_get(g->c->entry_by_uid, uid) : NULL;
-        gang = uid ? strmap_get(g->by_member, uid) : NULL;
+        e = gp_ledger_reservation_locked(g->c, uid, token, &confirmed);
+        gang = e ? strmap_get(g->by_member, uid) : NULL;
         s = gang ? slot_of(gang, uid) : NULL;
-        if (e && e->expires_at <= 0) {
+        if (confirmed) {
                 r = -EALREADY;
         } else if (e) {
+                node = e->charge.node;
                 r = gp_ledger_release_locked(g->c, uid);
-                if (s && s->used) {
+                if (s && s->used && s->node == node) {
                         /* the place goes back to the reservation, in the same step */
                         gp_charge_apply(g->c, &s->charge, 1);
                         s->used = false;
@@ -746,7 +772,6 @@ out:
 
 void gantry_gangs_pod_gone(struct gantry_gangs *g, const char *uid, double now)
 {
-        struct gantry_node_verdict v;
         struct gp_gang *gang;
         struct gp_slot *s;
 
@@ -761,15 +786,8 @@ void gantry_gangs_pod_gone(struct gantry_gangs *g, const char *uid, double now)
                 if (s->used) {
                         /* its place goes back to the reservation, if still free,
                          * for the replacement pod; it expires like any other */
-                        s->used = false;
                         gang->expires_at = now + g->ttl;
-                        if (s->node >= 0 && gp_find_node(g->c, g->c->nodes[s->node].name) >= 0 &&
-                            gp_charge_fits(g->c, &s->charge, &v)) {
-                                gp_charge_apply(g->c, &s->charge, 1);
-                                s->held = true;
-                        } else {
-                                s->node = -1;
-                        }
+                        slot_give_back(g, s);
                 }
         }
         member_remove(g, gang, uid);

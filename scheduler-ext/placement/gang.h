@@ -51,6 +51,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "placement.h"
 
@@ -101,20 +102,25 @@ int gantry_gangs_prioritize(struct gantry_gangs *g, const struct gantry_gang_spe
 /*
  * Bind-time reservation of a member on @node: its slot's charge becomes the
  * member's ledger entry (expiring at @expires_at until the watch confirms
- * it), in one step. A node without a slot of the gang: one of the gang's
- * free slots moves there when it fits. A gang with no plan (expired): the
- * plain gantry_cluster_reserve(). Returns as gantry_cluster_reserve().
+ * it), in one step. A node without a slot of the gang: the member's own
+ * place moves there when it fits (a member bound before to another node
+ * gives that place back to the reservation: the last bind wins), else one
+ * of the gang's free slots. A gang with no plan (expired): the plain
+ * gantry_cluster_reserve(). *@ret_token (may be NULL): the reservation's
+ * token, for gantry_gangs_unbind(). Returns as gantry_cluster_reserve().
  */
 int gantry_gangs_bind(struct gantry_gangs *g, const struct gantry_gang_spec *spec,
                       const struct gantry_pod_demand *d, const char *node, double now,
-                      double expires_at, struct gantry_error *err);
+                      double expires_at, uint64_t *ret_token, struct gantry_error *err);
 
 /*
  * A bind that failed after gantry_gangs_bind() (the API server refused):
- * drops the member's unconfirmed entry and gives the charge back to its
- * slot, in one step. Returns 0, -EALREADY (confirmed: kept) or -ENOENT.
+ * drops the member's unconfirmed entry that the bind of @token made and
+ * gives the charge back to its slot, in one step; a later bind's entry is
+ * left alone. Returns 0, -EALREADY (confirmed: kept) or -ENOENT (none, or
+ * another bind's: kept).
  */
-int gantry_gangs_unbind(struct gantry_gangs *g, const char *uid);
+int gantry_gangs_unbind(struct gantry_gangs *g, const char *uid, uint64_t token);
 
 /*
  * The watch saw pod @d (uid required) bound to @node at @now (the ledger

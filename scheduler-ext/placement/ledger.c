@@ -428,7 +428,8 @@ static int entry_new(const struct gantry_pod_demand *d, double expires_at, struc
 }
 
 int gp_ledger_add_locked(struct gantry_cluster *c, const struct gantry_pod_demand *d, int node,
-                         double expires_at, bool check, struct gantry_error *err)
+                         double expires_at, bool check, uint64_t *ret_token,
+                         struct gantry_error *err)
 {
         struct gp_entry *e = NULL, *old;
         struct gantry_node_verdict v;
@@ -456,11 +457,14 @@ int gp_ledger_add_locked(struct gantry_cluster *c, const struct gantry_pod_deman
                 goto out;
         }
         entry_free(old);
+        e->token = ++c->last_token;
         r = entry_link(c, e);
         if (r < 0) {
                 r = gantry_error_set(err, ENOMEM, "out of memory");
                 goto out;
         }
+        if (ret_token)
+                *ret_token = e->token;
         e = NULL;
 out:
         entry_free(e);
@@ -469,7 +473,8 @@ out:
 
 /* Shared by reserve and record: @check selects the capacity check. */
 static int ledger_add(struct gantry_cluster *c, const struct gantry_pod_demand *d,
-                      const char *node, double expires_at, bool check, struct gantry_error *err)
+                      const char *node, double expires_at, bool check, uint64_t *ret_token,
+                      struct gantry_error *err)
 {
         int r, i;
 
@@ -487,21 +492,22 @@ static int ledger_add(struct gantry_cluster *c, const struct gantry_pod_demand *
                 r = gantry_error_set(err, ENOENT, "%s: unknown to gantry-scheduler (no Node seen yet)",
                                      node);
         else
-                r = gp_ledger_add_locked(c, d, i, expires_at, check, err);
+                r = gp_ledger_add_locked(c, d, i, expires_at, check, ret_token, err);
         pthread_rwlock_unlock(&c->lock);
         return r;
 }
 
 int gantry_cluster_reserve(struct gantry_cluster *c, const struct gantry_pod_demand *d,
-                           const char *node, double expires_at, struct gantry_error *err)
+                           const char *node, double expires_at, uint64_t *ret_token,
+                           struct gantry_error *err)
 {
-        return ledger_add(c, d, node, expires_at > 0 ? expires_at : 0, true, err);
+        return ledger_add(c, d, node, expires_at > 0 ? expires_at : 0, true, ret_token, err);
 }
 
 int gantry_cluster_record(struct gantry_cluster *c, const struct gantry_pod_demand *d,
                           const char *node, struct gantry_error *err)
 {
-        return ledger_add(c, d, node, 0, false, err);
+        return ledger_add(c, d, node, 0, false, NULL, err);
 }
 
 int gp_ledger_release_locked(struct gantry_cluster *c, const char *uid)
@@ -525,16 +531,27 @@ int gantry_cluster_release(struct gantry_cluster *c, const char *uid)
         return r;
 }
 
-int gantry_cluster_release_reservation(struct gantry_cluster *c, const char *uid)
+struct gp_entry *gp_ledger_reservation_locked(struct gantry_cluster *c, const char *uid,
+                                              uint64_t token, bool *ret_confirmed)
+{
+        struct gp_entry *e = uid ? strmap_get(c->entry_by_uid, uid) : NULL;
+
+        if (ret_confirmed)
+                *ret_confirmed = e && e->expires_at <= 0;
+        /* a confirmed entry is the watch's, whoever reserved it */
+        return e && e->expires_at > 0 && e->token == token ? e : NULL;
+}
+
+int gantry_cluster_release_reservation(struct gantry_cluster *c, const char *uid, uint64_t token)
 {
         struct gp_entry *e;
+        bool confirmed;
         int r = -ENOENT;
 
         pthread_rwlock_wrlock(&c->lock);
-        e = uid ? strmap_get(c->entry_by_uid, uid) : NULL;
-        if (e && e->expires_at <= 0) {
+        e = gp_ledger_reservation_locked(c, uid, token, &confirmed);
+        if (confirmed) {
                 r = -EALREADY;
-                e = NULL;
         } else if (e) {
                 entry_unlink(c, e);
                 r = 0;

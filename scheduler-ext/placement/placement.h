@@ -53,7 +53,7 @@
  *             .flows = { { .backend = "ceph-a", .gbps = 25 } } };
  *     gantry_cluster_filter(c, &d, names, n, verdicts);    // fits + reason
  *     gantry_cluster_prioritize(c, &d, names, n, scores);  // 0..100
- *     gantry_cluster_reserve(c, &d, "gpu-1", now + 30, &err); // atomic
+ *     gantry_cluster_reserve(c, &d, "gpu-1", now + 30, NULL, &err); // atomic
  *     gantry_cluster_record(c, &d, "gpu-1");  // the watch saw it bound
  *     gantry_cluster_release(c, "u1");        // the pod finished / deleted
  *
@@ -67,6 +67,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "error.h"
 
@@ -261,12 +262,17 @@ int gantry_cluster_prioritize(struct gantry_cluster *c, const struct gantry_pod_
  * clock; 0 = never) unless gantry_cluster_record() confirms it first. If the
  * UID already holds a reservation, it is replaced (a retried bind never
  * charges twice); if it holds a confirmed entry, nothing changes and the
- * answer is -EALREADY with "already bound to NODE" in @err. Returns 0;
- * -ENOSPC with the detailed reason (gantry_node_verdict_detail()) in @err; -ENOENT when @node is unknown; -EINVAL
- * for a bad demand (uid required).
+ * answer is -EALREADY with "already bound to NODE" in @err. *@ret_token (may
+ * be NULL) gets this reservation's token, for its undo: two binds of one pod
+ * may overlap (kube-scheduler retries a bind that timed out while the first
+ * still runs), and the one that fails must not give back the other's.
+ * Returns 0; -ENOSPC with the detailed reason (gantry_node_verdict_detail())
+ * in @err; -ENOENT when @node is unknown; -EINVAL for a bad demand (uid
+ * required).
  */
 int gantry_cluster_reserve(struct gantry_cluster *c, const struct gantry_pod_demand *d,
-                           const char *node, double expires_at, struct gantry_error *err);
+                           const char *node, double expires_at, uint64_t *ret_token,
+                           struct gantry_error *err);
 
 /*
  * A pod known to run (or be bound) on @node: charges it without a capacity
@@ -279,9 +285,12 @@ int gantry_cluster_record(struct gantry_cluster *c, const struct gantry_pod_dema
 /* Drops the entry of @uid and gives back its charge. Returns 0 or -ENOENT. */
 int gantry_cluster_release(struct gantry_cluster *c, const char *uid);
 
-/* A failed bind's undo: drops @uid's entry only while it is an unconfirmed
- * reservation. Returns 0, -EALREADY (confirmed: kept) or -ENOENT. */
-int gantry_cluster_release_reservation(struct gantry_cluster *c, const char *uid);
+/*
+ * A failed bind's undo: drops @uid's entry only while it is the unconfirmed
+ * reservation that gantry_cluster_reserve() made with @token. Returns 0,
+ * -EALREADY (confirmed: kept) or -ENOENT (none, or a later bind's: kept).
+ */
+int gantry_cluster_release_reservation(struct gantry_cluster *c, const char *uid, uint64_t token);
 
 /* Drops every reservation whose expiry is <= @now. Returns how many. */
 size_t gantry_cluster_expire(struct gantry_cluster *c, double now);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <stdint.h>
 
 #include "placement.h"
 #include "strmap.h"
@@ -71,6 +72,7 @@ struct gp_entry {
         size_t index;          /* position in cluster->entries */
         size_t job_index;      /* position in its job's members (job set) */
         double expires_at;     /* 0: confirmed, never expires */
+        uint64_t token;        /* which add made it: a failed bind undoes its own only */
         struct gp_charge charge;
 };
 
@@ -97,6 +99,7 @@ struct gantry_cluster {
 
         struct gp_entry **entries; /* dense, for the scans of expiry and node removal */
         size_t n_entries, cap_entries, n_reservations;
+        uint64_t last_token;       /* the ledger's entry tokens, from 1 */
         struct strmap *entry_by_uid;
         struct strmap *job_members; /* job -> struct gp_job_members * */
 };
@@ -138,12 +141,21 @@ size_t gp_ledger_release_node(struct gantry_cluster *c, int node);
  * The ledger's core, for the gang reservation (gang.c), which must give back
  * a slot and charge the member in one step under the held write lock:
  * adds (or replaces) @d's entry on node index @node, with the capacity check
- * when @check. Same answers as gantry_cluster_reserve(); @d's uid required.
+ * when @check. Same answers as gantry_cluster_reserve(), with the new
+ * entry's token in *@ret_token (may be NULL); @d's uid required.
  */
 int gp_ledger_add_locked(struct gantry_cluster *c, const struct gantry_pod_demand *d, int node,
-                         double expires_at, bool check, struct gantry_error *err);
+                         double expires_at, bool check, uint64_t *ret_token,
+                         struct gantry_error *err);
 /* Drops @uid's entry under the held write lock. 0 or -ENOENT. */
 int gp_ledger_release_locked(struct gantry_cluster *c, const char *uid);
+/*
+ * The entry of @uid while it is the unconfirmed reservation that the add
+ * which handed out @token made; NULL otherwise (none, replaced since, or
+ * confirmed: *@ret_confirmed true then, may be NULL).
+ */
+struct gp_entry *gp_ledger_reservation_locked(struct gantry_cluster *c, const char *uid,
+                                              uint64_t token, bool *ret_confirmed);
 
 /* Frees every ledger entry (cluster teardown). */
 void gp_ledger_clear(struct gantry_cluster *c);

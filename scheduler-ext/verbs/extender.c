@@ -517,6 +517,7 @@ static int handle_bind(struct gantry_extender *ext, const char *body, size_t len
         const char *ns, *name, *uid, *node;
         json_t *root = NULL, *pod = NULL;
         const char *result = "bound";
+        uint64_t token = 0; /* the ledger's token of this bind's reservation */
         int r, status = 200;
 
         if ((r = parse_body(body, len, &root, &err)) < 0)
@@ -561,16 +562,18 @@ static int handle_bind(struct gantry_extender *ext, const char *body, size_t len
                         r = gantry_error_set(&err, ENOENT, "pod %s/%s: deleted; not bound", ns, name);
                 else if (gang_of(ext, &d))
                         r = gantry_gangs_bind(ext->opts.gangs, &(struct gantry_gang_spec)GANG_SPEC(&d),
-                                              &d.d, node, now, expires_at, &err);
+                                              &d.d, node, now, expires_at, &token, &err);
                 else
-                        r = gantry_cluster_reserve(c, &d.d, node, expires_at, &err);
+                        r = gantry_cluster_reserve(c, &d.d, node, expires_at, &token, &err);
                 if (r == 0 && gang_of(ext, &d))
                         gang_forget_if_deleted(ext, uid);
         }
         if (r == 0 && ext->opts.bind) {
                 r = ext->opts.bind(ext->opts.bind_ctx, ns, name, uid, node, &err);
+                /* undone by this bind's token: another bind of the same pod
+                 * may have replaced the reservation meanwhile, and won */
                 if (r < 0 && gang_of(ext, &d)) {
-                        gantry_gangs_unbind(ext->opts.gangs, uid);
+                        gantry_gangs_unbind(ext->opts.gangs, uid, token);
                         if (r == -ENOENT) {
                                 /* 404: the pod is gone, and its DELETED event
                                  * may have passed already: it leaves its gang
@@ -580,7 +583,7 @@ static int handle_bind(struct gantry_extender *ext, const char *body, size_t len
                                 gantry_gangs_pod_gone(ext->opts.gangs, uid, gantry_extender_now());
                         }
                 } else if (r < 0) {
-                        gantry_cluster_release_reservation(c, uid);
+                        gantry_cluster_release_reservation(c, uid, token);
                 }
         }
         if (r < 0) {

@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
@@ -101,7 +102,7 @@ static void test_planned_whole_on_one_leaf(void **state)
                 }
                 assert_int_equal(at / PER_LEAF, leaf);
                 struct gantry_pod_demand d = member(uid, spec.key, 100);
-                assert_int_equal(gantry_gangs_bind(g, &spec, &d, names[at], 0, 0, &err), 0);
+                assert_int_equal(gantry_gangs_bind(g, &spec, &d, names[at], 0, 0, NULL, &err), 0);
                 /* the slot's charge moved to the member: never counted twice */
                 assert_int_equal((int)uplink_used(c, names[at]), 800);
         }
@@ -121,13 +122,14 @@ static void test_failed_bind_gives_the_place_back(void **state)
         struct gantry_pod_demand d = member("a0", "ns/a", 100);
         struct gantry_gangs_stats s;
         struct gantry_error err;
+        uint64_t token;
         int at;
 
         (void)state;
         assert_int_equal(gantry_gangs_new(c, 60, &g), 0);
         at = filter_one(g, &spec, "a0", 100, names, N, NULL, 0);
-        assert_int_equal(gantry_gangs_bind(g, &spec, &d, names[at], 0, 100, &err), 0);
-        assert_int_equal(gantry_gangs_unbind(g, "a0"), 0);
+        assert_int_equal(gantry_gangs_bind(g, &spec, &d, names[at], 0, 100, &token, &err), 0);
+        assert_int_equal(gantry_gangs_unbind(g, "a0", token), 0);
         gantry_gangs_stats(g, &s);
         assert_int_equal(s.held_slots, 2);
         assert_int_equal((int)uplink_used(c, names[at]), 200);

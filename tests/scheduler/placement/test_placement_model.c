@@ -121,10 +121,10 @@ static void test_validation(void **state)
                          -EINVAL);
         assert_string_equal(err.msg, "pod u: flows[0].gbps: must be a number >= 0");
         d = demand(NULL, "ceph-a", 1);
-        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-1", 0, &err), -EINVAL);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-1", 0, NULL, &err), -EINVAL);
         d = demand("u", "ceph-a", 1);
         d.n_flows = GANTRY_PLACEMENT_MAX_FLOWS + 1;
-        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-1", 0, &err), -EINVAL);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-1", 0, NULL, &err), -EINVAL);
         gantry_cluster_free(c);
 }
 
@@ -219,9 +219,9 @@ static void test_storage_leaf_uplink(void **state)
                 .name = "ceph-s", .kind = GANTRY_BACKEND_CEPH, .gbps = 1000,
                 .leaves = (const char *[]){ "storage-leaf" }, .n_leaves = 1 }, &err), 0);
         d = demand("s1", "ceph-s", 40);
-        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 0, &err), 0);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 0, NULL, &err), 0);
         d = demand("s2", "ceph-s", 40);
-        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-4", 0, &err), 0);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-4", 0, NULL, &err), 0);
         /* 80 of the storage leaf's 100 are taken, whatever leaf the pods are on */
         d = demand("s3", "ceph-s", 40);
         assert_int_equal(gantry_cluster_filter(c, &d, nodes, 2, v, &err), 0);
@@ -232,7 +232,7 @@ static void test_storage_leaf_uplink(void **state)
         }
         assert_string_equal(detail(&v[0], "gpu-3"),
                             "storage leaf storage-leaf uplink: 20 Gbps free, pod needs 40 Gbps");
-        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 0, &err), -ENOSPC);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 0, NULL, &err), -ENOSPC);
         assert_string_equal(err.msg, "storage leaf storage-leaf uplink: 20 Gbps free, pod needs 40 Gbps");
         /* a pod finishing gives its share back */
         assert_int_equal(gantry_cluster_release(c, "s1"), 0);
@@ -246,17 +246,17 @@ static void test_storage_leaf_uplink(void **state)
                 .leaves = (const char *[]){ "storage-leaf", "storage-leaf-2" }, .n_leaves = 2 },
                 &err), 0);
         d = demand("s4", "ceph-s", 100);
-        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 0, &err), 0);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 0, NULL, &err), 0);
         assert_int_equal(gantry_cluster_release(c, "s2"), 0); /* charged on storage-leaf alone */
         assert_int_equal(gantry_cluster_release(c, "s4"), 0);
         /* everything was given back where it was taken: two pods of 100
          * fill both storage leaves' 100 exactly (50 + 50 each) */
         d = demand("s5", "ceph-s", 100);
-        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 0, &err), 0);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 0, NULL, &err), 0);
         d = demand("s6", "ceph-s", 100);
-        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-4", 0, &err), 0);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-4", 0, NULL, &err), 0);
         d = demand("s7", "ceph-s", 1);
-        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-2", 0, &err), -ENOSPC);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-2", 0, NULL, &err), -ENOSPC);
         assert_string_equal(err.msg, "storage leaf storage-leaf uplink: 0 Gbps free, pod needs 0.5 Gbps");
         gantry_cluster_free(c);
 }
@@ -292,9 +292,9 @@ static void test_reserve_expire_replace(void **state)
         double used, cap;
 
         (void)state;
-        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 100, &err), 0);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 100, NULL, &err), 0);
         /* a retried bind of the same pod replaces, never adds */
-        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 100, &err), 0);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 100, NULL, &err), 0);
         assert_int_equal(gantry_cluster_node_usage(c, "gpu-3", &u), 0);
         assert_true(fabs(u.nic_used_gbps - 20) < 1e-9);
         assert_true(fabs(u.uplink_used_gbps - 20) < 1e-9);
@@ -303,12 +303,12 @@ static void test_reserve_expire_replace(void **state)
         assert_string_equal(node, "gpu-3");
         /* leaf-2 has 10 Gbps left */
         struct gantry_pod_demand d2 = demand("p2", NULL, 11);
-        assert_int_equal(gantry_cluster_reserve(c, &d2, "gpu-3", 100, &err), -ENOSPC);
+        assert_int_equal(gantry_cluster_reserve(c, &d2, "gpu-3", 100, NULL, &err), -ENOSPC);
         assert_string_equal(err.msg, "leaf-2 uplink: 10 Gbps free, pod needs 11 Gbps");
-        assert_int_equal(gantry_cluster_reserve(c, &d2, "gpu-9", 100, &err), -ENOENT);
+        assert_int_equal(gantry_cluster_reserve(c, &d2, "gpu-9", 100, NULL, &err), -ENOENT);
         /* a re-reserve that no longer fits keeps the old entry */
         struct gantry_pod_demand bigger = demand("p1", NULL, 31);
-        assert_int_equal(gantry_cluster_reserve(c, &bigger, "gpu-3", 100, &err), -ENOSPC);
+        assert_int_equal(gantry_cluster_reserve(c, &bigger, "gpu-3", 100, NULL, &err), -ENOSPC);
         assert_int_equal(gantry_cluster_node_usage(c, "gpu-3", &u), 0);
         assert_true(fabs(u.nic_used_gbps - 20) < 1e-9);
         /* expiry */
@@ -320,23 +320,30 @@ static void test_reserve_expire_replace(void **state)
         assert_true(fabs(u.nic_used_gbps) < 1e-9);
         assert_true(fabs(u.uplink_used_gbps) < 1e-9);
         /* the watch confirms a reservation: it stops expiring */
-        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 100, &err), 0);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-3", 100, NULL, &err), 0);
         assert_int_equal(gantry_cluster_record(c, &d, "gpu-3", &err), 0);
         assert_int_equal(gantry_cluster_expire(c, 1e9), 0);
         gantry_cluster_stats(c, &s);
         assert_int_equal(s.entries, 1);
         assert_int_equal(s.reservations, 0);
         /* a bind of a pod already confirmed leaves its entry alone */
-        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-4", 100, &err), -EALREADY);
+        assert_int_equal(gantry_cluster_reserve(c, &d, "gpu-4", 100, NULL, &err), -EALREADY);
         assert_string_equal(err.msg, "already bound to gpu-3");
         /* and a failed bind's release drops only reservations */
-        assert_int_equal(gantry_cluster_release_reservation(c, "p1"), -EALREADY);
+        assert_int_equal(gantry_cluster_release_reservation(c, "p1", 0), -EALREADY);
         assert_int_equal(gantry_cluster_lookup(c, "p1", node, sizeof(node)), 0);
         assert_string_equal(node, "gpu-3");
-        assert_int_equal(gantry_cluster_release_reservation(c, "nobody"), -ENOENT);
+        assert_int_equal(gantry_cluster_release_reservation(c, "nobody", 1), -ENOENT);
         struct gantry_pod_demand d3 = demand("p3", NULL, 1);
-        assert_int_equal(gantry_cluster_reserve(c, &d3, "gpu-3", 100, &err), 0);
-        assert_int_equal(gantry_cluster_release_reservation(c, "p3"), 0);
+        uint64_t first, second;
+        assert_int_equal(gantry_cluster_reserve(c, &d3, "gpu-3", 100, &first, &err), 0);
+        /* two binds of one pod overlap: the second replaces the first's
+         * reservation, and the first's failure leaves the second's alone */
+        assert_int_equal(gantry_cluster_reserve(c, &d3, "gpu-4", 100, &second, &err), 0);
+        assert_int_equal(gantry_cluster_release_reservation(c, "p3", first), -ENOENT);
+        assert_int_equal(gantry_cluster_lookup(c, "p3", node, sizeof(node)), 0);
+        assert_string_equal(node, "gpu-4");
+        assert_int_equal(gantry_cluster_release_reservation(c, "p3", second), 0);
         gantry_cluster_stats(c, &s);
         assert_int_equal(s.entries, 1);
         assert_int_equal(s.reservations, 0);

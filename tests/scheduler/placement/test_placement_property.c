@@ -117,7 +117,7 @@ static void test_accepted_never_exceeds(void **state)
                         assert_int_equal(gantry_cluster_filter(c, &d, node_ptrs, N_NODES, v, NULL), 0);
                         node = rand_r(&seed) % N_NODES;
                         struct gantry_error err;
-                        int r = gantry_cluster_reserve(c, &d, node_ptrs[node], 0, &err);
+                        int r = gantry_cluster_reserve(c, &d, node_ptrs[node], 0, NULL, &err);
                         /* filter and reserve agree on the same state */
                         assert_int_equal(r == 0, v[node].fits);
                         if (r == 0) {
@@ -167,7 +167,7 @@ static void *reserve_worker(void *arg)
                 d.uid = uid;
                 d.flows[0].backend = backend_names[rand_r(&seed) % N_BACKENDS];
                 d.flows[0].gbps = 1 + rand_r(&seed) % 5;
-                if (gantry_cluster_reserve(w->c, &d, node_ptrs[rand_r(&seed) % N_NODES], 0, NULL) == 0)
+                if (gantry_cluster_reserve(w->c, &d, node_ptrs[rand_r(&seed) % N_NODES], 0, NULL, NULL) == 0)
                         w->accepted++;
         }
         return NULL;
@@ -241,6 +241,7 @@ static void test_job_members_match_scan(void **state)
                 unsigned s = seed;
                 struct gantry_cluster *c = random_cluster(&s);
                 struct gantry_pod_demand d;
+                uint64_t token = 0; /* the last reservation's: sometimes still its pod's */
                 char uid[32];
 
                 for (int step = 0; step < 600; step++) {
@@ -251,7 +252,7 @@ static void test_job_members_match_scan(void **state)
                         if (op < 4) {
                                 gantry_cluster_record(c, &d, node_names[node], NULL);
                         } else if (op < 6) {
-                                gantry_cluster_reserve(c, &d, node_names[node], 100 + step, NULL);
+                                gantry_cluster_reserve(c, &d, node_names[node], 100 + step, &token, NULL);
                         } else if (op < 8) {
                                 gantry_cluster_release(c, d.uid);
                         } else if (op == 8) {
@@ -267,7 +268,7 @@ static void test_job_members_match_scan(void **state)
                                         .name = node_names[node], .leaf = leaf, .nic_gbps = 400,
                                         .gpus = 8 }, NULL), 0);
                         } else {
-                                gantry_cluster_release_reservation(c, d.uid);
+                                gantry_cluster_release_reservation(c, d.uid, token);
                         }
                         assert_job_members(c);
                 }
