@@ -202,7 +202,7 @@ static struct gp_gang *queue_head(struct gantry_gangs *g, const struct gp_gang *
         for (size_t i = 0; i < g->n_gangs; i++) {
                 struct gp_gang *x = g->gangs[i];
 
-                if (x == except || x->planned || x->oversize || x->n_members == 0)
+                if (x == except || x->planned || x->oversize || x->retired || x->n_members == 0)
                         continue;
                 if (!head || x->arrival < head->arrival)
                         head = x;
@@ -468,6 +468,7 @@ int gantry_gangs_filter(struct gantry_gangs *g, const struct gantry_gang_spec *s
                 goto out;
         }
         gang->last_seen = now;
+        gang->retired = false; /* a member to place: it queues and plans again */
         if (!gang->planned) {
                 r = plan(g, gang, now, reason, sizeof(reason), false, true);
                 if (r == -ENOMEM) {
@@ -702,7 +703,8 @@ static void note_bound_member(struct gantry_gangs *g, struct gp_gang *gang, doub
 
         gang->last_seen = now;
         if (bound_members(g, gang) < gang->size) {
-                gang->partial = true;
+                /* a retired gang's missing members finished: none will come */
+                gang->partial = !gang->retired;
                 return;
         }
         /* whole: its plan is where its members are (nothing to hold) */
@@ -842,6 +844,20 @@ bool gantry_gangs_has_bound_member(struct gantry_gangs *g, const char *key)
         return r;
 }
 
+/*
+ * A gang whose reservation expired, or that waited too long, while members
+ * of it are still bound: its holds go back, but the gang stays known until
+ * its last member is gone. Forgotten, the next event of a running member
+ * would bring it back as partial, planned first with places reserved for
+ * members that finished long ago, again after every expiry.
+ */
+static void retire(struct gantry_gangs *g, struct gp_gang *gang)
+{
+        unplan(g, gang);
+        gang->partial = false;
+        gang->retired = true;
+}
+
 size_t gantry_gangs_expire(struct gantry_gangs *g, double now)
 {
         size_t n = 0;
@@ -851,9 +867,15 @@ size_t gantry_gangs_expire(struct gantry_gangs *g, double now)
                 struct gp_gang *gang = g->gangs[i];
 
                 if ((gang->planned && !whole(gang) && gang->expires_at <= now) ||
-                    (!gang->planned && gang->last_seen + QUEUE_FORGET_TTLS * g->ttl <= now)) {
-                        gang_drop(g, gang); /* moves the last gang into slot i */
+                    (!gang->planned && !gang->retired &&
+                     gang->last_seen + QUEUE_FORGET_TTLS * g->ttl <= now)) {
                         n++;
+                        if (bound_members(g, gang) > 0) {
+                                retire(g, gang);
+                                i++;
+                        } else {
+                                gang_drop(g, gang); /* moves the last gang into slot i */
+                        }
                 } else {
                         i++;
                 }
@@ -872,7 +894,7 @@ void gantry_gangs_stats(struct gantry_gangs *g, struct gantry_gangs_stats *ret_s
 
                 if (gang->planned && !whole(gang))
                         s.planned++;
-                else if (!gang->oversize && gang->n_members > 0)
+                else if (!gang->oversize && !gang->retired && gang->n_members > 0)
                         s.waiting++;
                 for (size_t j = 0; j < gang->n_slots; j++)
                         s.held_slots += gang->slots[j].held;

@@ -32,6 +32,8 @@ struct gp_gang {
         bool planned;            /* slots chosen and reserved */
         bool oversize;           /* does not fit even on an empty cluster */
         bool partial;            /* seen with members bound and not planned: plan first */
+        bool retired;            /* expired with members still bound: kept (their events
+                                  * must not make it partial again), out of the queue */
         uint64_t arrival;        /* first member's arrival: the queue order */
         double expires_at;       /* planned: reservation expiry */
         double last_seen;        /* last member activity */

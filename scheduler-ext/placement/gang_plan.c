@@ -90,6 +90,14 @@ static int fill(struct gantry_cluster *c, const struct groups *gs, const struct 
         for (int i = gs->start[g]; i < gs->start[g + 1] && placed < want; i++) {
                 int node = gs->order[i];
 
+                /* GPUs not tracked (0) is no room for a member that needs
+                 * some: a plan looks beyond the nodes kube-scheduler offered,
+                 * and its own GPU filter would never offer this one */
+                if (d->gpus > 0 && c->nodes[node].gpus <= 0) {
+                        if (ret_why)
+                                *ret_why = gantry_refusal_cause_words(GANTRY_REFUSAL_GPUS);
+                        continue;
+                }
                 while (placed < want) {
                         struct gp_charge ch;
 

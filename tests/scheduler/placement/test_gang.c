@@ -292,6 +292,112 @@ static void test_partly_bound_gang_is_planned_first(void **state)
         gantry_cluster_free(c);
 }
 
+/* Filter and bind member @uid of @spec at time 0, its reservation expiring
+ * at @expires_at (0: confirmed at once); its node index. */
+static int place(struct gantry_gangs *g, const struct gantry_gang_spec *spec, const char *uid,
+                 double expires_at)
+{
+        struct gantry_pod_demand d = member(uid, spec->key, 100);
+        struct gantry_error err;
+        int at = filter_one(g, spec, uid, 100, names, N, NULL, 0);
+
+        assert_true(at >= 0);
+        assert_int_equal(gantry_gangs_bind(g, spec, &d, names[at], 0, expires_at, NULL, &err), 0);
+        return at;
+}
+
+static void test_member_bound_again_elsewhere_keeps_one_place(void **state)
+{
+        struct gantry_cluster *c = cluster();
+        struct gantry_gangs *g;
+        struct gantry_gang_spec spec = { .key = "ns/a", .size = 2 };
+        struct gantry_pod_demand d = member("a0", "ns/a", 100);
+        struct gantry_gangs_stats s;
+        struct gantry_error err;
+        char node[16];
+        int at, other;
+
+        (void)state;
+        assert_int_equal(gantry_gangs_new(c, 60, &g), 0);
+        at = place(g, &spec, "a0", 100);
+        /* a second bind of a0 (kube-scheduler retried) to a node of another leaf */
+        other = (at + PER_LEAF) % N;
+        assert_int_equal(gantry_gangs_bind(g, &spec, &d, names[other], 0, 100, NULL, &err), 0);
+        assert_int_equal(gantry_cluster_lookup(c, "a0", node, sizeof(node)), 0);
+        assert_string_equal(node, names[other]);
+        /* a1's place is still held, and a1 gets it */
+        gantry_gangs_stats(g, &s);
+        assert_int_equal(s.held_slots, 1);
+        assert_int_equal(s.planned, 1);
+        assert_true(filter_one(g, &spec, "a1", 100, names, N, NULL, 0) >= 0);
+        gantry_gangs_free(g);
+        gantry_cluster_free(c);
+}
+
+static void test_expired_gang_stays_retired_while_members_run(void **state)
+{
+        struct gantry_cluster *c = cluster();
+        struct gantry_gangs *g;
+        struct gantry_gang_spec a = { .key = "ns/a", .size = 2 }, b = { .key = "ns/b", .size = 2 };
+        struct gantry_pod_demand d1 = member("a1", "ns/a", 100);
+        struct gantry_gangs_stats s;
+        struct gantry_error err;
+        int at1;
+
+        (void)state;
+        assert_int_equal(gantry_gangs_new(c, 60, &g), 0);
+        place(g, &a, "a0", 0);
+        at1 = place(g, &a, "a1", 0);
+        /* a0 finishes; its place waits one TTL for a replacement that never comes */
+        assert_int_equal(gantry_cluster_release(c, "a0"), 0);
+        gantry_gangs_pod_gone(g, "a0", 10);
+        assert_int_equal(gantry_gangs_expire(g, 70), 1);
+        assert_int_equal((int)uplink_used(c, names[at1]), 100);
+        /* a1 still runs: the watch's MODIFIED event of it */
+        assert_int_equal(gantry_cluster_record(c, &d1, names[at1], &err), 0);
+        gantry_gangs_pod_bound(g, &a, &d1, names[at1], 80);
+        assert_int_equal(gantry_gangs_partial(g), 0);
+        /* the next plan reserves nothing for a0, who will never come back */
+        assert_true(filter_one(g, &b, "b0", 100, names, N, NULL, 0) >= 0);
+        gantry_gangs_stats(g, &s);
+        assert_int_equal(s.planned, 1);
+        assert_int_equal(s.held_slots, 2);
+        assert_int_equal(s.waiting, 0);
+        gantry_gangs_free(g);
+        gantry_cluster_free(c);
+}
+
+static void test_gpu_gang_not_planned_on_nodes_without_gpus(void **state)
+{
+        struct gantry_cluster *c;
+        struct gantry_gangs *g;
+        struct gantry_gang_spec small = { .key = "ns/a", .size = 4 }, big = { .key = "ns/b", .size = 20 };
+        const char *all[4] = { "gpu-0", "gpu-1", "cpu-0", "cpu-1" };
+        struct gantry_error err;
+
+        (void)state;
+        assert_int_equal(gantry_cluster_new(&c), 0);
+        /* leaf-0: two nodes of 8 GPUs; leaf-1: two CPU-only nodes (GPUs 0) */
+        for (int i = 0; i < 4; i++) {
+                const char *leaf = i < 2 ? "leaf-0" : "leaf-1";
+
+                assert_int_equal(gantry_cluster_set_leaf(c, &(struct gantry_leaf_spec){
+                        .name = leaf, .spine = "spine-0", .uplink_gbps = 800 }, &err), 0);
+                assert_int_equal(gantry_cluster_set_node(c, &(struct gantry_node_spec){
+                        .name = all[i], .leaf = leaf, .nic_gbps = 400, .gpus = i < 2 ? 8 : 0 },
+                        &err), 0);
+        }
+        assert_int_equal(gantry_gangs_new(c, 60, &g), 0);
+        /* 4 members of 1 GPU: on the GPU leaf, not on the "tightest" CPU-only one */
+        int at = filter_one(g, &small, "a0", 10, all, 4, NULL, 0);
+        assert_true(at >= 0 && at < 2);
+        /* 20 GPUs are more than the 16 there are: refused, not put on CPU nodes */
+        assert_int_equal(filter_one(g, &big, "b0", 10, all, 4, NULL, 0), -1);
+        assert_int_equal((int)uplink_used(c, "cpu-0") + (int)uplink_used(c, "cpu-1"), 0);
+        gantry_gangs_free(g);
+        gantry_cluster_free(c);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -303,6 +409,9 @@ int main(void)
                 cmocka_unit_test(test_slot_moves_to_an_offered_node_of_its_leaf),
                 cmocka_unit_test(test_reservation_expires),
                 cmocka_unit_test(test_partly_bound_gang_is_planned_first),
+                cmocka_unit_test(test_member_bound_again_elsewhere_keeps_one_place),
+                cmocka_unit_test(test_expired_gang_stays_retired_while_members_run),
+                cmocka_unit_test(test_gpu_gang_not_planned_on_nodes_without_gpus),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
