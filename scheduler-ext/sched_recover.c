@@ -66,8 +66,16 @@ static int requeue(struct gantry_kube_client *kube, const json_t *pod, const cha
                 return -ENOMEM;
         r = gantry_kube_merge_patch(kube, path, "pods", patch, &err);
         json_decref(patch);
-        if (r < 0 && r != -ENOENT)
-                log_warn("sched.requeue_failed", "pod=%s/%s error=\"%s\"", ns, name, err.msg);
+        if (r < 0 && r != -ENOENT) {
+                char pod[2 * GANTRY_PLACEMENT_NAME_MAX + 2], qpod[sizeof(pod) + 16];
+                char q[GANTRY_ERROR_MSG_MAX + 8];
+
+                /* the API server's answer may quote anything a webhook said */
+                snprintf(pod, sizeof(pod), "%s/%s", ns, name);
+                log_warn("sched.requeue_failed", "pod=%s error=%s",
+                         gantry_log_quote(pod, qpod, sizeof(qpod)),
+                         gantry_log_quote(err.msg, q, sizeof(q)));
+        }
         return r == -ENOENT ? 0 : r;
 }
 
@@ -85,7 +93,10 @@ static void requeue_pending(struct gantry_kube_client *kube, struct gantry_sched
         gmtime_r(&t, &tm);
         strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
         if (gantry_kube_get(kube, PENDING_PODS, "list", "pods", &list, &err) < 0) {
-                log_warn("sched.requeue_list_failed", "error=\"%s\"", err.msg);
+                char q[GANTRY_ERROR_MSG_MAX + 8];
+
+                log_warn("sched.requeue_list_failed", "error=%s",
+                         gantry_log_quote(err.msg, q, sizeof(q)));
                 return;
         }
         items = json_object_get(list, "items");

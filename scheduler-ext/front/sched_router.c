@@ -71,8 +71,12 @@ int gantry_sched_route_head(struct gantry_sched_router *r, const char *method, c
         const char *slash;
 
         if (r->check_clients && refused && !gantry_sched_client_path_is_open(path)) {
-                log_warn("sched.client_refused", "method=%s path=%s reason=\"%s\"", method, path,
-                         refused);
+                char qm[32], qp[512];
+
+                /* anyone who reaches the port chooses both (the path decoded) */
+                log_warn("sched.client_refused", "method=%s path=%s reason=\"%s\"",
+                         gantry_log_quote(method, qm, sizeof(qm)),
+                         gantry_log_quote(path, qp, sizeof(qp)), refused);
                 count_request(r, "refused", 403, gantry_extender_now());
                 set_reply(ret_reply, 403, "application/json",
                           "{\"Error\":\"a client certificate signed by gantry-scheduler's "

@@ -23,6 +23,9 @@
 #include "status.h"
 
 #define MAX_EXTENDER_PRIORITY 10 /* kube-scheduler's MaxExtenderPriority */
+/* A log value of a name the request carries (a pod "ns/name", a gang, a node), quoted */
+#define LOG_NAME_MAX (2 * GANTRY_PLACEMENT_NAME_MAX + 16)
+#define Q(value, buf) gantry_log_quote((value), (buf), sizeof(buf))
 
 struct gantry_extender {
         struct gantry_sched_state *state;
@@ -242,6 +245,7 @@ static void report_refusals(struct gantry_extender *ext, const struct args *a,
 {
         size_t count[GANTRY_REFUSAL_CAUSE_COUNT] = { 0 }, refused = 0, ex = 0;
         char counts[512], examples[REFUSAL_EXAMPLES * 600], q[sizeof(examples) + 64];
+        char qpod[LOG_NAME_MAX], qgang[LOG_NAME_MAX];
         size_t cl = 0, el = 0;
 
         for (size_t i = 0; i < a->n; i++) {
@@ -286,10 +290,11 @@ static void report_refusals(struct gantry_extender *ext, const struct args *a,
         }
         if (gang && refused == a->n)
                 log_info("sched.gang_refused", "pod=%s gang=%s nodes=%zu refused=%zu causes=%s reason=%s",
-                         d->name, gang, a->n, refused, counts, gantry_log_quote(v[0].reason, q, sizeof(q)));
+                         Q(d->name, qpod), Q(gang, qgang), a->n, refused, counts,
+                         Q(v[0].reason, q));
         else
                 log_info("sched.filter_refused", "pod=%s nodes=%zu refused=%zu causes=%s examples=%s",
-                         d->name, a->n, refused, counts, gantry_log_quote(examples, q, sizeof(q)));
+                         Q(d->name, qpod), a->n, refused, counts, Q(examples, q));
 }
 
 /* Writes {"name": "reason", ...} of the refused nodes of one kind. */
@@ -326,15 +331,17 @@ static bool gang_of(const struct gantry_extender *ext, const struct gantry_sched
 static void log_gang_filter(const struct gantry_sched_demand *d, const struct args *a,
                             const struct gantry_node_verdict *v)
 {
+        char qpod[LOG_NAME_MAX], qgang[LOG_NAME_MAX], qnode[LOG_NAME_MAX];
+
         for (size_t i = 0; i < a->n; i++)
                 if (v[i].fits) {
-                        log_info("sched.gang_member", "pod=%s gang=%s node=%s", d->name, d->d.job,
-                                 a->names[i]);
+                        log_info("sched.gang_member", "pod=%s gang=%s node=%s", Q(d->name, qpod),
+                                 Q(d->d.job, qgang), Q(a->names[i], qnode));
                         return;
                 }
         if (!a->n)
-                log_info("sched.gang_refused", "pod=%s gang=%s nodes=0 reason=\"no nodes\"", d->name,
-                         d->d.job);
+                log_info("sched.gang_refused", "pod=%s gang=%s nodes=0 reason=\"no nodes\"",
+                         Q(d->name, qpod), Q(d->d.job, qgang));
 }
 
 static bool gang_retry(const char *reason)
@@ -362,6 +369,7 @@ static int do_filter(struct gantry_extender *ext, const struct args *a,
         struct gantry_node_verdict *v = calloc(a->n ? a->n : 1, sizeof(*v));
         struct json_out o = { 0 };
         json_t *passed = NULL, *nodes = NULL;
+        char qpod[LOG_NAME_MAX], qgang[LOG_NAME_MAX];
         bool first = true;
         char *nodes_text = NULL;
         int r;
@@ -389,7 +397,8 @@ static int do_filter(struct gantry_extender *ext, const struct args *a,
                  * refusal would park it with kube-scheduler's unschedulable
                  * pods until a cluster event or the 5-minute flush whenever
                  * an in-tree filter also refused a node (a full one) */
-                log_info("sched.gang_retry", "pod=%s gang=%s nodes=%zu", d->name, d->d.job, a->n);
+                log_info("sched.gang_retry", "pod=%s gang=%s nodes=%zu", Q(d->name, qpod),
+                         Q(d->d.job, qgang), a->n);
                 r = gantry_error_set(err, EAGAIN, "%s", v[0].reason);
                 goto out;
         }
@@ -429,7 +438,7 @@ static int do_filter(struct gantry_extender *ext, const struct args *a,
         json_out_raw(&o, ",\"Error\":\"\"}");
         *ret_reply = json_out_finish(&o);
         r = *ret_reply ? 0 : gantry_error_set(err, ENOMEM, "out of memory");
-        log_debug("sched.filter", "pod=%s nodes=%zu", d->name, a->n);
+        log_debug("sched.filter", "pod=%s nodes=%zu", Q(d->name, qpod), a->n);
 out:
         free(nodes_text);
         json_decref(nodes);
@@ -518,6 +527,7 @@ static int handle_bind(struct gantry_extender *ext, const char *body, size_t len
         json_t *root = NULL, *pod = NULL;
         const char *result = "bound";
         uint64_t token = 0; /* the ledger's token of this bind's reservation */
+        char pod_name[LOG_NAME_MAX], qpod[LOG_NAME_MAX], qnode[LOG_NAME_MAX];
         int r, status = 200;
 
         if ((r = parse_body(body, len, &root, &err)) < 0)
@@ -586,15 +596,18 @@ static int handle_bind(struct gantry_extender *ext, const char *body, size_t len
                         gantry_cluster_release_reservation(c, uid, token);
                 }
         }
+        /* the request's names, as sent: whoever reaches the port chooses them */
+        snprintf(pod_name, sizeof(pod_name), "%s/%s", ns, name);
         if (r < 0) {
                 char q[256];
 
                 result = r == -ENOSPC ? "no_headroom" : "error";
-                log_warn("sched.bind_failed", "pod=%s/%s node=%s error=%s", ns, name, node,
-                         gantry_log_quote(err.msg, q, sizeof(q)));
+                log_warn("sched.bind_failed", "pod=%s node=%s error=%s", Q(pod_name, qpod),
+                         Q(node, qnode), Q(err.msg, q));
                 status = error_reply(200, err.msg, ret_reply);
         } else {
-                log_info("sched.bound", "pod=%s/%s node=%s flows=%zu", ns, name, node, d.d.n_flows);
+                log_info("sched.bound", "pod=%s node=%s flows=%zu", Q(pod_name, qpod),
+                         Q(node, qnode), d.d.n_flows);
                 status = error_reply(200, "", ret_reply);
         }
         if (ext->opts.metrics) {

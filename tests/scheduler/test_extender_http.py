@@ -17,7 +17,7 @@ import time
 import unittest
 import uuid
 
-from sched_harness import PKITestCase, Scheduler, fixture, fixture_json
+from sched_harness import PKITestCase, Scheduler, fixture, fixture_json, wait_for
 
 NC_TRUE_FILTER = "nodecache-true-001-filter.json"
 NC_TRUE_PRIO = "nodecache-true-002-prioritize.json"
@@ -558,6 +558,24 @@ class TLSTest(PKITestCase):
             # 3 wrong clients x (3 verbs + /metrics)
             self.assertIn('gantry_scheduler_requests_total{verb="refused",code="403"} 12',
                           text.decode())
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    def test_a_refused_path_cannot_forge_a_log_line(self):
+        # libmicrohttpd decodes the path: %0a is a newline by the time it is
+        # logged, before any client check; quoted, it stays inside path="..."
+        s = self.serve()
+        try:
+            forged = "event=sched.forged_by_path user=admin"
+            path = "/filter%0ats=2026-01-01T00:00:00.000Z%20level=error%20" + \
+                forged.replace(" ", "%20")
+            status, _ = s.request("POST", path, b"{}", {"Content-Type": "application/json"})
+            self.assertEqual(status, 403)
+            wait_for(lambda: "sched.forged_by_path" in s.logs(), "the refusal logged")
+            for line in s.logs().splitlines():
+                if "sched.forged_by_path" in line:
+                    self.assertIn("event=sched.client_refused", line)
+                    self.assertIn('path="/filter\\nts=', line)
         finally:
             self.assertEqual(s.stop(), 0)
 
