@@ -6,7 +6,10 @@
  * what nghttp2 has to send is gathered into TLS records of up to 16 KiB.
  * A bind's stream waits for its worker, which queues the answer on the
  * connection's done list and writes the eventfd. A stream the client
- * resets while its bind runs is freed when the answer comes back.
+ * resets while its bind runs is freed when the answer comes back; until
+ * then it still counts: a connection has at most GANTRY_SCHED_H2_MAX_STREAMS
+ * binds out, open or reset, so a client that binds and resets again and
+ * again cannot pile up bodies and queued jobs past the stream limit.
  */
 #include <errno.h>
 #include <nghttp2/nghttp2.h>
@@ -213,10 +216,24 @@ static void on_end(struct h2_stream *st)
         }
         st->answered = true;
         if (st->verb == GANTRY_VERB_BIND) {
+                bool full;
+
                 /* counted before a worker can answer */
                 pthread_mutex_lock(&c->lock);
-                c->binds_out++;
+                full = c->binds_out >= GANTRY_SCHED_H2_MAX_STREAMS;
+                if (!full)
+                        c->binds_out++;
                 pthread_mutex_unlock(&c->lock);
+                if (full) {
+                        /* only streams reset while their bind waits get here:
+                         * open ones are capped by the stream limit already */
+                        gantry_sched_route_json(c->router, st->verb, 503,
+                                                strdup("{\"Error\":\"too many binds in flight on "
+                                                       "this connection; retry\"}"),
+                                                st->body.start, &reply);
+                        respond(st, &reply);
+                        return;
+                }
                 st->in_bind = true;
         }
         r = gantry_sched_route_verb(c->router, st->verb, st->body.data, st->body.len,
