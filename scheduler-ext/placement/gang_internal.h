@@ -1,7 +1,9 @@
 /*
- * Private state of the gang table (gang.h): gangs, their slots and the
- * planner that chooses the slots' nodes (gang_plan.c). Every function here
- * expects the caller to hold the cluster's write lock.
+ * Private state of the gang table (gang.h): gangs and their slots (gang.c),
+ * their reservation (gang_reserve.c), the member verbs (gang_member.c), the
+ * watch's events (gang_watch.c) and the planner that chooses the slots'
+ * nodes (gang_plan.c). Every function here expects the caller to hold the
+ * cluster's write lock.
  */
 #pragma once
 
@@ -80,3 +82,34 @@ bool gp_gang_fits_empty(struct gantry_cluster *c, const struct gantry_pod_demand
 
 /* The group (leaf index, or the group of leafless nodes) of node @node. */
 int gp_gang_node_group(const struct gantry_cluster *c, int node);
+
+/* The table (gang.c). */
+/* Checks a gang spec: key non-empty and short, size 1..GANTRY_GANG_SIZE_MAX. */
+int gp_gang_spec_validate(const struct gantry_gang_spec *spec, struct gantry_error *err);
+/* Gang @spec's entry, added (queued last) when new; NULL when out of memory or full. */
+struct gp_gang *gp_gang_get_or_add(struct gantry_gangs *g, const struct gantry_gang_spec *spec,
+                                   const struct gantry_pod_demand *d);
+/* Forgets a gang: its reservation, its members, its place in the queue; frees it. */
+void gp_gang_drop(struct gantry_gangs *g, struct gp_gang *gang);
+/* Maps @uid to @gang (a member seen). 0 or -ENOMEM / -E2BIG. */
+int gp_gang_member_add(struct gantry_gangs *g, struct gp_gang *gang, const char *uid);
+void gp_gang_member_remove(struct gantry_gangs *g, struct gp_gang *gang, const char *uid);
+/* The slot assigned to member @uid, NULL when none. */
+struct gp_slot *gp_gang_slot_of(struct gp_gang *gang, const char *uid);
+/* Planned, and every member bound: nothing is held for it. */
+bool gp_gang_whole(const struct gp_gang *gang);
+/* A used slot its member left (gone, or bound elsewhere) goes back to the
+ * reservation while it fits on its node, else it is lost (node -1). */
+void gp_gang_slot_give_back(struct gantry_gangs *g, struct gp_slot *s);
+/* Members of @gang the ledger charges (bound, or bind in flight). */
+int gp_gang_bound_members(const struct gantry_gangs *g, const struct gp_gang *gang);
+
+/*
+ * The reservation (gang_reserve.c): plans @gang around its members in the
+ * ledger and reserves slots for the rest, in queue order. @nested: for
+ * another gang's plan (no recursion). @spare: the pod at hand needs a place
+ * even when the gang is whole. Returns 0, -ENOSPC / -E2BIG (oversize) /
+ * -EBUSY (behind the head) with @reason written, or -ENOMEM.
+ */
+int gp_gang_reserve(struct gantry_gangs *g, struct gp_gang *gang, double now, char *reason,
+                    size_t size, bool nested, bool spare);

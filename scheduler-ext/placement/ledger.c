@@ -218,7 +218,7 @@ void gp_refusal_reason(const struct gantry_node_verdict *v, char *buf, size_t si
                 snprintf(buf, size, "not enough free GPUs (pod needs %.0f)", v->need);
                 break;
         case GANTRY_REFUSAL_GANG:
-                /* gang.c writes the gang's own reason, already free of names */
+                /* the gang table writes the gang's own reason, already free of names */
                 if (buf != v->reason)
                         snprintf(buf, size, "%s", v->reason);
                 break;

@@ -138,7 +138,7 @@ void gp_refusal_reason(const struct gantry_node_verdict *v, char *buf, size_t si
 /* Drops the entries charged on @node and gives their charges back; how many. */
 size_t gp_ledger_release_node(struct gantry_cluster *c, int node);
 /*
- * The ledger's core, for the gang reservation (gang.c), which must give back
+ * The ledger's core, for the gang bind (gang_member.c), which must give back
  * a slot and charge the member in one step under the held write lock:
  * adds (or replaces) @d's entry on node index @node, with the capacity check
  * when @check. Same answers as gantry_cluster_reserve(), with the new

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the gang table (scheduler-ext/placement/gang.c, gang_plan.c): a gang
+ * Unit tests of the gang table (scheduler-ext/placement/gang*.c): a gang
  * planned and reserved whole on one leaf, members passing only their slot,
  * bind moving the slot's charge (never counted twice), a failed bind giving
  * it back, refusal of a gang that does not fit with one reason and no
