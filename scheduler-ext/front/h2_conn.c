@@ -137,10 +137,12 @@ static void bind_done(void *arg, int status, char *reply)
         st->done_next = c->done;
         c->done = st;
         pthread_cond_broadcast(&c->bind_done); /* for the wait at the connection's end */
-        pthread_mutex_unlock(&c->lock);
+        /* under the lock: once it is released, the connection's last wait
+         * may take this answer and free @c and close its eventfd */
         if (write(c->wake, &one, sizeof(one)) < 0) {
                 /* the eventfd is full of wake-ups: the thread is awake */
         }
+        pthread_mutex_unlock(&c->lock);
 }
 
 /* On the connection's thread: submits the answers of the binds that ended. */
