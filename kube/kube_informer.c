@@ -83,6 +83,11 @@ struct gantry_kube_informer {
 
 /* --------------------------------------------------------------- helpers */
 
+/* The resourceVersion as a log value: opaque text of the API server's
+ * choosing (quoted into a buffer that lives as long as the log call's block). */
+#define RV_LOG_MAX (2 * sizeof(((struct gantry_kube_informer *)0)->rv) + 8)
+#define RV_LOG(inf) gantry_log_quote((inf)->rv, (char[RV_LOG_MAX]){ 0 }, RV_LOG_MAX)
+
 static void set_state_rv(struct gantry_kube_informer *inf, const char *rv)
 {
         struct gantry_metrics *m = inf->client->http.metrics;
@@ -481,7 +486,7 @@ static int list_all(struct gantry_kube_informer *inf)
         malloc_trim(0);
 #endif
         log_info("kube.list", "kind=%s items=%zu pages=%d added=%u modified=%u deleted=%u resource_version=%s",
-                 kube_kind_label(inf->info), n.items, pages, n.added, n.modified, n.deleted, inf->rv);
+                 kube_kind_label(inf->info), n.items, pages, n.added, n.modified, n.deleted, RV_LOG(inf));
         count(inf, "gantry_kube_relists_total", "Completed lists (initial and re-lists), by kind", NULL);
         pthread_mutex_lock(&inf->lock);
         inf->state.lists++;
@@ -575,7 +580,7 @@ static void on_watch_open(void *ctx, long status)
         inf->state.watches++;
         inf->state.watching = true;
         pthread_mutex_unlock(&inf->lock);
-        log_debug("kube.watch.open", "kind=%s resource_version=%s", kube_kind_label(inf->info), inf->rv);
+        log_debug("kube.watch.open", "kind=%s resource_version=%s", kube_kind_label(inf->info), RV_LOG(inf));
 }
 
 /*
@@ -621,8 +626,8 @@ static int watch_once(struct gantry_kube_informer *inf)
                  * a load balancer's idle cut): a watch that ended, not an
                  * error; resume from inf->rv */
                 log_info("kube.watch.dropped", "kind=%s events=%llu resource_version=%s reason=%s",
-                         kube_kind_label(inf->info), (unsigned long long)inf->stream_events, inf->rv,
-                         strerror(-r));
+                         kube_kind_label(inf->info), (unsigned long long)inf->stream_events,
+                         RV_LOG(inf), strerror(-r));
                 return 0;
         }
         if (r < 0)
@@ -638,7 +643,7 @@ static int watch_once(struct gantry_kube_informer *inf)
                 return status_error(inf, "watch", &resp);
         kube_response_clear(&resp);
         log_debug("kube.watch.closed", "kind=%s events=%llu resource_version=%s", kube_kind_label(inf->info),
-                  (unsigned long long)inf->stream_events, inf->rv);
+                  (unsigned long long)inf->stream_events, RV_LOG(inf));
         return 0;
 }
 
@@ -725,7 +730,7 @@ static void *informer_main(void *arg)
                                 /* expired: re-list at once; only a second
                                  * 410 with no progress between backs off */
                                 log_info("kube.watch.expired", "kind=%s resource_version=%s",
-                                         kube_kind_label(inf->info), inf->rv);
+                                         kube_kind_label(inf->info), RV_LOG(inf));
                                 continue;
                         }
                         if (r == 0) {
