@@ -4,17 +4,24 @@
 # msgr2 only, bound to one address (127.0.0.1, or $ADDR inside a network
 # namespace). Pools: replicated "rbd" (image metadata) and, with >= 3 OSDs,
 # erasure-coded "ecdata" (k=2 m=1, failure domain osd, EC overwrites on).
+# EC_KM=K+M picks another profile for "ecdata" (needs K+M OSDs); EC_KM=2+2
+# on 5 OSDs stays readable and writable with one OSD down (min_size K+1).
 #
 #   cluster.sh start DIR PORT [NOSD=3] [OSD_GB=3]   boot, wait until clean, write DIR/env
 #   cluster.sh wait  DIR                            until HEALTH_OK and every PG active+clean
 #   cluster.sh stop  DIR                            stop every daemon (bounded), keep DIR
 #   cluster.sh restart DIR                          start the daemons of a stopped DIR again, wait
+#   cluster.sh osd-start DIR ID                     start osd.ID again (after a kill); no wait
 #   cluster.sh purge DIR                            stop and remove DIR
 #   cluster.sh user  DIR NAME                       create a least-privilege rbd user, print its key
 #
 # Everything (conf, keyrings, data, logs, pids) lives under DIR. Every wait
-# is bounded; on a failed start every daemon started so far is stopped.
+# is bounded; on a failed start every daemon started so far is stopped. A
+# pid file outlives its daemon (a test kills OSDs): a daemon is signalled
+# only while its pid is still that daemon (own_pid.sh: start time, and a
+# command line naming this DIR's ceph.conf).
 set -euo pipefail
+. "$(dirname "$0")/../common/own_pid.sh"
 
 cmd=${1:?usage: cluster.sh start|wait|stop|purge|user DIR ...}
 dir=$(realpath -m "${2:?DIR}")
@@ -27,20 +34,18 @@ ceph_cli() { timeout 60 ceph -c "$conf" --connect-timeout 20 "$@"; }
 daemon() { # NAME BINARY ARGS...: start one daemon in the foreground under setsid
         local name=$1; shift
         setsid "$@" -f -c "$conf" >"$dir/log/$name.out" 2>&1 </dev/null &
-        echo $! >"$dir/run/$name.pid"
+        own_pid_write "$dir/run/$name.pid" $!
 }
 
-stop_all() {
-        local p pid
+stop_all() { # TERM to all at once, then each waited for (bounded) and KILLed
+        local p
         for p in "$dir"/run/*.pid; do
-                [ -e "$p" ] && kill "$(cat "$p")" 2>/dev/null || true
+                [ -e "$p" ] || continue
+                own_pid_signal TERM "$p" "$conf" || true
         done
         for p in "$dir"/run/*.pid; do
                 [ -e "$p" ] || continue
-                pid=$(cat "$p")
-                for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-                kill -9 "$pid" 2>/dev/null || true
-                rm -f "$p"
+                own_pid_stop "$p" "$conf"
         done
 }
 
@@ -64,6 +69,9 @@ print(sum(x["num"] for x in s["num_pg_by_state"] if x["name"]=="active+clean"))'
 
 start() {
         local port=${1:?PORT} nosd=${2:-3} osd_gb=${3:-3} fsid monaddr i key uuid
+        local ec_km=${EC_KM:-2+1} ec_k ec_m
+        [[ $ec_km =~ ^([1-9])\+([1-9])$ ]] || { echo "cluster.sh: EC_KM: want K+M, e.g. 2+2" >&2; exit 2; }
+        ec_k=${BASH_REMATCH[1]} ec_m=${BASH_REMATCH[2]}
         [ -e "$conf" ] && { echo "cluster.sh: $dir already holds a cluster" >&2; exit 1; }
         mkdir -p "$dir"/{mon,mgr/ceph-x,osd,run,log,crash}
         trap 'stop_all' ERR
@@ -151,11 +159,13 @@ CONF
         ceph_cli osd set-require-min-compat-client mimic >/dev/null 2>&1 # clone v2
         ceph_cli osd pool create rbd 8 8 replicated >/dev/null 2>&1
         timeout 60 rbd -c "$conf" pool init rbd
-        if [ "$nosd" -ge 3 ]; then
-                ceph_cli osd erasure-code-profile set ec21 k=2 m=1 crush-failure-domain=osd
-                ceph_cli osd pool create ecdata 8 8 erasure ec21 >/dev/null 2>&1
+        if [ "$nosd" -ge $((ec_k + ec_m)) ]; then
+                ceph_cli osd erasure-code-profile set "ec$ec_k$ec_m" k=$ec_k m=$ec_m crush-failure-domain=osd
+                ceph_cli osd pool create ecdata 8 8 erasure "ec$ec_k$ec_m" >/dev/null 2>&1
                 ceph_cli osd pool set ecdata allow_ec_overwrites true >/dev/null 2>&1
-                ceph_cli osd pool set ecdata min_size 2 >/dev/null 2>&1
+                # k+1 keeps a write safe through one more loss; with m=1 that
+                # is every shard, and one OSD down would stop all IO
+                ceph_cli osd pool set ecdata min_size $((ec_m > 1 ? ec_k + 1 : ec_k)) >/dev/null 2>&1
                 ceph_cli osd pool application enable ecdata rbd >/dev/null 2>&1
         fi
         wait_clean
@@ -198,9 +208,20 @@ restart() { # the daemons of a stopped cluster, from what DIR keeps
         trap - ERR
 }
 
+osd_start() { # one OSD of a running cluster, e.g. after a test killed it
+        local i=${1:?ID}
+        [ -d "$dir/osd/ceph-$i" ] || { echo "cluster.sh: $dir has no osd.$i" >&2; exit 1; }
+        if own_pid "$dir/run/osd.$i.pid" "$conf" >/dev/null; then
+                echo "cluster.sh: osd.$i is running" >&2
+                exit 1
+        fi
+        daemon "osd.$i" ceph-osd -i "$i"
+}
+
 case $cmd in
 start) shift 2; start "$@" ;;
 restart) restart ;;
+osd-start) osd_start "${3:-}" ;;
 wait) wait_clean ;;
 stop) stop_all ;;
 purge) stop_all; rm -rf "$dir" ;;

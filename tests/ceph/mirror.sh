@@ -17,6 +17,7 @@
 # The daemon's pid lives in DIR/perf/run, so `cluster.sh stop|purge` of perf
 # stops it too if a test died before its own stop.
 set -euo pipefail
+. "$(dirname "$0")/../common/own_pid.sh"
 
 cmd=${1:?usage: mirror.sh start|stop DIR}
 dir=$(realpath -m "${2:?DIR}")
@@ -47,15 +48,8 @@ ok=[p for p in s.get("pool_replayers", []) if p.get("pool")=="rbd" and p.get("st
 sys.exit(0 if ok else 1)'
 }
 
-stop() {
-        local pid
-        if [ -e "$pidfile" ]; then
-                pid=$(cat "$pidfile")
-                kill "$pid" 2>/dev/null || true
-                for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-                kill -9 "$pid" 2>/dev/null || true
-                rm -f "$pidfile"
-        fi
+stop() { # only the daemon this fixture started (a pid file outlives it)
+        [ ! -e "$pidfile" ] || own_pid_stop "$pidfile" "$perf/rbd-mirror.conf"
         if [ -e "$rundir_file" ]; then
                 rm -rf "$(cat "$rundir_file")"
                 rm -f "$rundir_file"
@@ -87,10 +81,10 @@ start() {
         } >"$perf/rbd-mirror.conf"
         CEPH_CONF=$perf/rbd-mirror.conf setsid rbd-mirror -f -c "$perf/rbd-mirror.conf" \
                 --id rbd-mirror.gantry >"$perf/log/rbd-mirror.out" 2>&1 </dev/null &
-        echo $! >"$pidfile"
+        own_pid_write "$pidfile" $!
         local deadline=$((SECONDS + WAIT_S))
         until daemon_ready; do
-                if [ $SECONDS -ge $deadline ] || ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+                if [ $SECONDS -ge $deadline ] || ! own_pid "$pidfile" >/dev/null; then
                         echo "mirror.sh: rbd-mirror not healthy after ${WAIT_S}s:" >&2
                         rbd_on "$perf" mirror pool status rbd --verbose >&2 || true
                         tail -n 20 "$perf/log/rbd-mirror.out" >&2 || true

@@ -56,6 +56,8 @@ import urllib.parse
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "common"))
+import own_process  # noqa: E402
 SOURCE = os.path.normpath(os.path.join(HERE, "..", ".."))
 SKIP_CODE = 77
 sys.path.insert(0, os.path.join(HERE, "..", "canary"))
@@ -209,6 +211,7 @@ class Proc:
         self.popen = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=logf,
                                       stderr=subprocess.STDOUT, env=env,
                                       preexec_fn=_die_with_parent)
+        self.start_time = own_process.start_time(self.popen.pid)
         logf.close()
 
     def alive(self):
@@ -216,10 +219,7 @@ class Proc:
 
     def signal(self, sig):
         if self.alive():
-            try:
-                os.killpg(self.popen.pid, sig)
-            except ProcessLookupError:
-                pass
+            own_process.signal_group(self.popen.pid, self.start_time, sig)
 
     def stop(self, grace=10):
         if self.popen is None:
@@ -230,10 +230,9 @@ class Proc:
         except subprocess.TimeoutExpired:
             self.signal(signal.SIGKILL)
             self.popen.wait(10)
-        try:  # whatever the group still holds (children of the daemon)
-            os.killpg(self.popen.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        # whatever the group still holds (children of the daemon); the leader
+        # is reaped by now, so only if its number is not a stranger's
+        own_process.signal_group(self.popen.pid, self.start_time, signal.SIGKILL)
         self.popen = None
 
 
@@ -324,17 +323,17 @@ class ControlPlane:
                                                   e.get("message", "")))
 
     def _kill_stale(self):
-        """Kills daemons that a killed earlier run of this test left."""
+        """Kills daemons that a killed earlier run of this test left: only
+        those still running as started (own_process: the pid file keeps
+        each one's start time), never a stranger that has the number now."""
         try:
             with open(os.path.join(self.dir, "pids")) as f:
-                pids = [int(x) for x in f.read().split()]
-        except (OSError, ValueError):
+                recs = [own_process.parse(line) for line in f if line.strip()]
+        except (OSError, ValueError, IndexError):
             return
-        for pid in pids:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        for pid, start in recs:
+            if start is not None:
+                own_process.signal_group(pid, start, signal.SIGKILL)
 
     def spawn(self, name, argv, env=None):
         """Starts @argv as daemon @name (log: <dir>/<name>.log), stopped with
@@ -345,7 +344,7 @@ class ControlPlane:
         self.procs[name] = p
         p.start()
         with open(os.path.join(self.dir, "pids"), "a") as f:
-            f.write("%d\n" % p.popen.pid)
+            f.write(own_process.record(p.popen.pid) + "\n")
         return p
 
     def start_proc(self, name):
@@ -353,7 +352,7 @@ class ControlPlane:
         if not p.alive():
             p.start()
             with open(os.path.join(self.dir, "pids"), "a") as f:
-                f.write("%d\n" % p.popen.pid)
+                f.write(own_process.record(p.popen.pid) + "\n")
         if name == "kube-apiserver":
             self._wait_ready()
 
