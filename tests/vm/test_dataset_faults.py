@@ -1,0 +1,267 @@
+"""The dataset tier under storage faults, on a real kernel (run inside the
+VM by tests/vm/run.sh; CTest: vm_dataset_faults; bench/faults runs it with
+longer phases).
+
+A dataset image filled with a known pattern (every 4 KiB block carries its
+offset and a seed: dataset_pattern.py) lives on a Ceph cluster that stays
+readable with one OSD down (5 OSDs, EC 2+2; tests/vm/faults_cluster.sh, in
+the test's network namespace). gantry-csi --mode node, driven over its Unix
+socket as kubelet would, stages it read-only (ROX, raw block) with krbd and
+publishes it to two pods whose cgroups are laid out as the kubelet makes
+them (systemd and cgroupfs drivers). A reader in each pod's container
+cgroup reads it flat out (fault_reader.py: one sequentially, one at random
+offsets) and checks every byte, while the host's fault agent
+(fault_agent.py, on the guest's request) kills one OSD with kill -9 and
+starts it again, stops another with SIGSTOP until Ceph marks it down, then
+continues it, and marks a third out so that recovery runs; each time it
+waits on the cluster's own view (the osdmap, HEALTH_OK and every PG
+active+clean). The reads must go on and complete with 0 errors and 0 wrong
+bytes; the figures per phase are printed (fault_phases.py).
+
+GANTRY_FAULTS_PHASE_S sets how long each steady phase is read (default 6 s;
+bench/faults uses more).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
+from csi_client import Plugin  # noqa: E402
+import csi_pb2  # noqa: E402
+import fault_phases  # noqa: E402
+
+SHARE = "/vm"
+CG = "/sys/fs/cgroup"
+KUBELET = "/var/lib/kubelet/plugins/kubernetes.io/csi/csi.gantry.io"
+VOL = "0001-0004-test-0000000000000001-ds"
+MODE = csi_pb2.VolumeCapability.AccessMode.Mode
+PHASE_S = float(os.environ.get("GANTRY_FAULTS_PHASE_S", "6"))
+AGENT_WAIT_S = 240  # the agent's own waits are bounded at 180 s
+OSD_KILLED, OSD_HUNG, OSD_OUT = 1, 2, 3
+
+
+def uid(n):
+    return "7b4f1d2e-6c3a-4d8b-8e2f-00000000000%d" % n
+
+
+# name -> (uid, pod cgroup relative to CG, container cgroup, reader mode, threads)
+PODS = {
+    # systemd driver, Burstable: an epoch in order over its shards
+    "a": (uid(1), "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice"
+          % uid(1).replace("-", "_"), "cri-containerd-a.scope", "seq", 2),
+    # cgroupfs driver, BestEffort: a shuffled sampler's small reads
+    "b": (uid(2), "kubepods/besteffort/pod%s" % uid(2), "c0ffee0b", "rand", 2),
+}
+
+T0 = time.monotonic()
+
+
+def step(what):
+    """Progress on the console (stderr: unbuffered) and in the share."""
+    line = "test_dataset_faults %6.1fs: %s" % (time.monotonic() - T0, what)
+    print(line, file=sys.stderr, flush=True)
+    with open(os.path.join(SHARE, "progress"), "a") as f:
+        f.write(line + "\n")
+
+
+def read_share(name):
+    with open(os.path.join(SHARE, name)) as f:
+        return f.read().strip()
+
+
+def target(name):
+    return "/var/lib/kubelet/pods/%s/volumes/kubernetes.io~csi/pvc-%s/dev" % (PODS[name][0], name)
+
+
+class Faults:
+    """The guest's end of fault_agent.py's queue."""
+
+    def __init__(self):
+        self.dir = os.path.join(SHARE, "faults")
+        self.n = 0
+
+    def ask(self, request):
+        """Sends @request, waits (bounded) for the answer; returns its fields."""
+        self.n += 1
+        base = os.path.join(self.dir, "%04d" % self.n)
+        with open(base + ".tmp", "w") as f:
+            f.write(request + "\n")
+        os.rename(base + ".tmp", base + ".req")
+        deadline = time.monotonic() + AGENT_WAIT_S
+        while not os.path.exists(base + ".resp"):
+            if time.monotonic() > deadline:
+                raise AssertionError("the fault agent did not answer %r" % request)
+            time.sleep(0.1)
+        with open(base + ".resp") as f:
+            answer = f.read().split()
+        if answer[0] != "ok":
+            raise AssertionError("fault %r failed: %s" % (request, " ".join(answer[1:])))
+        step("%s: %s" % (request, " ".join(answer[1:])))
+        return dict(w.split("=", 1) for w in answer[1:])
+
+
+class DatasetFaultsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.env = dict(line.split("=", 1) for line in read_share("env").splitlines())
+        cls.key = read_share("gantry.key")
+        subprocess.run(["modprobe", "rbd"], check=True, timeout=60)
+        if not os.path.exists(os.path.join(CG, "cgroup.controllers")):
+            subprocess.run(["mount", "-t", "cgroup2", "none", CG], check=True, timeout=30)
+        for _, rel, ctr, _, _ in PODS.values():
+            os.makedirs(os.path.join(CG, rel, ctr), exist_ok=True)
+        cls.workdir = tempfile.mkdtemp(prefix="gantry-faults-vm-")
+        cls.plugin = Plugin(mode="node", node_id="vm-node", workdir=cls.workdir,
+                            ready_timeout=60.0).start()
+        step("plugin up")
+        cls.call("NodeStageVolume", volume_id=VOL, staging_target_path=cls.staging(),
+                 volume_capability=cls.cap(), volume_context=cls.context(),
+                 secrets={"userID": "gantry", "userKey": cls.key})
+        for name in PODS:
+            cls.call("NodePublishVolume", volume_id=VOL, staging_target_path=cls.staging(),
+                     target_path=target(name), volume_capability=cls.cap(), readonly=True,
+                     volume_context=cls.context())
+        step("staged read-only and published to %d pods" % len(PODS))
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            for name in PODS:
+                cls.call("NodeUnpublishVolume", volume_id=VOL, target_path=target(name))
+            cls.call("NodeUnstageVolume", volume_id=VOL, staging_target_path=cls.staging())
+            rc = cls.plugin.stop()
+            if rc != 0:
+                raise AssertionError("plugin exit %s:\n%s" % (rc, cls.plugin.read_log()[-4000:]))
+        finally:
+            cls.plugin.kill()
+            shutil.rmtree(cls.workdir, ignore_errors=True)
+
+    @classmethod
+    def call(cls, method, timeout=120.0, **fields):
+        return cls.plugin.call(method, getattr(csi_pb2, method + "Request")(**fields),
+                               timeout=timeout)
+
+    @staticmethod
+    def staging():
+        return os.path.join(KUBELET, "staging", "ds")
+
+    @staticmethod
+    def cap():
+        c = csi_pb2.VolumeCapability(access_mode=csi_pb2.VolumeCapability.AccessMode(
+            mode=MODE.MULTI_NODE_READER_ONLY))
+        c.block.SetInParent()
+        return c
+
+    @classmethod
+    def context(cls):
+        return {"tier": "dataset", "clusterID": "test", "monitors": cls.env["MONITORS"],
+                "pool": "rbd", "imageName": "ds", "mapOptions": "ms_mode=crc"}
+
+    def start_readers(self):
+        self.stopfile = os.path.join(self.workdir, "stop")
+        self.readers = {}
+        for name, (_, rel, ctr, mode, threads) in PODS.items():
+            out = os.path.join(self.workdir, "reads-%s.json" % name)
+            p = subprocess.Popen([sys.executable, os.path.join(HERE, "fault_reader.py"),
+                                  os.path.join(CG, rel, ctr), target(name), self.env["DS_SEED"],
+                                  mode, str(threads), self.stopfile, out])
+            self.readers[name] = (p, out)
+        self.addCleanup(self.stop_readers)
+        # python starts slowly under software emulation: the healthy phase
+        # begins once every reader has read
+        deadline = time.monotonic() + 120
+        while not all(os.path.exists(out + ".reading") for _, out in self.readers.values()):
+            self.assertLess(time.monotonic(), deadline, "the readers did not start reading")
+            self.dwell(0.2)
+
+    def stop_readers(self):
+        """Every reader stops after its reads in flight complete (bounded)."""
+        with open(self.stopfile, "w"):
+            pass
+        results = {}
+        for name, (p, out) in self.readers.items():
+            try:
+                p.wait(timeout=AGENT_WAIT_S)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            if p.returncode == 0 and os.path.exists(out):
+                with open(out) as f:
+                    results[name] = json.load(f)
+        return results
+
+    def dwell(self, seconds):
+        """Reads go on for @seconds; a reader that died ends the test early."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            for name, (p, _) in self.readers.items():
+                self.assertIsNone(p.poll(), "reader %s exited during the faults" % name)
+            time.sleep(0.2)
+
+    def test_reads_go_on_through_osd_faults(self):
+        f = Faults()
+        marks = {}
+
+        def mark(name):
+            marks[name] = time.monotonic()
+
+        self.start_readers()
+        mark("begin")
+        self.dwell(PHASE_S)
+        # (a) an OSD crashes, is seen down, stays down a while, and comes back
+        mark("kill_req")
+        f.ask("kill9 %d" % OSD_KILLED)
+        mark("kill_resp")
+        self.dwell(PHASE_S)
+        mark("start_req")
+        f.ask("start %d" % OSD_KILLED)
+        f.ask("clean")
+        mark("clean1_resp")
+        # (b) an OSD hangs (sockets open, no answers) until Ceph marks it down
+        mark("stop_req")
+        f.ask("stop %d" % OSD_HUNG)
+        mark("stop_resp")
+        self.dwell(PHASE_S)
+        mark("cont_req")
+        f.ask("cont %d" % OSD_HUNG)
+        f.ask("clean")
+        mark("clean2_resp")
+        # (c) an OSD is marked out: its data is rebuilt on the others
+        mark("out_req")
+        f.ask("out %d" % OSD_OUT)
+        f.ask("clean")
+        mark("clean3_resp")
+        self.dwell(PHASE_S)
+        mark("end")
+        results = self.stop_readers()
+        step("readers stopped")
+
+        self.assertEqual(sorted(results), sorted(PODS), "a reader did not complete its reads")
+        reads = []
+        for name, r in sorted(results.items()):
+            print("pod %s (%s): %d reads, %.1f MiB, errors %d, wrong bytes %d, passes %s%s"
+                  % (name, r["mode"], r["reads"], r["bytes"] / 2**20, r["errors"],
+                     r["wrong_bytes"], r["passes"],
+                     ", first: " + r["first_error"] if r["first_error"] else ""))
+            reads += [(a, b, r["req"]) for a, b in zip(r["t0"], r["t1"])]
+        rows = fault_phases.phases(marks, reads)
+        print(fault_phases.table(rows, fault_phases.stalls(marks, reads)))
+        for name, r in results.items():
+            self.assertEqual(r["errors"], 0, "pod %s: %s" % (name, r["first_error"]))
+            self.assertEqual(r["wrong_bytes"], 0, "pod %s: %s" % (name, r["first_error"]))
+        # the sequential reader read every byte of its shards at least once
+        self.assertGreaterEqual(results["a"]["passes"], 1)
+        # reads went on in every steady phase, degraded ones included
+        for name, secs, rate, n, *_ in rows:
+            if not name.startswith(("crash", "hang")):
+                self.assertGreater(n, 0, "no read completed in phase %r" % name)
+
+
+if __name__ == "__main__":
+    unittest.main()
