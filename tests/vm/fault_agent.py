@@ -115,12 +115,17 @@ class Agent:
             return "took=%.2f" % (time.monotonic() - t0)
         raise RuntimeError("unknown request %r" % verb)
 
-    def release(self, *_):
+    def continue_stopped(self):
+        """SIGCONT to every OSD this agent stopped and did not continue."""
         for i in list(self.stopped):
             try:
                 self.signal_osd(i, signal.SIGCONT)
             except (OSError, RuntimeError, ValueError):
                 pass
+        self.stopped.clear()
+
+    def release(self, *_):
+        self.continue_stopped()
         sys.exit(0)
 
     def run(self):

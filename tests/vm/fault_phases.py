@@ -1,12 +1,59 @@
-"""Figures of a dataset read under storage faults, per phase (used by
-test_dataset_faults.py; bench/faults prints them): read rate and
-p50/p99/p99.9 latency of the reads that completed in each phase, as ratios
-to the healthy phase of the same run, and the stall of each fault: the
-longest read in flight while it was detected.
+"""The storage faults under a dataset read, in order, and their figures per
+phase (used by test_dataset_faults.py in the VM and by
+bench/faults/bench_faults_host.py on the host): read rate and p50/p99/p99.9
+latency of the reads that completed in each phase, as ratios to the healthy
+phase of the same run, and the stall of each fault: the longest read in
+flight while it was detected.
 
+    marks = run_faults(ask, dwell, phase_s)   ask("kill9 1") -> {...}: fault_agent.py
     rows = phases(marks, reads)     marks: {name: monotonic time}, reads: [(t0, t1, bytes)]
     print(table(rows, stalls(marks, reads), claim=0.85))
 """
+import time
+
+OSD_KILLED, OSD_HUNG, OSD_OUT = 1, 2, 3
+
+
+
+def run_faults(ask, dwell, phase_s):
+    """The faults, one after the other, while the readers read: @ask sends a
+    fault_agent.py request and returns once it is done, @dwell(s) lets the
+    reads go on for s seconds; each steady phase lasts @phase_s. Returns
+    the marks (time.monotonic()) the phases are cut at."""
+    marks = {}
+
+    def mark(name):
+        marks[name] = time.monotonic()
+
+    mark("begin")
+    dwell(phase_s)
+    # (a) an OSD crashes, is seen down, stays down a while, and comes back
+    mark("kill_req")
+    ask("kill9 %d" % OSD_KILLED)
+    mark("kill_resp")
+    dwell(phase_s)
+    mark("start_req")
+    ask("start %d" % OSD_KILLED)
+    ask("clean")
+    mark("clean1_resp")
+    # (b) an OSD hangs (sockets open, no answers) until Ceph marks it down
+    mark("stop_req")
+    ask("stop %d" % OSD_HUNG)
+    mark("stop_resp")
+    dwell(phase_s)
+    mark("cont_req")
+    ask("cont %d" % OSD_HUNG)
+    ask("clean")
+    mark("clean2_resp")
+    # (c) an OSD is marked out: its data is rebuilt on the others
+    mark("out_req")
+    ask("out %d" % OSD_OUT)
+    ask("clean")
+    mark("clean3_resp")
+    dwell(phase_s)
+    mark("end")
+    return marks
+
 
 # (row, from mark, to mark): the reads that *completed* between the two
 PHASES = [
@@ -19,6 +66,9 @@ PHASES = [
     ("SIGCONT .. clean", "cont_req", "clean2_resp"),
     ("recovering (osd out)", "out_req", "clean3_resp"),
     ("after (clean again)", "clean3_resp", "end"),
+    # what a synchronized job sees of each incident as a whole
+    ("whole crash: kill -9 .. clean", "kill_req", "clean1_resp"),
+    ("whole hang: SIGSTOP .. clean", "stop_req", "clean2_resp"),
 ]
 # (what, window from, window to): a fault's stall is the longest read that
 # overlapped the window in which the fault was there but not yet known
@@ -73,6 +123,29 @@ def table(rows, stall, claim=0.85):
     by = {r[0]: r for r in rows}
     down = ratio(by["OSD down (killed, not out)"][2], h[2])
     rec = ratio(by["recovering (osd out)"][2], h[2])
-    lines.append("degraded read rate ÷ healthy: OSD down %.2f, recovering %.2f "
-                 "(the seeds claim ~%.2f)" % (down, rec, claim))
+    crash = ratio(by["whole crash: kill -9 .. clean"][2], h[2])
+    hang = ratio(by["whole hang: SIGSTOP .. clean"][2], h[2])
+    lines.append("degraded read rate ÷ healthy: OSD down %.2f, recovering %.2f, whole crash "
+                 "%.2f, whole hang %.2f (the seeds claim ~%.2f)" % (down, rec, crash, hang, claim))
     return "\n".join(lines)
+
+
+def figures(rows, stall, tag):
+    """The headline figures as (name, value, goal, what), for bench/figure.py."""
+    h = rows[0]
+    by = {r[0]: r for r in rows}
+    out = []
+    for key, row in (("down", "OSD down (killed, not out)"), ("recovering", "recovering (osd out)"),
+                     ("after", "after (clean again)"),
+                     ("crash_incident", "whole crash: kill -9 .. clean"),
+                     ("hang_incident", "whole hang: SIGSTOP .. clean")):
+        r = by[row]
+        out.append(("faults_%s_%s_rate" % (tag, key), ratio(r[2], h[2]),
+                    ">=0.85" if key == "down" else None,
+                    "read rate %s ÷ healthy (the seeds claim ~0.85 degraded)" % row))
+        out.append(("faults_%s_%s_p99" % (tag, key), ratio(r[5], h[5]), None,
+                    "p99 read latency %s ÷ healthy" % row))
+    for what in ("crash", "hang"):
+        out.append(("faults_%s_%s_stall_s" % (tag, what), stall[what][0] / 1e3, None,
+                    "longest read (s) across the %s until Ceph marked the OSD down" % what))
+    return out

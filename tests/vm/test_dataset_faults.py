@@ -35,6 +35,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
 from csi_client import Plugin  # noqa: E402
 import csi_pb2  # noqa: E402
 import fault_phases  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+from figure import figure  # noqa: E402
 
 SHARE = "/vm"
 CG = "/sys/fs/cgroup"
@@ -43,7 +45,6 @@ VOL = "0001-0004-test-0000000000000001-ds"
 MODE = csi_pb2.VolumeCapability.AccessMode.Mode
 PHASE_S = float(os.environ.get("GANTRY_FAULTS_PHASE_S", "6"))
 AGENT_WAIT_S = 240  # the agent's own waits are bounded at 180 s
-OSD_KILLED, OSD_HUNG, OSD_OUT = 1, 2, 3
 
 
 def uid(n):
@@ -205,40 +206,8 @@ class DatasetFaultsTest(unittest.TestCase):
             time.sleep(0.2)
 
     def test_reads_go_on_through_osd_faults(self):
-        f = Faults()
-        marks = {}
-
-        def mark(name):
-            marks[name] = time.monotonic()
-
         self.start_readers()
-        mark("begin")
-        self.dwell(PHASE_S)
-        # (a) an OSD crashes, is seen down, stays down a while, and comes back
-        mark("kill_req")
-        f.ask("kill9 %d" % OSD_KILLED)
-        mark("kill_resp")
-        self.dwell(PHASE_S)
-        mark("start_req")
-        f.ask("start %d" % OSD_KILLED)
-        f.ask("clean")
-        mark("clean1_resp")
-        # (b) an OSD hangs (sockets open, no answers) until Ceph marks it down
-        mark("stop_req")
-        f.ask("stop %d" % OSD_HUNG)
-        mark("stop_resp")
-        self.dwell(PHASE_S)
-        mark("cont_req")
-        f.ask("cont %d" % OSD_HUNG)
-        f.ask("clean")
-        mark("clean2_resp")
-        # (c) an OSD is marked out: its data is rebuilt on the others
-        mark("out_req")
-        f.ask("out %d" % OSD_OUT)
-        f.ask("clean")
-        mark("clean3_resp")
-        self.dwell(PHASE_S)
-        mark("end")
+        marks = fault_phases.run_faults(Faults().ask, self.dwell, PHASE_S)
         results = self.stop_readers()
         step("readers stopped")
 
@@ -251,7 +220,10 @@ class DatasetFaultsTest(unittest.TestCase):
                      ", first: " + r["first_error"] if r["first_error"] else ""))
             reads += [(a, b, r["req"]) for a, b in zip(r["t0"], r["t1"])]
         rows = fault_phases.phases(marks, reads)
-        print(fault_phases.table(rows, fault_phases.stalls(marks, reads)))
+        stall = fault_phases.stalls(marks, reads)
+        print(fault_phases.table(rows, stall))
+        for fig in fault_phases.figures(rows, stall, "vm"):
+            figure(*fig)
         for name, r in results.items():
             self.assertEqual(r["errors"], 0, "pod %s: %s" % (name, r["first_error"]))
             self.assertEqual(r["wrong_bytes"], 0, "pod %s: %s" % (name, r["first_error"]))
