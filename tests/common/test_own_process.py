@@ -9,11 +9,9 @@ record must still be stopped, so that a check refusing everything fails
 too. No Ceph is started: the stops read only the pid files."""
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
