@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bandwidth_class.h"
 #include "bandwidth_demand.h"
 
 #define s_(o, k) json_string_value(json_object_get((o), (k)))
@@ -120,14 +121,28 @@ static int count_gpus(const json_t *pod, int *ret, struct gantry_error *err)
 }
 
 /* A StorageClass rate @key (annotation, else parameter); 0 when absent. */
-static int sc_value(const json_t *sc, const char *sc_name, const char *key, double *ret,
-                    struct gantry_error *err)
+const char *gantry_bw_param_in_force(const json_t *vac, const json_t *sc, bool sc_annotations,
+                                     const char *key)
 {
-        const char *v = s_(json_object_get(json_object_get(sc, "metadata"), "annotations"), key);
+        const json_t *vp = json_object_get(vac, "parameters");
+        const char *v = s_(vp, key);
+
+        if (v)
+                return v;
+        if (!strcmp(key, GANTRY_BW_PARAM_BURST_FACTOR) && s_(vp, GANTRY_BW_PARAM_POLICY))
+                return NULL;
+        if (sc_annotations && (v = s_(json_object_get(json_object_get(sc, "metadata"), "annotations"), key)))
+                return v;
+        return s_(json_object_get(sc, "parameters"), key);
+}
+
+/* A rate (Gbps) in force for the volume: see gantry_bw_param_in_force(); 0 when unset. */
+static int rate_value(const json_t *vac, const char *vac_name, const json_t *sc, const char *sc_name,
+                      const char *key, double *ret, struct gantry_error *err)
+{
+        const char *v = gantry_bw_param_in_force(vac, sc, true, key);
         int r;
 
-        if (!v)
-                v = s_(json_object_get(sc, "parameters"), key);
         *ret = 0;
         if (!v)
                 return 0;
@@ -135,18 +150,15 @@ static int sc_value(const json_t *sc, const char *sc_name, const char *key, doub
         if (r < 0) {
                 char field[96];
 
-                snprintf(field, sizeof(field), "StorageClass %.60s", sc_name);
+                if (s_(json_object_get(vac, "parameters"), key))
+                        snprintf(field, sizeof(field), "VolumeAttributesClass %.60s", vac_name);
+                else
+                        snprintf(field, sizeof(field), "StorageClass %.60s", sc_name);
                 gantry_error_prefix(err, field);
         }
         return r;
 }
 
-/*
- * Whether the data of a dataset volume is where its attributes say: a PVC
- * still unbound with a data source is being made from it (a promotion copy
- * in progress); a PV annotated gantry.io/copy-state other than "done" names
- * a copy that is not (or no longer) complete.
- */
 static bool data_in_place(const json_t *pvc, const json_t *pv)
 {
         const json_t *spec = json_object_get(pvc, "spec");
@@ -175,9 +187,9 @@ static int resolve_volume(gantry_bw_lookup_fn lookup, void *ud, const char *ns, 
                           struct gantry_error *err)
 {
         json_t *pvc = lookup(ud, GANTRY_BW_PVC, ns, claim);
-        json_t *pv = NULL, *sc = NULL;
+        json_t *pv = NULL, *sc = NULL, *vac = NULL;
         const json_t *attrs = NULL;
-        const char *sc_name, *pv_name, *tier, *backend;
+        const char *sc_name, *pv_name, *tier, *backend, *vac_name;
         int r = 0;
 
         if (!pvc)
@@ -207,24 +219,33 @@ static int resolve_volume(gantry_bw_lookup_fn lookup, void *ud, const char *ns, 
         }
         copy_name(vol->claim, sizeof(vol->claim), claim);
         copy_name(vol->storage_class, sizeof(vol->storage_class), sc_name);
+        /* the class external-resizer says is in force (after a successful modify) */
+        vac_name = s_(json_object_get(pvc, "status"), "currentVolumeAttributesClassName");
+        if ((!vac_name || !*vac_name) && pv)
+                vac_name = s_(json_object_get(pv, "spec"), "volumeAttributesClassName");
+        if (vac_name && *vac_name) {
+                copy_name(vol->attributes_class, sizeof(vol->attributes_class), vac_name);
+                vac = lookup(ud, GANTRY_BW_ATTRIBUTES_CLASS, NULL, vac_name);
+        }
         tier = s_(attrs, "tier");
         vol->tier = tier && !strcmp(tier, "checkpoint") ? GANTRY_BW_CHECKPOINT : GANTRY_BW_DATASET;
         backend = s_(attrs, vol->tier == GANTRY_BW_CHECKPOINT ? "targetID" : "clusterID");
         if (vol->tier == GANTRY_BW_DATASET && !data_in_place(pvc, pv))
                 backend = NULL;
         copy_name(vol->backend, sizeof(vol->backend), backend);
-        r = sc_value(sc, sc_name,
-                     vol->tier == GANTRY_BW_CHECKPOINT ? GANTRY_BW_SC_WRITE_PER_GPU
-                                                       : GANTRY_BW_SC_READ_PER_GPU,
-                     ret_per_gpu, err);
+        r = rate_value(vac, vac_name, sc, sc_name,
+                       vol->tier == GANTRY_BW_CHECKPOINT ? GANTRY_BW_SC_WRITE_PER_GPU
+                                                         : GANTRY_BW_SC_READ_PER_GPU,
+                       ret_per_gpu, err);
         if (r == 0)
-                r = sc_value(sc, sc_name, GANTRY_BW_SC_DEFAULT, ret_default, err);
+                r = rate_value(vac, vac_name, sc, sc_name, GANTRY_BW_SC_DEFAULT, ret_default, err);
         if (r == 0)
                 r = 1;
 out:
         json_decref(pvc);
         json_decref(pv);
         json_decref(sc);
+        json_decref(vac);
         return r;
 }
 

@@ -19,7 +19,15 @@
  *
  * A volume is resolved pod.spec.volumes[].persistentVolumeClaim -> PVC ->
  * PV (spec.csi, driver csi.gantry.io) -> volumeAttributes tier, clusterID /
- * targetID; an unbound PVC uses its StorageClass's parameters. The caller
+ * targetID; an unbound PVC uses its StorageClass's parameters.
+ *
+ * A volume whose bandwidth was changed live has a VolumeAttributesClass in
+ * force: the PVC's status.currentVolumeAttributesClassName (external-resizer
+ * sets it once ControllerModifyVolume succeeded), else its PV's
+ * spec.volumeAttributesClassName. A rate or bandwidth key the class sets
+ * replaces the StorageClass's (gantry_bw_param_in_force), so the scheduler's
+ * charge and the node's cap follow the class the moment the API says it is
+ * in force. The caller
  * supplies the objects through a lookup function (the scheduler's informer
  * cache, the node plugin's API GETs). Plain C over jansson: no I/O here.
  */
@@ -59,6 +67,7 @@ enum gantry_bw_kind {
         GANTRY_BW_PVC = 0,     /* namespaced */
         GANTRY_BW_PV,          /* @namespace NULL */
         GANTRY_BW_STORAGE_CLASS, /* @namespace NULL */
+        GANTRY_BW_ATTRIBUTES_CLASS, /* storage.k8s.io/v1 VolumeAttributesClass, @namespace NULL */
 };
 
 /*
@@ -75,6 +84,7 @@ struct gantry_bw_volume {
         char claim[GANTRY_BW_NAME_MAX + 1];         /* PVC name */
         char volume_handle[GANTRY_BW_NAME_MAX + 1]; /* PV spec.csi.volumeHandle; "" when unbound */
         char storage_class[GANTRY_BW_NAME_MAX + 1]; /* "" when none */
+        char attributes_class[GANTRY_BW_NAME_MAX + 1]; /* the VolumeAttributesClass in force; "" when none */
         char backend[GANTRY_BW_NAME_MAX + 1];       /* clusterID / targetID; "" when unknown
                                                      * or its data is not in place yet */
         double gbps;                                /* the demand */
@@ -114,6 +124,18 @@ void gantry_bw_job_of_pod(const json_t *pod, const char *ns, char *buf, size_t s
 /* The volume of @d whose PV has volumeHandle @volume_id, or NULL. */
 const struct gantry_bw_volume *gantry_bw_demand_find(const struct gantry_bw_demand *d,
                                                      const char *volume_id);
+
+/*
+ * The value of bandwidth key @key for a volume whose StorageClass is @sc and
+ * whose VolumeAttributesClass in force is @vac (either may be NULL): the
+ * class's parameter when it sets @key; else the StorageClass's annotation
+ * (with @sc_annotations) or parameter. A class that sets bandwidthPolicy
+ * brings its own bandwidthBurstFactor (absent: the default), never the
+ * StorageClass's, so a policy and its factor always come from one object.
+ * Returns a borrowed string, or NULL when no object sets @key.
+ */
+const char *gantry_bw_param_in_force(const json_t *vac, const json_t *sc, bool sc_annotations,
+                                     const char *key);
 
 /* Bytes per second for @gbps (10^9 bits/s), rounded to the nearest byte. */
 unsigned long long gantry_bw_bytes_per_second(double gbps);

@@ -30,6 +30,10 @@ static const struct kube_kind_info kinds[GANTRY_KUBE_KIND_COUNT] = {
         [GANTRY_KUBE_WORKLOAD_POD_GROUP] = { "PodGroup", "PodGroupList", "scheduling.k8s.io/v1alpha2",
                                              "scheduling.k8s.io", "/apis/scheduling.k8s.io/v1alpha2",
                                              "podgroups", true, "PodGroup.scheduling.k8s.io" },
+        [GANTRY_KUBE_ATTRIBUTES_CLASS] = { "VolumeAttributesClass", "VolumeAttributesClassList",
+                                           "storage.k8s.io/v1", "storage.k8s.io",
+                                           "/apis/storage.k8s.io/v1", "volumeattributesclasses",
+                                           false },
 };
 
 /* Every request the client makes; keep in step with the code (a test checks
@@ -51,6 +55,8 @@ static const struct gantry_kube_api_call api_calls[] = {
         { "watch", "scheduling.x-k8s.io", "podgroups" },
         { "list", "scheduling.k8s.io", "podgroups" },
         { "watch", "scheduling.k8s.io", "podgroups" },
+        { "list", "storage.k8s.io", "volumeattributesclasses" },
+        { "watch", "storage.k8s.io", "volumeattributesclasses" },
         { "create", "", "pods/binding" },
         { "patch", "", "pods" },
         { "get", "coordination.k8s.io", "leases" },

@@ -43,6 +43,7 @@ enum gantry_kube_kind {
         /* scheduling.k8s.io/v1alpha2 podgroups: Kubernetes' own gangs
          * (KEP-4671, GenericWorkload feature gate; v1.36 and later) */
         GANTRY_KUBE_WORKLOAD_POD_GROUP,
+        GANTRY_KUBE_ATTRIBUTES_CLASS,  /* storage.k8s.io/v1 volumeattributesclasses */
         GANTRY_KUBE_KIND_COUNT,
 };
 
@@ -56,7 +57,7 @@ enum gantry_kube_event {
 };
 
 /* "Node", "Pod", "PersistentVolumeClaim", "PersistentVolume", "StorageClass",
- * "Job", "PodGroup", "PodGroup.scheduling.k8s.io";
+ * "Job", "PodGroup", "PodGroup.scheduling.k8s.io", "VolumeAttributesClass";
  * "?" when out of range. */
 const char *gantry_kube_kind_name(enum gantry_kube_kind kind);
 /* "ADDED", "MODIFIED", "DELETED", "SYNCED"; "?" when out of range. */

@@ -11,12 +11,14 @@
 /* Start order: what a pod's demand (and its gang's size) needs is known
  * before the pod. */
 static const enum gantry_kube_kind start_order[] = {
-        GANTRY_KUBE_STORAGE_CLASS, GANTRY_KUBE_PV, GANTRY_KUBE_PVC, GANTRY_KUBE_JOB,
-        GANTRY_KUBE_POD_GROUP, GANTRY_KUBE_WORKLOAD_POD_GROUP, GANTRY_KUBE_NODE, GANTRY_KUBE_POD,
+        GANTRY_KUBE_STORAGE_CLASS, GANTRY_KUBE_ATTRIBUTES_CLASS, GANTRY_KUBE_PV, GANTRY_KUBE_PVC,
+        GANTRY_KUBE_JOB, GANTRY_KUBE_POD_GROUP, GANTRY_KUBE_WORKLOAD_POD_GROUP, GANTRY_KUBE_NODE,
+        GANTRY_KUBE_POD,
 };
 
-/* The optional kinds: scheduler-plugins' PodGroup is a CRD, and Kubernetes'
- * own PodGroup (scheduling.k8s.io/v1alpha2) is served only where the
+/* The optional kinds: scheduler-plugins' PodGroup is a CRD,
+ * VolumeAttributesClass is served from Kubernetes v1.31 on (GA in v1.34),
+ * and Kubernetes' own PodGroup (scheduling.k8s.io/v1alpha2) only where the
  * GenericWorkload feature gate is on: a cluster without one answers 404.
  * Its informer gives up after this many failures at start and
  * gantry-scheduler runs on without those sizes; once it has synced it
@@ -41,6 +43,7 @@ static enum gantry_obj_kind obj_kind(enum gantry_kube_kind k)
         case GANTRY_KUBE_JOB: return GANTRY_OBJ_JOB;
         case GANTRY_KUBE_POD_GROUP: return GANTRY_OBJ_POD_GROUP;
         case GANTRY_KUBE_WORKLOAD_POD_GROUP: return GANTRY_OBJ_WORKLOAD_POD_GROUP;
+        case GANTRY_KUBE_ATTRIBUTES_CLASS: return GANTRY_OBJ_ATTRIBUTES_CLASS;
         default: return GANTRY_OBJ_KIND_COUNT;
         }
 }
@@ -114,7 +117,8 @@ int gantry_sched_feed_start(struct gantry_kube_client *client, struct gantry_sch
         feed->state = st;
         for (size_t i = 0; i < N_INFORMERS; i++) {
                 enum gantry_kube_kind k = start_order[i];
-                bool optional = k == GANTRY_KUBE_POD_GROUP || k == GANTRY_KUBE_WORKLOAD_POD_GROUP;
+                bool optional = k == GANTRY_KUBE_POD_GROUP || k == GANTRY_KUBE_WORKLOAD_POD_GROUP ||
+                                k == GANTRY_KUBE_ATTRIBUTES_CLASS;
                 struct gantry_kube_informer_options o = {
                         .max_errors = optional ? OPTIONAL_MAX_ERRORS : 0 };
 

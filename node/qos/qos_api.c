@@ -6,7 +6,7 @@
  * applies the cap. Read-only GETs, nothing cached: a publish is rare next to
  * the reads it caps. Calls (granted to the gantry-node ServiceAccount):
  *   get pods, persistentvolumeclaims, persistentvolumes (core),
- *   get storageclasses (storage.k8s.io)
+ *   get storageclasses, volumeattributesclasses (storage.k8s.io)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -55,6 +55,10 @@ static json_t *api_lookup(void *userdata, enum gantry_bw_kind kind, const char *
         case GANTRY_BW_STORAGE_CLASS:
                 snprintf(path, sizeof(path), "/apis/storage.k8s.io/v1/storageclasses/%s", en);
                 r = gantry_kube_get(c->kube, path, "get", "storageclasses", &obj, &c->err);
+                break;
+        case GANTRY_BW_ATTRIBUTES_CLASS:
+                snprintf(path, sizeof(path), "/apis/storage.k8s.io/v1/volumeattributesclasses/%s", en);
+                r = gantry_kube_get(c->kube, path, "get", "volumeattributesclasses", &obj, &c->err);
                 break;
         default:
                 return NULL;

@@ -1,9 +1,10 @@
 /*
  * The cap a pod gets on one volume: the one demand computation
  * (common/bandwidth_demand.c, the figure gantry-scheduler charged) turned
- * into io.max rates, with the policy and IOPS of the volume's StorageClass
- * (common/bandwidth_class.c). A dataset volume is capped on reads (rbps), a
- * checkpoint volume on writes (wbps).
+ * into io.max rates, with the policy and IOPS of the volume's StorageClass,
+ * or of its VolumeAttributesClass in force where that sets them
+ * (common/bandwidth_class.c, gantry_bw_param_in_force). A dataset volume
+ * is capped on reads (rbps), a checkpoint volume on writes (wbps).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,9 +14,16 @@
 
 #define s_(o, k) json_string_value(json_object_get((o), (k)))
 
-static const char *sc_param(void *userdata, const char *key)
+/* The StorageClass and the VolumeAttributesClass in force, for gantry_bw_class_parse(). */
+struct classes {
+        json_t *sc, *vac;
+};
+
+static const char *class_param(void *userdata, const char *key)
 {
-        return s_(json_object_get(userdata, "parameters"), key);
+        const struct classes *c = userdata;
+
+        return gantry_bw_param_in_force(c->vac, c->sc, false, key);
 }
 
 int gantry_qos_request_from_pod(const json_t *pod, gantry_bw_lookup_fn lookup, void *userdata,
@@ -42,13 +50,20 @@ int gantry_qos_request_from_pod(const json_t *pod, gantry_bw_lookup_fn lookup, v
         if (!vol)
                 return gantry_error_set(err, ENOENT, "%s: volume %s is none of its Gantry volumes",
                                         who, volume_id);
-        if (vol->storage_class[0] && lookup) {
-                json_t *sc = lookup(userdata, GANTRY_BW_STORAGE_CLASS, NULL, vol->storage_class);
-                char prefix[GANTRY_BW_NAME_MAX + 32];
+        if ((vol->storage_class[0] || vol->attributes_class[0]) && lookup) {
+                struct classes c = { NULL, NULL };
+                char prefix[2 * GANTRY_BW_NAME_MAX + 80];
 
-                snprintf(prefix, sizeof(prefix), "StorageClass %s parameters", vol->storage_class);
-                r = sc ? gantry_bw_class_parse(sc_param, sc, prefix, &cls, err) : 0;
-                json_decref(sc);
+                if (vol->storage_class[0])
+                        c.sc = lookup(userdata, GANTRY_BW_STORAGE_CLASS, NULL, vol->storage_class);
+                if (vol->attributes_class[0])
+                        c.vac = lookup(userdata, GANTRY_BW_ATTRIBUTES_CLASS, NULL, vol->attributes_class);
+                snprintf(prefix, sizeof(prefix), "StorageClass %s / VolumeAttributesClass %s parameters",
+                         vol->storage_class[0] ? vol->storage_class : "-",
+                         vol->attributes_class[0] ? vol->attributes_class : "-");
+                r = c.sc || c.vac ? gantry_bw_class_parse(class_param, &c, prefix, &cls, err) : 0;
+                json_decref(c.sc);
+                json_decref(c.vac);
                 if (r < 0)
                         return r;
         }

@@ -26,6 +26,7 @@ static const char *const kind_names[GANTRY_OBJ_KIND_COUNT] = {
         [GANTRY_OBJ_JOB] = "Job",
         [GANTRY_OBJ_POD_GROUP] = "PodGroup",
         [GANTRY_OBJ_WORKLOAD_POD_GROUP] = "PodGroup.scheduling.k8s.io",
+        [GANTRY_OBJ_ATTRIBUTES_CLASS] = "VolumeAttributesClass",
 };
 
 static bool namespaced(enum gantry_obj_kind kind)

@@ -25,6 +25,7 @@ enum gantry_obj_kind {
         GANTRY_OBJ_JOB,       /* batch/v1 Job: a gang's size (gang_size.c) */
         GANTRY_OBJ_POD_GROUP, /* scheduling.x-k8s.io PodGroup: a gang's size */
         GANTRY_OBJ_WORKLOAD_POD_GROUP, /* scheduling.k8s.io PodGroup: Kubernetes' own gang */
+        GANTRY_OBJ_ATTRIBUTES_CLASS, /* storage.k8s.io VolumeAttributesClass: rates set live */
         GANTRY_OBJ_KIND_COUNT,
 };
 

@@ -21,6 +21,7 @@ static json_t *cache_lookup(void *userdata, enum gantry_bw_kind kind, const char
                 [GANTRY_BW_PVC] = GANTRY_OBJ_PVC,
                 [GANTRY_BW_PV] = GANTRY_OBJ_PV,
                 [GANTRY_BW_STORAGE_CLASS] = GANTRY_OBJ_STORAGE_CLASS,
+                [GANTRY_BW_ATTRIBUTES_CLASS] = GANTRY_OBJ_ATTRIBUTES_CLASS,
         };
 
         return gantry_sched_cache_get(userdata, map[kind], namespace, name);

@@ -407,6 +407,7 @@ int gantry_sched_state_apply(struct gantry_sched_state *st, enum gantry_obj_kind
         case GANTRY_OBJ_JOB:
         case GANTRY_OBJ_POD_GROUP:
         case GANTRY_OBJ_WORKLOAD_POD_GROUP:
+        case GANTRY_OBJ_ATTRIBUTES_CLASS:
                 return gantry_sched_cache_apply(st->cache, kind, deleted, obj, err);
         default:
                 return gantry_error_set(err, EINVAL, "kind: not followed");
@@ -484,6 +485,7 @@ static const struct {
 } state_file_keys[] = {
         /* the order matters: storage objects before the pods that use them */
         { "storageClasses", GANTRY_OBJ_STORAGE_CLASS },
+        { "volumeAttributesClasses", GANTRY_OBJ_ATTRIBUTES_CLASS },
         { "persistentVolumes", GANTRY_OBJ_PV },
         { "persistentVolumeClaims", GANTRY_OBJ_PVC },
         { "jobs", GANTRY_OBJ_JOB },

@@ -95,6 +95,8 @@ RESOURCES = {
     "persistentvolumeclaims": ("PersistentVolumeClaim", "v1", True, "/api/v1"),
     "persistentvolumes": ("PersistentVolume", "v1", False, "/api/v1"),
     "storageclasses": ("StorageClass", "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1"),
+    "volumeattributesclasses": ("VolumeAttributesClass", "storage.k8s.io/v1", False,
+                                "/apis/storage.k8s.io/v1"),
     "jobs": ("Job", "batch/v1", True, "/apis/batch/v1"),
     "podgroups": ("PodGroup", "scheduling.x-k8s.io/v1alpha1", True,
                   "/apis/scheduling.x-k8s.io/v1alpha1"),

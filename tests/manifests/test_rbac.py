@@ -131,6 +131,7 @@ NODE_CLIENT = ("node/node.c", "node/node_qos.c", "node/qos/qos_api.c", "node/qos
                "node/qos/CMakeLists.txt")
 NODE_CALLS = {("", "pods", "get"), ("", "persistentvolumeclaims", "get"),
               ("", "persistentvolumes", "get"), ("storage.k8s.io", "storageclasses", "get"),
+              ("storage.k8s.io", "volumeattributesclasses", "get"),
               ("", "events", "create")}
 # gantry-csi's only API clients are in the controller: the node registry
 # (CSINode objects), the eviction of promoted copies (VolumeAttachments, a
@@ -216,9 +217,11 @@ class NodeRbacTest(unittest.TestCase):
                        '"/api/v1/namespaces/%s/persistentvolumeclaims/%s"',
                        '"get", "persistentvolumeclaims"', '"/api/v1/persistentvolumes/%s"',
                        '"get", "persistentvolumes"', '"/apis/storage.k8s.io/v1/storageclasses/%s"',
-                       '"get", "storageclasses"'):
+                       '"get", "storageclasses"',
+                       '"/apis/storage.k8s.io/v1/volumeattributesclasses/%s"',
+                       '"get", "volumeattributesclasses"'):
             self.assertIn(needle, text)
-        self.assertEqual(text.count("gantry_kube_get("), 4, "a call NODE_CALLS does not list")
+        self.assertEqual(text.count("gantry_kube_get("), 5, "a call NODE_CALLS does not list")
         for needle in ("gantry_kube_merge_patch", "gantry_kube_bind_pod", "informer_start",
                        "gantry_kube_create"):
             self.assertNotIn(needle, text)

@@ -492,13 +492,24 @@ static const char *const objects[] = {
         "\"spec\":{\"storageClassName\":\"ck\",\"volumeName\":\"pv-3\"}}",
         "{\"kind\":\"PersistentVolumeClaim\",\"metadata\":{\"name\":\"c4\",\"namespace\":\"ml\"},"
         "\"spec\":{\"storageClassName\":\"dflt\",\"volumeName\":\"pv-4\"}}",
+        /* a volume of class ds whose bandwidth was changed live: the class in force is fast */
+        "{\"kind\":\"VolumeAttributesClass\",\"metadata\":{\"name\":\"fast\"},"
+        "\"driverName\":\"csi.gantry.io\",\"parameters\":{\"gantry.io/read-gbps-per-gpu\":\"5\","
+        "\"bandwidthPolicy\":\"cap\",\"bandwidthReadIOPS\":\"4000\"}}",
+        "{\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"pv-5\"},\"spec\":{\"storageClassName\":\"ds\","
+        "\"csi\":{\"driver\":\"csi.gantry.io\",\"volumeHandle\":\"ds-vol-5\",\"volumeAttributes\":"
+        "{\"tier\":\"dataset\",\"clusterID\":\"ceph-b\"}}}}",
+        "{\"kind\":\"PersistentVolumeClaim\",\"metadata\":{\"name\":\"c5\",\"namespace\":\"ml\"},"
+        "\"spec\":{\"storageClassName\":\"ds\",\"volumeName\":\"pv-5\","
+        "\"volumeAttributesClassName\":\"fast\"},"
+        "\"status\":{\"currentVolumeAttributesClassName\":\"fast\"}}",
 };
 
 /* The node's lookup: the same objects, by kind and name (the API GETs' stand-in). */
 static json_t *objects_lookup(void *ud, enum gantry_bw_kind kind, const char *ns, const char *name)
 {
         static const char *const kinds[] = { "PersistentVolumeClaim", "PersistentVolume",
-                                             "StorageClass" };
+                                             "StorageClass", "VolumeAttributesClass" };
         json_t *all = ud, *o;
         size_t i;
 
@@ -518,7 +529,7 @@ static void check_equal(const char *pod_text, const char *const *volume_ids, siz
                         const double *want_gbps)
 {
         static const enum gantry_obj_kind sk[] = { GANTRY_OBJ_STORAGE_CLASS, GANTRY_OBJ_PV,
-                                                   GANTRY_OBJ_PVC };
+                                                   GANTRY_OBJ_PVC, GANTRY_OBJ_ATTRIBUTES_CLASS };
         struct gantry_cluster *c;
         struct gantry_sched_state *st;
         struct gantry_sched_demand d;
@@ -532,7 +543,8 @@ static void check_equal(const char *pod_text, const char *const *volume_ids, siz
                 json_t *o = json_loads(objects[i], 0, NULL);
                 const char *k = json_string_value(json_object_get(o, "kind"));
                 enum gantry_obj_kind kind = !strcmp(k, "StorageClass") ? sk[0]
-                                            : !strcmp(k, "PersistentVolume") ? sk[1] : sk[2];
+                                            : !strcmp(k, "PersistentVolume") ? sk[1]
+                                            : !strcmp(k, "VolumeAttributesClass") ? sk[3] : sk[2];
 
                 assert_int_equal(gantry_sched_state_apply(st, kind, false, o, &err), 0);
                 json_array_append_new(all, o);
@@ -618,6 +630,45 @@ static void test_scheduler_charge_equals_node_cap(void **state)
         assert_int_equal(req.declared.wiops, 900);
         assert_int_equal(gantry_qos_request_from_pod(pod, objects_lookup, all, "nope", &req, &err),
                          -ENOENT);
+        json_decref(pod);
+        json_decref(all);
+}
+
+/*
+ * A VolumeAttributesClass in force (the PVC's status says so) replaces the
+ * StorageClass's rate and policy on both sides: the scheduler charges 4 GPUs
+ * x 5 Gbps, the node caps at the same figure under the class's policy cap,
+ * without the StorageClass's burst factor.
+ */
+static void test_attributes_class_in_force(void **state)
+{
+        static const char *const ids[] = { "ds-vol-5" };
+        static const double want[] = { 20 };
+        const char *pod_text =
+                "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\",\"uid\":\"" UID_A "\"},"
+                "\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"4\"}}}],"
+                "\"volumes\":[{\"name\":\"a\",\"persistentVolumeClaim\":{\"claimName\":\"c5\"}}]}}";
+        struct gantry_qos_request req;
+        struct gantry_error err = { 0 };
+        json_t *all = json_array(), *pod = json_loads(pod_text, 0, NULL);
+
+        (void)state;
+        check_equal(pod_text, ids, 1, want);
+        for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++)
+                json_array_append_new(all, json_loads(objects[i], 0, NULL));
+        assert_int_equal(gantry_qos_request_from_pod(pod, objects_lookup, all, "ds-vol-5", &req, &err), 0);
+        assert_int_equal(req.policy, GANTRY_QOS_POLICY_CAP);
+        assert_true(fabs(req.burst_factor - 1) < 1e-9);
+        assert_int_equal(req.declared.rbps, 2500000000ULL); /* 4 x 5 Gbps */
+        assert_int_equal(req.declared.riops, 4000);
+
+        /* the same volume before the class is in force: the StorageClass's figures */
+        json_object_del(json_object_get(json_array_get(all, sizeof(objects) / sizeof(objects[0]) - 1),
+                                        "status"),
+                        "currentVolumeAttributesClassName");
+        assert_int_equal(gantry_qos_request_from_pod(pod, objects_lookup, all, "ds-vol-5", &req, &err), 0);
+        assert_int_equal(req.policy, GANTRY_QOS_POLICY_BURST);
+        assert_int_equal(req.declared.rbps, 1500000000ULL); /* 4 x 3 Gbps */
         json_decref(pod);
         json_decref(all);
 }
@@ -712,6 +763,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_republish_moves_the_cap_whole_or_not_at_all, setup,
                                                 teardown),
                 cmocka_unit_test(test_scheduler_charge_equals_node_cap),
+                cmocka_unit_test(test_attributes_class_in_force),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
