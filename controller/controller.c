@@ -5,6 +5,9 @@
  * call finds the tier in the version of the volume or snapshot ID (0001:
  * dataset, 0002: checkpoint, whose handlers are in checkpoint_*.c).
  *
+ * ControllerModifyVolume (a VolumeAttributesClass changed on a PVC) takes
+ * the bandwidth parameters only, checked here for both tiers.
+ *
  * Also here: what the Controller can do (ControllerGetCapabilities), which
  * access modes datasets support (ValidateVolumeCapabilities), and the Ceph
  * reachability check for Identity.Probe.
@@ -14,6 +17,7 @@
 #include <string.h>
 
 #include "bandwidth_class.h"
+#include "bandwidth_demand.h"
 #include "checkpoint.h"
 #include "controller.h"
 #include "dataset_internal.h"
@@ -46,6 +50,47 @@ static const char *create_param(void *userdata, const char *key)
         return gantry_csi_map_get((void *const *)req->parameters, req->n_parameters, key);
 }
 
+/* A VolumeAttributesClass parameter (mutable_parameters of CreateVolume or ControllerModifyVolume). */
+struct mutable_map {
+        void *const *entries;
+        size_t n;
+};
+
+static const char *mutable_param(void *userdata, const char *key)
+{
+        const struct mutable_map *m = userdata;
+
+        return gantry_csi_map_get(m->entries, m->n, key);
+}
+
+/*
+ * The one check of a VolumeAttributesClass's parameters: only bandwidth keys
+ * (gantry_bw_class_is_param: the rates, policy, burst factor and IOPS caps,
+ * which the node rewrites in io.max of running pods) may change on a live
+ * volume; any other key is refused, named. Then the values, as a
+ * StorageClass's are checked.
+ */
+static int check_mutable(void *const *entries, size_t n, struct gantry_error *err)
+{
+        struct mutable_map m = { entries, n };
+
+        for (size_t i = 0; i < n; i++) {
+                const char *key = ((const Csi__V1__ControllerModifyVolumeRequest__MutableParametersEntry *)
+                                           entries[i])->key;
+
+                if (!gantry_bw_class_is_param(key))
+                        return gantry_error_set(err, EINVAL,
+                                                "mutable_parameters.%s: cannot be changed on a live "
+                                                "volume (only the bandwidth parameters: %s, %s, %s, "
+                                                "%s, %s, %s, %s)",
+                                                key, GANTRY_BW_SC_READ_PER_GPU, GANTRY_BW_SC_WRITE_PER_GPU,
+                                                GANTRY_BW_SC_DEFAULT, GANTRY_BW_PARAM_POLICY,
+                                                GANTRY_BW_PARAM_BURST_FACTOR, GANTRY_BW_PARAM_READ_IOPS,
+                                                GANTRY_BW_PARAM_WRITE_IOPS);
+        }
+        return gantry_bw_class_check(mutable_param, &m, "mutable_parameters", err);
+}
+
 static int create_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
                          ProtobufCMessage *response, struct gantry_error *err)
 {
@@ -55,6 +100,10 @@ static int create_volume(struct gantry_csi_call *call, const ProtobufCMessage *r
 
         /* the node caps pods with these: a bad one fails here, not at publish */
         if ((r = gantry_bw_class_check(create_param, (void *)req, "parameters", err)) < 0)
+                return r;
+        /* a VolumeAttributesClass named at creation: the same keys a modify may set */
+        if ((r = check_mutable((void *const *)req->mutable_parameters, req->n_mutable_parameters,
+                               err)) < 0)
                 return r;
 
         if (!tier || strcmp(tier, "dataset") == 0)
@@ -84,6 +133,21 @@ static int expand_volume(struct gantry_csi_call *call, const ProtobufCMessage *r
         if (is_checkpoint_id(req->volume_id))
                 return gantry_checkpoint_expand_volume(call, req, (void *)response, err);
         return gantry_dataset_expand_volume(call, req, (void *)response, err);
+}
+
+static int modify_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
+                         ProtobufCMessage *response, struct gantry_error *err)
+{
+        const Csi__V1__ControllerModifyVolumeRequest *req = (const void *)request;
+        int r;
+
+        (void)response;
+        if ((r = check_mutable((void *const *)req->mutable_parameters, req->n_mutable_parameters,
+                               err)) < 0)
+                return r;
+        if (is_checkpoint_id(req->volume_id))
+                return gantry_checkpoint_modify_volume(call, req, err);
+        return gantry_dataset_modify_volume(call, req, err);
 }
 
 static int get_volume(struct gantry_csi_call *call, const ProtobufCMessage *request,
@@ -168,6 +232,7 @@ static int get_capabilities(struct gantry_csi_call *call, const ProtobufCMessage
                 CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_CAPACITY,
                 CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME,
                 CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_CONDITION,
+                CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__MODIFY_VOLUME,
         };
         const size_t n = sizeof(types) / sizeof(types[0]);
         Csi__V1__ControllerGetCapabilitiesResponse *resp = (void *)response;
@@ -323,6 +388,7 @@ int gantry_controller_init(const struct gantry_config *config, const char *kubec
                 { "/csi.v1.Controller/CreateVolume", create_volume },
                 { "/csi.v1.Controller/DeleteVolume", delete_volume },
                 { "/csi.v1.Controller/ControllerExpandVolume", expand_volume },
+                { "/csi.v1.Controller/ControllerModifyVolume", modify_volume },
                 { "/csi.v1.Controller/ControllerGetVolume", get_volume },
                 { "/csi.v1.Controller/ValidateVolumeCapabilities", validate_capabilities },
                 { "/csi.v1.Controller/ControllerGetCapabilities", get_capabilities },

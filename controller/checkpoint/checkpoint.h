@@ -57,6 +57,16 @@ int gantry_checkpoint_expand_volume(struct gantry_csi_call *call,
 int gantry_checkpoint_get_volume(struct gantry_csi_call *call, const Csi__V1__ControllerGetVolumeRequest *req,
                                  Csi__V1__ControllerGetVolumeResponse *resp, struct gantry_error *err);
 /* 0 when checkpoint volume @volume_id exists; -ENOENT (NOT_FOUND) when not. */
+/*
+ * ControllerModifyVolume of a checkpoint volume: the volume exists (else
+ * -ENOENT) and no other call holds it (else -EBUSY). Its bandwidth keys
+ * (checked by the caller) change nothing on the target: the cap and the
+ * charge follow the class external-resizer marks in force on the PVC.
+ */
+int gantry_checkpoint_modify_volume(struct gantry_csi_call *call,
+                                    const Csi__V1__ControllerModifyVolumeRequest *req,
+                                    struct gantry_error *err);
+
 int gantry_checkpoint_check_exists(struct gantry_csi_call *call, const char *volume_id,
                                    struct gantry_error *err);
 /*

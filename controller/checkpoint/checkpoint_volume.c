@@ -1,6 +1,6 @@
 /*
- * Checkpoint volumes: CreateVolume, DeleteVolume, ControllerExpandVolume and
- * GetCapacity on NVMe-oF targets.
+ * Checkpoint volumes: CreateVolume, DeleteVolume, ControllerExpandVolume,
+ * ControllerModifyVolume and GetCapacity on NVMe-oF targets.
  *
  * A volume is, on one target: a subsystem (NQN from the volume uuid, no host
  * allowed until ControllerPublishVolume), a logical volume "vol-<uuid>" in
@@ -850,6 +850,25 @@ int gantry_checkpoint_get_volume(struct gantry_csi_call *call, const Csi__V1__Co
         r = 0;
 out:
         json_decref(subsys);
+        return r;
+}
+
+int gantry_checkpoint_modify_volume(struct gantry_csi_call *call,
+                                    const Csi__V1__ControllerModifyVolumeRequest *req,
+                                    struct gantry_error *err)
+{
+        struct ckpt_ref ref;
+        int r;
+
+        if ((r = ckpt_id_decode(call->config, req->volume_id, "volume_id", &ref, err)) < 0)
+                return r;
+        if ((r = ckpt_lock_try(ref.uuid, err)) < 0)
+                return r;
+        r = gantry_checkpoint_check_exists(call, req->volume_id, err);
+        if (r == 0)
+                log_info("checkpoint.volume_modified", "uuid=%s parameters=%zu", ref.uuid,
+                         req->n_mutable_parameters);
+        ckpt_lock_release(ref.uuid);
         return r;
 }
 

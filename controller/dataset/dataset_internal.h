@@ -133,6 +133,9 @@ int gantry_ceph_error(struct gantry_error *err, int r, const char *what, const c
 
 enum gantry_journal_kind { GANTRY_JOURNAL_VOLUME, GANTRY_JOURNAL_SNAPSHOT };
 
+/* Bytes of a record's bw field, its NUL included (dataset_modify.c refuses more). */
+#define GANTRY_JOURNAL_BANDWIDTH_MAX 1024
+
 struct gantry_journal_entry {
         char uuid[GANTRY_UUID_LEN + 1];
         char name[256];        /* the CO's name (CreateVolume/CreateSnapshot .name) */
@@ -146,6 +149,8 @@ struct gantry_journal_entry {
                                 * a clone of, "pool-id/namespace/image-id" (drained_trash.c) */
         bool plain;            /* volumes made empty (no content source): never a clone, never
                                 * copied into; false too in records older than the key */
+        char bandwidth[GANTRY_JOURNAL_BANDWIDTH_MAX]; /* volumes: the bandwidth parameters last
+                                * set by ControllerModifyVolume, a JSON object; "" none */
         bool legacy;           /* read from an earlier version's record object (journal.c) */
 };
 
@@ -355,6 +360,16 @@ int gantry_dataset_create_volume(struct gantry_csi_call *call, const Csi__V1__Cr
                                  Csi__V1__CreateVolumeResponse *resp, struct gantry_error *err);
 int gantry_dataset_delete_volume(struct gantry_csi_call *call, const Csi__V1__DeleteVolumeRequest *req,
                                  struct gantry_error *err);
+/*
+ * ControllerModifyVolume of a dataset volume (dataset_modify.c): records
+ * @req's mutable_parameters (checked by the caller: bandwidth keys only) in
+ * the volume's journal record, in one write. Returns 0 (also when they are
+ * recorded already), -ENOENT, -EBUSY, or -errno with @err filled.
+ */
+int gantry_dataset_modify_volume(struct gantry_csi_call *call,
+                                 const Csi__V1__ControllerModifyVolumeRequest *req,
+                                 struct gantry_error *err);
+
 int gantry_dataset_expand_volume(struct gantry_csi_call *call,
                                  const Csi__V1__ControllerExpandVolumeRequest *req,
                                  Csi__V1__ControllerExpandVolumeResponse *resp,

@@ -8,8 +8,11 @@
  *                             image, source, fp, dataPool, size, ready,
  *                             parent (only written by a DeleteVolume that
  *                             found a drained checkpoint image as its clone
- *                             parent), and plain = "1" for a volume made
- *                             empty (no content source)
+ *                             parent), plain = "1" for a volume made
+ *                             empty (no content source), and bw: the
+ *                             bandwidth parameters last set live by
+ *                             ControllerModifyVolume (a JSON object; absent
+ *                             until the first modify)
  * The record keys begin with U+10FFFF, a noncharacter no CO name may begin
  * with (gantry_journal_check_name): they sort after every name, so a listing
  * of the names stops at the first of them. Records written by earlier
@@ -61,11 +64,11 @@
 /* U+10FFFF in UTF-8: the first bytes of every record key in a directory */
 #define RECORD_PREFIX "\xf4\x8f\xbf\xbf"
 #define RECORD_PREFIX_LEN 4
-#define N_FIELDS 9
+#define N_FIELDS 10
 #define KEY_MAX (RECORD_PREFIX_LEN + GANTRY_UUID_LEN + 16)
 
 static const char *const fields[N_FIELDS] = { "name", "image", "source", "fp", "dataPool",
-                                              "size", "ready", "parent", "plain" };
+                                              "size", "ready", "parent", "plain", "bw" };
 
 static const char *dir_object(enum gantry_journal_kind kind)
 {
@@ -142,8 +145,8 @@ int gantry_journal_lookup_name(rados_ioctx_t io, enum gantry_journal_kind kind, 
 
 /*
  * @e's fields as keys (@prefixed: the directory's, else a legacy object's)
- * and values, into @keys/@vals (lengths too); returns how many. parent and
- * plain only when there is one, and when true. @kbuf and @size hold what the
+ * and values, into @keys/@vals (lengths too); returns how many. parent, bw
+ * and plain only when there is one, and when true. @kbuf and @size hold what the
  * arrays point to.
  */
 static int record_kv(const struct gantry_journal_entry *e, bool prefixed,
@@ -152,12 +155,12 @@ static int record_kv(const struct gantry_journal_entry *e, bool prefixed,
                      size_t val_lens[N_FIELDS])
 {
         const char *v[N_FIELDS] = { e->name, e->image, e->source, e->fingerprint, e->data_pool,
-                                    size, e->ready ? "1" : "0", e->parent, "1" };
+                                    size, e->ready ? "1" : "0", e->parent, "1", e->bandwidth };
         int n = 0;
 
         snprintf(size, 32, "%llu", (unsigned long long)e->size);
         for (int i = 0; i < N_FIELDS; i++) {
-                if ((i == 7 && !e->parent[0]) || (i == 8 && !e->plain))
+                if ((i == 7 && !e->parent[0]) || (i == 8 && !e->plain) || (i == 9 && !e->bandwidth[0]))
                         continue;
                 if (prefixed) {
                         record_key(e->uuid, fields[i], kbuf[n]);
@@ -275,6 +278,8 @@ static int apply_field(struct gantry_journal_entry *e, const char *f, const char
                 copy_value(e->data_pool, sizeof(e->data_pool), v, vlen);
         else if (strcmp(f, "parent") == 0)
                 copy_value(e->parent, sizeof(e->parent), v, vlen);
+        else if (strcmp(f, "bw") == 0)
+                copy_value(e->bandwidth, sizeof(e->bandwidth), v, vlen);
         else if (strcmp(f, "size") == 0) {
                 copy_value(num, sizeof(num), v, vlen);
                 e->size = strtoull(num, NULL, 10);
