@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bandwidth_class.h"
 #include "bandwidth_demand.h"
 
 #define s_(o, k) json_string_value(json_object_get((o), (k)))
@@ -129,8 +128,6 @@ const char *gantry_bw_param_in_force(const json_t *vac, const json_t *sc, bool s
 
         if (v)
                 return v;
-        if (!strcmp(key, GANTRY_BW_PARAM_BURST_FACTOR) && s_(vp, GANTRY_BW_PARAM_POLICY))
-                return NULL;
         if (sc_annotations && (v = s_(json_object_get(json_object_get(sc, "metadata"), "annotations"), key)))
                 return v;
         return s_(json_object_get(sc, "parameters"), key);

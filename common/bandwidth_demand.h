@@ -129,10 +129,9 @@ const struct gantry_bw_volume *gantry_bw_demand_find(const struct gantry_bw_dema
  * The value of bandwidth key @key for a volume whose StorageClass is @sc and
  * whose VolumeAttributesClass in force is @vac (either may be NULL): the
  * class's parameter when it sets @key; else the StorageClass's annotation
- * (with @sc_annotations) or parameter. A class that sets bandwidthPolicy
- * brings its own bandwidthBurstFactor (absent: the default), never the
- * StorageClass's, so a policy and its factor always come from one object.
- * Returns a borrowed string, or NULL when no object sets @key.
+ * (with @sc_annotations) or parameter. Returns a borrowed string, or NULL
+ * when no object sets @key. (The node's cap takes a class's
+ * bandwidthPolicy with the class's own burst factor: node/qos/qos_demand.c.)
  */
 const char *gantry_bw_param_in_force(const json_t *vac, const json_t *sc, bool sc_annotations,
                                      const char *key);

@@ -5,6 +5,8 @@
  * the API with the process's one client, kube_process.h), on NodeUnpublishVolume
  * the cap goes; at start and then periodically every recorded cap is
  * reconciled against what is still published (a mount at its target path).
+ * A PVC whose bandwidth class changed live has its pods' caps rewritten
+ * within seconds (qos_follow.c).
  * A cap that cannot be enforced is counted, logged and told to the pod (a
  * BandwidthNotEnforced event).
  */
@@ -22,6 +24,7 @@
 #include "pod_event.h"
 #include "qos.h"
 #include "qos_api.h"
+#include "qos_follow.h"
 
 #define POD_NAME_KEY "csi.storage.k8s.io/pod.name"
 #define POD_NAMESPACE_KEY "csi.storage.k8s.io/pod.namespace"
@@ -65,6 +68,11 @@ int gantry_node_qos_start(const struct gantry_node_qos_options *o, struct gantry
                 gantry_qos_shutdown();
                 return gantry_error_set(err, r, "qos: cannot start the reconcile: %s", strerror(-r));
         }
+        /* a class changed live reaches running pods through this, not the reconcile */
+        if ((r = gantry_qos_follow_start(gantry_node_api(), err)) < 0) {
+                gantry_qos_shutdown();
+                return gantry_error_prefix(err, "qos: cannot follow PVC changes");
+        }
         started = true;
         return 0;
 }
@@ -73,6 +81,7 @@ void gantry_node_qos_stop(void)
 {
         if (!started)
                 return;
+        gantry_qos_follow_stop();
         gantry_qos_shutdown();
         started = false;
 }

@@ -22,7 +22,13 @@ struct classes {
 static const char *class_param(void *userdata, const char *key)
 {
         const struct classes *c = userdata;
+        const json_t *vp = json_object_get(c->vac, "parameters");
 
+        /* a class that sets the policy brings its own factor (absent: the default),
+         * never the StorageClass's: a policy and its factor come from one object */
+        if (!strcmp(key, GANTRY_BW_PARAM_BURST_FACTOR) && s_(vp, GANTRY_BW_PARAM_POLICY) &&
+            !s_(vp, key))
+                return NULL;
         return gantry_bw_param_in_force(c->vac, c->sc, false, key);
 }
 

@@ -126,12 +126,14 @@ NO_API = ("gantry-target",)
 # process's one client (kube/kube_process.c) that node/node.c opens and
 # node/node_qos.c lends them (checked against their source below).
 NODE_CLIENT = ("node/node.c", "node/node_qos.c", "node/qos/qos_api.c", "node/qos/qos_api.h",
+               "node/qos/qos_follow.c", "node/qos/qos_follow.h",
                "node/qos/pod_event.c",
                "node/qos/pod_event.h", "node/qos/usage_service.c", "node/qos/usage_service.h", "node/qos/measure.cmake",
                "node/qos/CMakeLists.txt")
 NODE_CALLS = {("", "pods", "get"), ("", "persistentvolumeclaims", "get"),
               ("", "persistentvolumes", "get"), ("storage.k8s.io", "storageclasses", "get"),
               ("storage.k8s.io", "volumeattributesclasses", "get"),
+              ("", "persistentvolumeclaims", "list"), ("", "persistentvolumeclaims", "watch"),
               ("", "events", "create")}
 # gantry-csi's only API clients are in the controller: the node registry
 # (CSINode objects), the eviction of promoted copies (VolumeAttachments, a
