@@ -375,6 +375,9 @@ int gantry_qos_apply(const struct gantry_qos_request *req, struct gantry_error *
         at = find_locked(req->target_path);
         if (at >= 0) {
                 rec = q.recs[at];
+        } else if (req->update_only) {
+                r = gantry_error_set(err, ENOENT, "qos: no cap recorded for %s", req->target_path);
+                goto out;
         } else {
                 if (q.n == QOS_MAX_RECORDS) {
                         r = gantry_error_set(err, ENOSPC, "qos: more than %d published volumes",

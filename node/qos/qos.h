@@ -115,11 +115,15 @@ struct gantry_qos_request {
         struct gantry_qos_rates declared; /* the reservation (0 fields: none) */
         enum gantry_qos_policy policy;
         double burst_factor;              /* used by GANTRY_QOS_POLICY_BURST; >= 1 */
+        bool update_only;                 /* only rewrite a cap recorded for target_path
+                                           * (-ENOENT when none): a follow-up never
+                                           * brings back a cap unpublished meanwhile */
 };
 
 /*
  * Records and applies @req's cap (replacing the record of the same target
- * path). A node without cgroup v2, or a pod whose cgroup is not there,
+ * path; with @req->update_only, only an existing one, else -ENOENT and
+ * nothing written). A node without cgroup v2, or a pod whose cgroup is not there,
  * returns 0 with the record marked not enforced (logged and counted;
  * reconcile retries). Returns 0, or -errno with @err filled when the record
  * cannot be written or io.max refuses the line.

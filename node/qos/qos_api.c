@@ -102,6 +102,7 @@ int gantry_qos_api_apply(struct gantry_kube_client *kube, const struct gantry_qo
         req.target_path = who->target_path;
         req.dev_major = who->dev_major;
         req.dev_minor = who->dev_minor;
+        req.update_only = who->update_only;
         r = gantry_qos_apply(&req, err);
 out:
         json_decref(pod);

@@ -16,8 +16,9 @@ struct gantry_kube_client;
  * @who->pod_namespace/@who->pod_name (it must have UID
  * @who->pod_uid) and its volumes, computes its demand on @who->volume_id
  * and applies it for @who->target_path on device @who->dev_major:dev_minor
- * (gantry_qos_apply). Other fields of @who are ignored. Returns 0; -ENOENT
- * when the volume is none of the pod's Gantry volumes; -errno from the API
+ * (gantry_qos_apply, @who->update_only too). Other fields are ignored.
+ * Returns 0; -ENOENT when the volume is none of the pod's Gantry volumes
+ * (or, with update_only, no cap is recorded for the path); -errno from the API
  * (-EAGAIN: UID mismatch, retry) with @err filled.
  */
 int gantry_qos_api_apply(struct gantry_kube_client *kube, const struct gantry_qos_request *who,

@@ -89,13 +89,14 @@ static void on_pvc(void *ctx, enum gantry_kube_kind kind, enum gantry_kube_event
                         .pod_uid = c->pod_uid, .pod_namespace = c->pod_namespace,
                         .pod_name = c->pod_name, .volume_id = c->volume_id,
                         .target_path = c->target_path, .dev_major = c->dev_major,
-                        .dev_minor = c->dev_minor,
+                        .dev_minor = c->dev_minor, .update_only = true,
                 };
                 struct gantry_error err = { 0 };
                 char q[GANTRY_ERROR_MSG_MAX + 8];
 
-                /* the volume may be gone from the pod's view meanwhile: the reconcile keeps the cap */
-                if (gantry_qos_api_apply(kube, &who, &err) < 0)
+                /* -ENOENT: unpublished meanwhile, or no longer the pod's volume (the reconcile keeps
+                 * the cap it had) */
+                if (gantry_qos_api_apply(kube, &who, &err) < 0 && err.err != ENOENT)
                         log_warn("node.qos_follow_failed", "target_path=%s error=%s", c->target_path,
                                  gantry_log_quote(err.msg, q, sizeof(q)));
         }

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 import urllib.request
 
@@ -133,6 +134,41 @@ class NodeQosApiTest(unittest.TestCase):
         self.unpublish(target)
         self.assertEqual(self.iomax(), "%s rbps=max wbps=max riops=max wiops=max" % self.majmin)
         self.assertEqual(self.records(), [])
+
+    def wait_iomax(self, want, timeout=20.0):
+        """Waits (bounded) until the pod's io.max holds @want; returns what it holds last."""
+        deadline = time.monotonic() + timeout
+        while self.iomax() != want and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.iomax()
+
+    def test_1b_class_changed_live_rewrites_iomax(self):
+        """A VolumeAttributesClass marked in force on the PVC (as external-resizer
+        does once ControllerModifyVolume succeeded) reaches the running pod's
+        io.max through the node's PVC watch: no re-publish, well before the
+        reconcile (its period here is the default 60 s)."""
+        target = os.path.join(self.dir, "pods", "p1b", "mount")
+        pvc = {"metadata": {"name": "data", "namespace": "ml"},
+               "spec": {"storageClassName": "fast", "volumeName": "pv-q"}}
+        self.assertEqual(self.api.post("/fake/objects/volumeattributesclasses", {
+            "metadata": {"name": "slow"}, "driverName": "csi.gantry.io",
+            "parameters": {"bandwidthPolicy": "cap", "bandwidthReadIOPS": "800"}}), 200)
+        self.publish(target, "p", UID)
+        try:
+            self.assertEqual(self.iomax(), "%s rbps=1500000000 wbps=max riops=7500 wiops=max"
+                             % self.majmin)
+            live = dict(pvc, spec=dict(pvc["spec"], volumeAttributesClassName="slow"),
+                        status={"currentVolumeAttributesClassName": "slow"})
+            self.assertEqual(self.api.post("/fake/objects/persistentvolumeclaims", live), 200)
+            # the class's policy (cap: no burst factor) and IOPS, the pod's declared 8 Gbps
+            self.assertEqual(self.wait_iomax("%s rbps=1000000000 wbps=max riops=800 wiops=max"
+                                             % self.majmin),
+                             "%s rbps=1000000000 wbps=max riops=800 wiops=max" % self.majmin)
+            self.assertIn("/apis/storage.k8s.io/v1/volumeattributesclasses/slow",
+                          {r["path"] for r in self.api.get("/fake/requests") if r["method"] == "GET"})
+        finally:
+            self.assertEqual(self.api.post("/fake/objects/persistentvolumeclaims", pvc), 200)
+            self.unpublish(target)
 
     def test_2_no_pod_info_no_cap(self):
         target = os.path.join(self.dir, "pods", "none", "mount")
