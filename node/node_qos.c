@@ -69,7 +69,7 @@ int gantry_node_qos_start(const struct gantry_node_qos_options *o, struct gantry
                 return gantry_error_set(err, r, "qos: cannot start the reconcile: %s", strerror(-r));
         }
         /* a class changed live reaches running pods through this, not the reconcile */
-        if ((r = gantry_qos_follow_start(gantry_node_api(), err)) < 0) {
+        if ((r = gantry_qos_follow_start(gantry_kube_process_client(), err)) < 0) {
                 gantry_qos_shutdown();
                 return gantry_error_prefix(err, "qos: cannot follow PVC changes");
         }

@@ -4,9 +4,11 @@ advertised; a key that may not change on a live volume, or a bad value, is
 INVALID_ARGUMENT naming it, also in CreateVolume's mutable_parameters; a
 volume ID of no tier is NOT_FOUND. What a modify records on a real dataset
 volume is tests/ceph/test_dataset_modify.py's."""
+import os
 import unittest
 
 import grpc
+import yaml
 
 from csi_client import Plugin, csi_pb2
 
@@ -63,6 +65,20 @@ class ModifyTest(unittest.TestCase):
         # valid parameters: the volume ID is what is wrong
         self.assertCode(Code.NOT_FOUND, lambda: self.modify({"gantry.io/read-gbps-per-gpu": "4"},
                                                               volume_id="nope"))
+
+    def test_the_sample_classes_pass_the_check(self):
+        """manifests/examples' VolumeAttributesClasses: every key mutable, every
+        value good (what is left wrong is the volume ID: NOT_FOUND)."""
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "manifests",
+                            "examples", "volume-attributes-classes.yaml")
+        with open(path) as f:
+            classes = [d for d in yaml.safe_load_all(f) if d]
+        self.assertEqual(len(classes), 2)
+        for vac in classes:
+            with self.subTest(vac=vac["metadata"]["name"]):
+                self.assertEqual(vac["driverName"], "csi.gantry.io")
+                self.assertCode(Code.NOT_FOUND, lambda: self.modify(vac["parameters"],
+                                                                      volume_id="nope"))
 
     def test_create_checks_mutable_parameters(self):
         req = csi_pb2.CreateVolumeRequest(

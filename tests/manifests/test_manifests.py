@@ -22,6 +22,9 @@ OWN_SCHEMAS = {
         {"apiVersion", "kind", "metadata", "spec"},
     ("monitoring.coreos.com/v1", "PrometheusRule"):
         {"apiVersion", "kind", "metadata", "spec"},
+    # GA in Kubernetes v1.34, newer than Debian's python3-kubernetes models
+    ("storage.k8s.io/v1", "VolumeAttributesClass"):
+        {"apiVersion", "kind", "metadata", "driverName", "parameters"},
     ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration"):
         {"apiVersion", "kind", "profiles", "extenders", "leaderElection", "clientConnection",
          "parallelism", "percentageOfNodesToScore", "podInitialBackoffSeconds",
