@@ -22,6 +22,7 @@ int gantry_cluster_new(struct gantry_cluster **ret_cluster)
                 return -ENOMEM;
         }
         c->weights = (struct gantry_score_weights){ .locality = 5, .headroom = 3, .closeness = 2 };
+        c->factors = (struct gantry_backend_factors){ .degraded = 0.85, .recovering = 0.65 };
         if (strmap_new(&c->spine_by_name) < 0 || strmap_new(&c->leaf_by_name) < 0 ||
             strmap_new(&c->node_by_name) < 0 || strmap_new(&c->backend_by_name) < 0 ||
             strmap_new(&c->entry_by_uid) < 0 || strmap_new(&c->job_members) < 0) {

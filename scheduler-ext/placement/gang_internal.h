@@ -40,6 +40,9 @@ struct gp_gang {
         double expires_at;       /* planned: reservation expiry */
         double last_seen;        /* last member activity */
         struct gp_gang_demand demand;
+        /* the last plan's miss when a backend was what it lacked: where,
+         * free, need (the gang's), capacity, condition; where NULL: none */
+        struct gantry_node_verdict shortfall;
         struct gp_slot *slots;
         size_t n_slots;
         char **members;          /* uids seen (filter, ledger) */

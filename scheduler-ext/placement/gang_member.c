@@ -95,8 +95,24 @@ static void refuse_all(struct gantry_node_verdict *v, size_t n, const char *reas
                 v[i].unresolvable = false;
                 v[i].cause = GANTRY_REFUSAL_GANG;
                 v[i].where = NULL;
-                v[i].free = v[i].need = 0;
+                v[i].free = v[i].need = v[i].capacity = v[i].nominal = 0;
+                v[i].condition = NULL;
                 snprintf(v[i].reason, sizeof(v[i].reason), "%s", reason);
+        }
+}
+
+/* The backend a refused gang is short of, for the log and the held pods'
+ * events (gantry_node_verdict_detail()); the reasons stay as they are. */
+static void shortfall_copy(struct gantry_node_verdict *v, size_t n,
+                           const struct gantry_node_verdict *s)
+{
+        for (size_t i = 0; i < n; i++) {
+                v[i].where = s->where;
+                v[i].free = s->free;
+                v[i].need = s->need;
+                v[i].capacity = s->capacity;
+                v[i].nominal = s->nominal;
+                v[i].condition = s->condition;
         }
 }
 
@@ -131,6 +147,8 @@ int gantry_gangs_filter(struct gantry_gangs *g, const struct gantry_gang_spec *s
                 }
                 if (r < 0) {
                         refuse_all(ret_verdicts, n, reason);
+                        if (r == -ENOSPC && gang->shortfall.where)
+                                shortfall_copy(ret_verdicts, n, &gang->shortfall);
                         r = 0;
                         goto out;
                 }
@@ -168,6 +186,8 @@ int gantry_gangs_filter(struct gantry_gangs *g, const struct gantry_gang_spec *s
                 ret_verdicts[i].cause = mine ? GANTRY_REFUSAL_NONE : GANTRY_REFUSAL_GANG;
                 ret_verdicts[i].where = NULL;
                 ret_verdicts[i].free = ret_verdicts[i].need = 0;
+                ret_verdicts[i].capacity = ret_verdicts[i].nominal = 0;
+                ret_verdicts[i].condition = NULL;
                 snprintf(ret_verdicts[i].reason, sizeof(ret_verdicts[i].reason), "%s",
                          mine ? "" : reason);
         }

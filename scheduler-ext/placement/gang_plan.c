@@ -273,8 +273,11 @@ bool gp_gang_fits_empty(struct gantry_cluster *c, const struct gantry_pod_demand
                         be[i] = c->backends[i].used;
                         c->backends[i].used = 0;
                 }
-                /* the plan's charges are overwritten by the restore below */
+                /* the plan's charges are overwritten by the restore below;
+                 * a backend's live state says nothing of the gang's size */
+                c->nominal_only = true;
                 fits = gp_gang_plan(c, d, k, NULL, -1, spread, ch, NULL) != -ENOSPC;
+                c->nominal_only = false;
                 for (size_t i = 0; i < c->n_nodes; i++) {
                         c->nodes[i].nic_used = nic[i];
                         c->nodes[i].gpus_used = gpus[i];

@@ -81,6 +81,7 @@ int gp_gang_reserve(struct gantry_gangs *g, struct gp_gang *gang, double now, ch
                     gp_gang_reserve(g, x, now, why, sizeof(why), true, false) == 0)
                         x->partial = false;
         }
+        gang->shortfall = (struct gantry_node_verdict){ 0 };
         head = queue_head(g, gang);
         slots = calloc(gang->size + 1, sizeof(*slots));
         prefer = calloc(c->n_leaves + 1, sizeof(int));
@@ -140,6 +141,15 @@ int gp_gang_reserve(struct gantry_gangs *g, struct gp_gang *gang, double now, ch
                                  "gang %s: %d pods need more than one spine can feed (at most %d on "
                                  "one leaf); annotate them gantry.io/gang-spread: \"true\" to spread",
                                  gang->key, k, miss.best_fit);
+                else if (gp_backend_shortfall(c, &gang->demand.d, k, &gang->shortfall))
+                        /* the whole gang is more than the backend has free,
+                         * whatever the leaf: say which state, not the numbers */
+                        snprintf(reason, size,
+                                 "gang %s: %d pods need %d GPUs and %.4g Gbps; the best leaf has room "
+                                 "for %d (%s %s)",
+                                 gang->key, k, k * gang->demand.d.gpus, k * demand_gbps(&gang->demand.d),
+                                 miss.best_fit, gantry_refusal_cause_words(gang->shortfall.cause),
+                                 gang->shortfall.condition ? gang->shortfall.condition : "full");
                 else
                         snprintf(reason, size,
                                  "gang %s: %d pods need %d GPUs and %.4g Gbps; the best leaf has room "

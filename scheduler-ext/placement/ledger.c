@@ -141,7 +141,8 @@ bool gp_charge_fits(const struct gantry_cluster *c, const struct gp_charge *ch,
 
         v->cause = GANTRY_REFUSAL_NONE;
         v->where = NULL;
-        v->free = v->need = 0;
+        v->free = v->need = v->capacity = v->nominal = 0;
+        v->condition = NULL;
         /* reachability first: no amount of headroom fixes it */
         v->unresolvable = true;
         for (size_t k = 0; k < ch->n_backends; k++) {
@@ -187,10 +188,7 @@ bool gp_charge_fits(const struct gantry_cluster *c, const struct gp_charge *ch,
         for (size_t k = 0; k < ch->n_backends; k++) {
                 const struct gp_backend *b = &c->backends[ch->backend[k]];
 
-                if (short_of(b->gbps, b->used, ch->backend_gbps[k],
-                             b->kind == GANTRY_BACKEND_NVMEOF ? GANTRY_REFUSAL_TARGET
-                                                              : GANTRY_REFUSAL_BACKEND,
-                             b->name, v))
+                if (gp_backend_short(c, b, ch->backend_gbps[k], v))
                         return false;
         }
         return true;
@@ -222,16 +220,43 @@ void gp_refusal_reason(const struct gantry_node_verdict *v, char *buf, size_t si
                 if (buf != v->reason)
                         snprintf(buf, size, "%s", v->reason);
                 break;
+        case GANTRY_REFUSAL_BACKEND:
+        case GANTRY_REFUSAL_TARGET:
+                /* the state, not the backend's name or free Gbps: the same
+                 * words on every node, so kube-scheduler folds them */
+                snprintf(buf, size, "%s %s (pod needs %s Gbps)", gantry_refusal_cause_words(v->cause),
+                         v->condition ? v->condition : "full", gbps_str(v->need, need, sizeof(need)));
+                break;
         case GANTRY_REFUSAL_NIC:
         case GANTRY_REFUSAL_UPLINK:
         case GANTRY_REFUSAL_STORAGE_UPLINK:
-        case GANTRY_REFUSAL_BACKEND:
-        case GANTRY_REFUSAL_TARGET:
         default:
                 snprintf(buf, size, "%s full (pod needs %s Gbps)", gantry_refusal_cause_words(v->cause),
                          gbps_str(v->need, need, sizeof(need)));
                 break;
         }
+}
+
+/*
+ * A backend refusal with its state: "backend ceph-a recovering: 14 of 40 Gbps
+ * free (effective 26), gang needs 32 Gbps"; @who is "pod" or "gang".
+ */
+static void backend_detail(const struct gantry_node_verdict *v, const char *who, char *buf,
+                           size_t size)
+{
+        const char *what = v->cause == GANTRY_REFUSAL_TARGET ? "target" : "backend";
+        char f[32], n[32], cap[32], nom[32];
+
+        gbps_str(v->free, f, sizeof(f));
+        gbps_str(v->need, n, sizeof(n));
+        gbps_str(v->capacity, cap, sizeof(cap));
+        gbps_str(v->nominal, nom, sizeof(nom));
+        if (v->condition)
+                snprintf(buf, size, "%s %s %s: %s of %s Gbps free (effective %s), %s needs %s Gbps",
+                         what, v->where ? v->where : "?", v->condition, f, nom, cap, who, n);
+        else
+                snprintf(buf, size, "%s %s: %s of %s Gbps free, %s needs %s Gbps", what,
+                         v->where ? v->where : "?", f, nom, who, n);
 }
 
 void gantry_node_verdict_detail(const struct gantry_node_verdict *v, const char *node, char *buf,
@@ -261,8 +286,18 @@ void gantry_node_verdict_detail(const struct gantry_node_verdict *v, const char 
                 snprintf(buf, size, "%s: %.0f GPUs free, pod needs %.0f", node, v->free, v->need);
                 return;
         case GANTRY_REFUSAL_GANG:
-                snprintf(buf, size, "%s", v->reason);
+                if (v->where)
+                        backend_detail(v, "gang", buf, size);
+                else
+                        snprintf(buf, size, "%s", v->reason);
                 return;
+        case GANTRY_REFUSAL_BACKEND:
+        case GANTRY_REFUSAL_TARGET:
+                if (v->condition) {
+                        backend_detail(v, "pod", buf, size);
+                        return;
+                }
+                break;
         default:
                 break;
         }
@@ -384,10 +419,21 @@ static void job_member_remove(struct gantry_cluster *c, struct gp_entry *e)
         }
 }
 
+/* A confirmed entry's backend charges are IO its pod does: they count as
+ * Gantry's own when a backend's observed client IO is read (backend_live.c). */
+static void bound_apply(struct gantry_cluster *c, const struct gp_entry *e, int sign)
+{
+        if (e->expires_at > 0)
+                return;
+        for (size_t k = 0; k < e->charge.n_backends; k++)
+                c->backends[e->charge.backend[k]].bound += sign * e->charge.backend_gbps[k];
+}
+
 /* Unlinks @e from the ledger and gives back its charge; does not free it. */
 static void entry_unlink(struct gantry_cluster *c, struct gp_entry *e)
 {
         gp_charge_apply(c, &e->charge, -1);
+        bound_apply(c, e, -1);
         job_member_remove(c, e);
         strmap_remove(c->entry_by_uid, e->uid);
         c->entries[e->index] = c->entries[--c->n_entries];
@@ -411,6 +457,7 @@ static int entry_link(struct gantry_cluster *c, struct gp_entry *e)
         if (e->expires_at > 0)
                 c->n_reservations++;
         gp_charge_apply(c, &e->charge, 1);
+        bound_apply(c, e, 1);
         return 0;
 }
 

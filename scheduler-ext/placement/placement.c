@@ -20,6 +20,7 @@ struct reason_cache {
         size_t n, next;
         enum gantry_refusal_cause cause[REASON_CACHE];
         double need[REASON_CACHE];
+        const char *condition[REASON_CACHE];
         char text[REASON_CACHE][GANTRY_PLACEMENT_REASON_MAX];
 };
 
@@ -28,12 +29,14 @@ static void set_reason(struct reason_cache *rc, struct gantry_node_verdict *v)
         size_t k;
 
         for (k = 0; k < rc->n; k++)
-                if (rc->cause[k] == v->cause && rc->need[k] == v->need)
+                if (rc->cause[k] == v->cause && rc->need[k] == v->need &&
+                    rc->condition[k] == v->condition)
                         break;
         if (k == rc->n) {
                 k = rc->n < REASON_CACHE ? rc->n++ : rc->next++ % REASON_CACHE;
                 rc->cause[k] = v->cause;
                 rc->need[k] = v->need;
+                rc->condition[k] = v->condition;
                 gp_refusal_reason(v, rc->text[k], sizeof(rc->text[k]));
         }
         memcpy(v->reason, rc->text[k], strlen(rc->text[k]) + 1);

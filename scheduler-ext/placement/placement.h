@@ -14,7 +14,11 @@
  *                      capacity Gbps, the leaves it attaches to)
  *   Capacities: each node's NIC, each leaf's uplink to its spine, each
  *   backend's aggregate bandwidth. A capacity of 0 means "unknown": it is
- *   never checked. A leaf's uplink is either given in Gbps, or derived as
+ *   never checked. A backend's bandwidth is its nominal capacity until its
+ *   live state is set (gantry_cluster_set_backend_live(): what its observer
+ *   publishes); then admission charges against its effective capacity
+ *   (nominal x state factor - recovery - client IO no Gantry pod accounts
+ *   for, never below 0). A stale observation counts as none: nominal. A leaf's uplink is either given in Gbps, or derived as
  *   (sum of its nodes' NIC Gbps) / oversubscription when that ratio is given.
  *
  * What a pod consumes on node N (its "charge")
@@ -114,6 +118,44 @@ struct gantry_backend_spec {
         bool same_leaf_only;        /* reachable only from its own leaves */
 };
 
+/* A backend's live state as its observer publishes it (StorageBackend status). */
+enum gantry_backend_state {
+        GANTRY_BACKEND_STATE_NONE = 0,  /* never observed: nominal capacity */
+        GANTRY_BACKEND_STATE_HEALTHY,
+        GANTRY_BACKEND_STATE_DEGRADED,
+        GANTRY_BACKEND_STATE_RECOVERING,
+        GANTRY_BACKEND_STATE_UNAVAILABLE,
+        GANTRY_BACKEND_STATE_COUNT
+};
+
+struct gantry_backend_live {
+        enum gantry_backend_state state;
+        double client_gbps;   /* all client IO it serves now, Gantry's pods included */
+        double recovery_gbps; /* recovery / backfill traffic */
+        bool stale;           /* the observation is too old: nominal capacity */
+};
+
+/* Capacity factors of the states between healthy (1) and unavailable (0). */
+struct gantry_backend_factors {
+        double degraded;   /* default 0.85 */
+        double recovering; /* default 0.65 */
+};
+
+/* A backend as admission sees it now (gantry_cluster_backend_view()). */
+struct gantry_backend_view {
+        char name[GANTRY_PLACEMENT_NAME_MAX + 1];
+        enum gantry_backend_kind kind;
+        enum gantry_backend_state state;
+        bool stale;
+        double nominal_gbps;     /* the topology file's; 0 unknown */
+        double effective_gbps;   /* what admission charges against (nominal when not observed) */
+        double reserved_gbps;    /* Gantry's charges on it: bound pods, binds, gang places */
+        double bound_gbps;       /* of which pods the watch saw bound (they do IO) */
+        double unaccounted_gbps; /* client IO no bound Gantry pod accounts for */
+        double recovery_gbps;
+        double client_gbps;
+};
+
 struct gantry_flow {
         const char *backend;        /* NULL: not served by a known backend */
         double gbps;                /* >= 0 */
@@ -159,6 +201,11 @@ struct gantry_node_verdict {
                             * model (names live as long as the cluster); NULL for
                             * the node itself */
         double free, need; /* Gbps (GPUs for GANTRY_REFUSAL_GPUS) */
+        /* A backend or target refusal (or a gang's, when a backend is what
+         * it is short of): the capacity checked (effective) and nominal, and
+         * the backend's state when not healthy ("recovering"), else NULL. */
+        double capacity, nominal;
+        const char *condition;
 };
 
 /* Relative weights of the three parts of a score (any scale; >= 0). */
@@ -307,6 +354,35 @@ void gantry_cluster_stats(struct gantry_cluster *c, struct gantry_cluster_stats 
 /* Usage of one node's links. Returns 0 or -ENOENT. */
 int gantry_cluster_node_usage(struct gantry_cluster *c, const char *node,
                               struct gantry_node_usage *ret_usage);
-/* Used and capacity Gbps of a backend. Returns 0 or -ENOENT. */
+/*
+ * Sets backend @name's live state (@live NULL: forgets it, nominal again).
+ * Validates first (numbers finite and >= 0, a known state). Returns 0,
+ * -ENOENT (no such backend: the topology file does not list it) or -EINVAL
+ * with @err naming the field. Pods already placed keep their charges: a
+ * backend whose effective capacity falls below them admits nothing new.
+ */
+int gantry_cluster_set_backend_live(struct gantry_cluster *c, const char *name,
+                                    const struct gantry_backend_live *live,
+                                    struct gantry_error *err);
+/* The state factors (defaults 0.85 and 0.65); each in [0, 1] or -EINVAL. */
+int gantry_cluster_set_backend_factors(struct gantry_cluster *c,
+                                       const struct gantry_backend_factors *f,
+                                       struct gantry_error *err);
+/*
+ * The effective capacity of a backend: max(0, nominal x factor - recovery -
+ * unaccounted), unaccounted = max(0, client - bound), all in Gbps. Pure: the
+ * one formula, for admission, metrics and tests.
+ */
+double gantry_backend_effective_gbps(double nominal, double factor, double recovery_gbps,
+                                     double client_gbps, double bound_gbps);
+/* "Healthy", "Degraded", "Recovering", "Unavailable" (as the CRD spells
+ * them); "" for none; the parser of the same. */
+const char *gantry_backend_state_name(enum gantry_backend_state s);
+int gantry_backend_state_parse(const char *s, enum gantry_backend_state *ret_state);
+/* Backend number @index (0 .. stats.backends - 1) as admission sees it now.
+ * Returns 0 or -ENOENT. */
+int gantry_cluster_backend_view(struct gantry_cluster *c, size_t index,
+                                struct gantry_backend_view *ret_view);
+/* Nominal capacity and used Gbps of a backend. Returns 0 or -ENOENT. */
 int gantry_cluster_backend_usage(struct gantry_cluster *c, const char *backend,
                                  double *ret_gbps, double *ret_used_gbps);

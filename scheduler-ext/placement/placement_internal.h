@@ -45,6 +45,8 @@ struct gp_backend {
         size_t n_leaves;
         enum gantry_transport transport;
         bool same_leaf_only;
+        double bound;          /* of used: confirmed ledger entries (pods doing IO) */
+        struct gantry_backend_live live;
 };
 
 /* Storage leaves whose uplinks one pod's charge can hold (see gp_charge). */
@@ -101,6 +103,8 @@ struct gantry_cluster {
         size_t n_entries, cap_entries, n_reservations;
         uint64_t last_token;       /* the ledger's entry tokens, from 1 */
         struct strmap *entry_by_uid;
+        struct gantry_backend_factors factors;
+        bool nominal_only;         /* live states ignored (an empty cluster's what-if) */
         struct strmap *job_members; /* job -> struct gp_job_members * */
 };
 
@@ -115,6 +119,22 @@ int gp_find_backend(const struct gantry_cluster *c, const char *name);
 int gp_node_spine(const struct gantry_cluster *c, const struct gp_node *n);
 /* The leaf's uplink capacity in Gbps (given, or derived), 0 when unknown. */
 double gp_leaf_uplink_capacity(const struct gp_leaf *l);
+/* The capacity admission charges @b against now (backend_live.c): its
+ * effective capacity, or nominal when not observed; 0 unknown. */
+double gp_backend_capacity(const struct gantry_cluster *c, const struct gp_backend *b);
+/* @b's state in words when not healthy ("recovering"), else NULL. */
+const char *gp_backend_condition(const struct gantry_cluster *c, const struct gp_backend *b);
+/* Whether @need more Gbps of @b do not fit now; when so, fills @v's cause,
+ * where, free, need, capacity, nominal and condition. */
+bool gp_backend_short(const struct gantry_cluster *c, const struct gp_backend *b, double need,
+                      struct gantry_node_verdict *v);
+/*
+ * Whether @k pods of demand @d would take more of one of their backends than
+ * it has free now; when so, fills @v's where, free, need (the @k pods'),
+ * capacity, nominal and condition, and returns true.
+ */
+bool gp_backend_shortfall(const struct gantry_cluster *c, const struct gantry_pod_demand *d, int k,
+                          struct gantry_node_verdict *v);
 /* True when backend @b attaches to leaf @leaf. */
 bool gp_backend_on_leaf(const struct gp_backend *b, int leaf);
 /* Takes present node @n's NIC out of its leaf's sum (before it goes or moves). */
