@@ -34,6 +34,9 @@ static const struct kube_kind_info kinds[GANTRY_KUBE_KIND_COUNT] = {
                                            "storage.k8s.io/v1", "storage.k8s.io",
                                            "/apis/storage.k8s.io/v1", "volumeattributesclasses",
                                            false },
+        [GANTRY_KUBE_STORAGE_BACKEND] = { "StorageBackend", "StorageBackendList", "gantry.io/v1alpha1",
+                                          "gantry.io", "/apis/gantry.io/v1alpha1", "storagebackends",
+                                          false },
 };
 
 /* Every request the client makes; keep in step with the code (a test checks
@@ -57,6 +60,9 @@ static const struct gantry_kube_api_call api_calls[] = {
         { "watch", "scheduling.k8s.io", "podgroups" },
         { "list", "storage.k8s.io", "volumeattributesclasses" },
         { "watch", "storage.k8s.io", "volumeattributesclasses" },
+        { "list", "gantry.io", "storagebackends" },
+        { "watch", "gantry.io", "storagebackends" },
+        { "create", "", "events" },
         { "create", "", "pods/binding" },
         { "patch", "", "pods" },
         { "get", "coordination.k8s.io", "leases" },

@@ -44,6 +44,7 @@ enum gantry_kube_kind {
          * (KEP-4671, GenericWorkload feature gate; v1.36 and later) */
         GANTRY_KUBE_WORKLOAD_POD_GROUP,
         GANTRY_KUBE_ATTRIBUTES_CLASS,  /* storage.k8s.io/v1 volumeattributesclasses */
+        GANTRY_KUBE_STORAGE_BACKEND,   /* gantry.io/v1alpha1 storagebackends (CRD, cluster-scoped) */
         GANTRY_KUBE_KIND_COUNT,
 };
 
@@ -57,7 +58,8 @@ enum gantry_kube_event {
 };
 
 /* "Node", "Pod", "PersistentVolumeClaim", "PersistentVolume", "StorageClass",
- * "Job", "PodGroup", "PodGroup.scheduling.k8s.io", "VolumeAttributesClass";
+ * "Job", "PodGroup", "PodGroup.scheduling.k8s.io", "VolumeAttributesClass",
+ * "StorageBackend";
  * "?" when out of range. */
 const char *gantry_kube_kind_name(enum gantry_kube_kind kind);
 /* "ADDED", "MODIFIED", "DELETED", "SYNCED"; "?" when out of range. */

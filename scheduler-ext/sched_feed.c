@@ -4,25 +4,29 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "log.h"
+#include "sched_backends.h"
 #include "sched_feed.h"
 
 /* Start order: what a pod's demand (and its gang's size) needs is known
  * before the pod. */
 static const enum gantry_kube_kind start_order[] = {
         GANTRY_KUBE_STORAGE_CLASS, GANTRY_KUBE_ATTRIBUTES_CLASS, GANTRY_KUBE_PV, GANTRY_KUBE_PVC,
-        GANTRY_KUBE_JOB, GANTRY_KUBE_POD_GROUP, GANTRY_KUBE_WORKLOAD_POD_GROUP, GANTRY_KUBE_NODE,
-        GANTRY_KUBE_POD,
+        GANTRY_KUBE_JOB, GANTRY_KUBE_POD_GROUP, GANTRY_KUBE_WORKLOAD_POD_GROUP,
+        GANTRY_KUBE_STORAGE_BACKEND, GANTRY_KUBE_NODE, GANTRY_KUBE_POD,
 };
 
-/* The optional kinds: scheduler-plugins' PodGroup is a CRD,
- * VolumeAttributesClass is served from Kubernetes v1.31 on (GA in v1.34),
- * and Kubernetes' own PodGroup (scheduling.k8s.io/v1alpha2) only where the
- * GenericWorkload feature gate is on: a cluster without one answers 404.
- * Its informer gives up after this many failures at start and
- * gantry-scheduler runs on without those sizes; once it has synced it
- * retries for ever, as the others do. */
+/* The optional kinds: scheduler-plugins' PodGroup and StorageBackend
+ * (Gantry's observer) are CRDs, VolumeAttributesClass is served from
+ * Kubernetes v1.31 on (GA in v1.34), and Kubernetes' own PodGroup
+ * (scheduling.k8s.io/v1alpha2) only where the GenericWorkload feature gate
+ * is on: a cluster without one answers 404. Such an informer gives up after
+ * this many failures at start and gantry-scheduler runs on without it
+ * (those gang sizes; live classes; backends' live state: nominal
+ * capacities), with one log line; once it has synced it retries for ever,
+ * as the others do. */
 #define OPTIONAL_MAX_ERRORS 3
 #define N_INFORMERS (sizeof(start_order) / sizeof(start_order[0]))
 #define STOP_CHECK_MS 100 /* how long a stop may wait while an informer syncs */
@@ -48,6 +52,34 @@ static enum gantry_obj_kind obj_kind(enum gantry_kube_kind k)
         }
 }
 
+static double wall_now(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A StorageBackend: the backend's live state. One that the topology does not
+ * list is said when it appears, not at every heartbeat of its observer. */
+static void on_backend(struct gantry_sched_feed *feed, enum gantry_kube_event event,
+                       const json_t *obj)
+{
+        struct gantry_sched_backends *b = gantry_sched_state_backends(feed->state);
+        struct gantry_error err = { 0 };
+        char q[GANTRY_ERROR_MSG_MAX + 8];
+        int r;
+
+        if (!b)
+                return;
+        r = gantry_sched_backends_apply(b, obj, event == GANTRY_KUBE_DELETED, wall_now(), &err);
+        if (r == -ENOENT && event != GANTRY_KUBE_ADDED)
+                return;
+        if (r < 0)
+                log_warn("sched.object_ignored", "kind=StorageBackend event=%s error=%s",
+                         gantry_kube_event_name(event), gantry_log_quote(err.msg, q, sizeof(q)));
+}
+
 static void on_event(void *ctx, enum gantry_kube_kind kind, enum gantry_kube_event event,
                      const json_t *obj)
 {
@@ -58,6 +90,10 @@ static void on_event(void *ctx, enum gantry_kube_kind kind, enum gantry_kube_eve
 
         if (event == GANTRY_KUBE_SYNCED || !obj)
                 return;
+        if (kind == GANTRY_KUBE_STORAGE_BACKEND) {
+                on_backend(feed, event, obj);
+                return;
+        }
         r = gantry_sched_state_apply(feed->state, obj_kind(kind), event == GANTRY_KUBE_DELETED, obj,
                                      &err);
         if (r < 0)
@@ -118,7 +154,7 @@ int gantry_sched_feed_start(struct gantry_kube_client *client, struct gantry_sch
         for (size_t i = 0; i < N_INFORMERS; i++) {
                 enum gantry_kube_kind k = start_order[i];
                 bool optional = k == GANTRY_KUBE_POD_GROUP || k == GANTRY_KUBE_WORKLOAD_POD_GROUP ||
-                                k == GANTRY_KUBE_ATTRIBUTES_CLASS;
+                                k == GANTRY_KUBE_ATTRIBUTES_CLASS || k == GANTRY_KUBE_STORAGE_BACKEND;
                 struct gantry_kube_informer_options o = {
                         .max_errors = optional ? OPTIONAL_MAX_ERRORS : 0 };
 

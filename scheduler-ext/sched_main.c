@@ -5,6 +5,8 @@
  *                    [--kubeconfig FILE | --in-cluster | --state FILE]
  *                    [--threads N] [--bind-workers N] [--max-body-bytes N] [--sync-timeout S]
  *                    [--reservation-ttl SECONDS] [--gang-ttl SECONDS]
+ *                    [--backend-stale-seconds S] [--backend-factor-degraded F]
+ *                    [--backend-factor-recovering F]
  *                    (--tls-cert F --tls-key F --client-ca F | --insecure-http)
  *                    [--max-unauthenticated N] [--max-per-source N]
  *                    [--max-authenticated N] [--handshake-timeout S]
@@ -50,6 +52,8 @@
 #include "log.h"
 #include "metrics.h"
 #include "placement.h"
+#include "sched_backend_loop.h"
+#include "sched_backends.h"
 #include "sched_feed.h"
 #include "sched_lease.h"
 #include "sched_recover.h"
@@ -82,6 +86,8 @@ struct args {
         bool leader_elect;
         const char *lease_name, *lease_namespace, *identity;
         double lease_duration, lease_renew_deadline, lease_retry_period;
+        double backend_stale;
+        struct gantry_backend_factors factors;
 };
 
 static void usage(FILE *f)
@@ -108,6 +114,11 @@ static void usage(FILE *f)
                 "                            the pod bound (default 60; not with --state alone)\n"
                 "  --gang-ttl S              seconds a gang's reservation waits for members\n"
                 "                            that do not come (default 360)\n"
+                "  --backend-stale-seconds S a StorageBackend status observed longer ago than\n"
+                "                            this counts as none: nominal capacity (default 60)\n"
+                "  --backend-factor-degraded F    share of nominal capacity a Degraded backend\n"
+                "                            is worth (default 0.85)\n"
+                "  --backend-factor-recovering F  the same for Recovering (default 0.65)\n"
                 "  --bind-timeout S          seconds the Binding POST may take; keep it below\n"
                 "                            kube-scheduler's extender httpTimeout (default 4)\n"
                 "  --tls-cert FILE           serve HTTPS with this PEM certificate ...\n"
@@ -166,7 +177,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         enum { O_LISTEN = 256, O_TOPO, O_STATE, O_KUBECONFIG, O_INCLUSTER, O_SYNC, O_THREADS, O_BIND_WORKERS, O_MAXBODY, O_TTL, O_GANG_TTL, O_BIND_TIMEOUT, O_CERT, O_KEY, O_CLIENT_CA, O_INSECURE,
                O_READY, O_LOG, O_VERSION, O_HELP, O_LEADER, O_LEASE_NAME, O_LEASE_NS, O_IDENTITY,
                O_LEASE_DUR, O_LEASE_RENEW, O_LEASE_RETRY, O_MAX_UNAUTH, O_MAX_PER_SOURCE, O_MAX_AUTH,
-               O_HANDSHAKE };
+               O_HANDSHAKE, O_BACKEND_STALE, O_FACTOR_DEGRADED, O_FACTOR_RECOVERING };
         static const struct option opts[] = {
                 { "listen", required_argument, NULL, O_LISTEN },
                 { "topology", required_argument, NULL, O_TOPO },
@@ -180,6 +191,9 @@ static int parse_args(int argc, char **argv, struct args *a)
                 { "reservation-ttl", required_argument, NULL, O_TTL },
                 { "gang-ttl", required_argument, NULL, O_GANG_TTL },
                 { "bind-timeout", required_argument, NULL, O_BIND_TIMEOUT },
+                { "backend-stale-seconds", required_argument, NULL, O_BACKEND_STALE },
+                { "backend-factor-degraded", required_argument, NULL, O_FACTOR_DEGRADED },
+                { "backend-factor-recovering", required_argument, NULL, O_FACTOR_RECOVERING },
                 { "tls-cert", required_argument, NULL, O_CERT },
                 { "tls-key", required_argument, NULL, O_KEY },
                 { "client-ca", required_argument, NULL, O_CLIENT_CA },
@@ -209,7 +223,8 @@ static int parse_args(int argc, char **argv, struct args *a)
                             .lease_name = "gantry-scheduler", .lease_duration = 15,
                             .lease_renew_deadline = 10, .lease_retry_period = 2,
                             .max_unauthenticated = 256, .max_per_source = 32, .max_authenticated = 256,
-                            .handshake_timeout = 5 };
+                            .handshake_timeout = 5, .backend_stale = 60,
+                            .factors = { .degraded = 0.85, .recovering = 0.65 } };
         while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
                 switch (c) {
                 case O_LISTEN: a->listen = optarg; break;
@@ -275,6 +290,21 @@ static int parse_args(int argc, char **argv, struct args *a)
                         break;
                 case O_HANDSHAKE:
                         if (parse_number("--handshake-timeout", optarg, 0.1, 600, &a->handshake_timeout) < 0)
+                                return -EINVAL;
+                        break;
+                case O_BACKEND_STALE:
+                        if (parse_number("--backend-stale-seconds", optarg, 1, 86400,
+                                         &a->backend_stale) < 0)
+                                return -EINVAL;
+                        break;
+                case O_FACTOR_DEGRADED:
+                        if (parse_number("--backend-factor-degraded", optarg, 0, 1,
+                                         &a->factors.degraded) < 0)
+                                return -EINVAL;
+                        break;
+                case O_FACTOR_RECOVERING:
+                        if (parse_number("--backend-factor-recovering", optarg, 0, 1,
+                                         &a->factors.recovering) < 0)
                                 return -EINVAL;
                         break;
                 case O_LEADER: a->leader_elect = true; break;
@@ -435,6 +465,8 @@ int main(int argc, char **argv)
         struct gantry_kube_client *kube = NULL;
         struct gantry_sched_feed *feed = NULL;
         struct gantry_sched_lease *lease = NULL;
+        struct gantry_sched_backends *backends = NULL;
+        struct gantry_sched_backend_loop *backend_loop = NULL;
         struct gantry_error err = { 0 };
         struct args a;
         static sigset_t sigs; /* the signal thread's, for ever */
@@ -473,6 +505,12 @@ int main(int argc, char **argv)
                 goto out;
         }
         gantry_sched_state_set_gangs(state, gangs);
+        if (gantry_sched_backends_new(cluster, a.backend_stale, &backends) < 0 ||
+            gantry_cluster_set_backend_factors(cluster, &a.factors, &err) < 0) {
+                fprintf(stderr, "gantry-scheduler: out of memory\n");
+                goto out;
+        }
+        gantry_sched_state_set_backends(state, backends);
         if (a.topology && gantry_sched_topology_load(state, a.topology, &err) < 0) {
                 fprintf(stderr, "gantry-scheduler: --topology %s\n", err.msg);
                 goto out;
@@ -491,9 +529,13 @@ int main(int argc, char **argv)
                 }
                 set_control_kube(kube);
         }
+        if (gantry_sched_backend_loop_new(kube, state, &backend_loop) < 0)
+                goto out;
         r = gantry_extender_new(state, &(struct gantry_extender_options){
                 .reservation_ttl_seconds = a.ttl, .metrics = metrics,
-                .bind = kube ? gantry_sched_feed_bind : NULL, .bind_ctx = kube, .gangs = gangs }, &ext);
+                .bind = kube ? gantry_sched_feed_bind : NULL, .bind_ctx = kube, .gangs = gangs,
+                .event = kube ? gantry_sched_backend_loop_event : NULL, .event_ctx = backend_loop },
+                &ext);
         if (r < 0)
                 goto out;
         /* serve at once (health, readiness), but answer no verb until the
@@ -522,6 +564,10 @@ int main(int argc, char **argv)
         }
         if (atomic_load(&control.stop))
                 goto stopped;
+        if ((r = gantry_sched_backend_loop_start(backend_loop)) < 0) {
+                fprintf(stderr, "gantry-scheduler: backend loop: %s\n", strerror(-r));
+                goto out;
+        }
         if (a.leader_elect) {
                 char id[300];
                 const char *pod = getenv("POD_NAME");
@@ -590,9 +636,11 @@ out:
         gantry_sched_server_stop(server);
         gantry_sched_feed_stop(feed);
         set_control_kube(NULL);
+        gantry_sched_backend_loop_free(backend_loop);
         gantry_kube_client_free(kube);
         gantry_extender_free(ext);
         gantry_sched_state_free(state);
+        gantry_sched_backends_free(backends);
         gantry_gangs_free(gangs);
         gantry_cluster_free(cluster);
         gantry_metrics_free(metrics);

@@ -79,26 +79,37 @@ static int requeue(struct gantry_kube_client *kube, const json_t *pod, const cha
         return r == -ENOENT ? 0 : r;
 }
 
-static void requeue_pending(struct gantry_kube_client *kube, struct gantry_sched_state *st,
-                            struct gantry_gangs *gangs, const atomic_bool *stop,
-                            struct gantry_sched_recovery *rec)
+/* The pending pods kube-scheduler may hold (a new reference), NULL when the
+ * list failed (logged); @stamp gets the annotation's value, now. */
+static json_t *pending_pods(struct gantry_kube_client *kube, char *stamp, size_t size)
 {
         struct gantry_error err = { 0 };
-        json_t *list = NULL, *items, *pod;
-        char stamp[40], key[256];
+        json_t *list = NULL;
         time_t t = time(NULL);
         struct tm tm;
-        size_t i;
 
         gmtime_r(&t, &tm);
-        strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        strftime(stamp, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
         if (gantry_kube_get(kube, PENDING_PODS, "list", "pods", &list, &err) < 0) {
                 char q[GANTRY_ERROR_MSG_MAX + 8];
 
                 log_warn("sched.requeue_list_failed", "error=%s",
                          gantry_log_quote(err.msg, q, sizeof(q)));
-                return;
+                return NULL;
         }
+        return list;
+}
+
+static void requeue_pending(struct gantry_kube_client *kube, struct gantry_sched_state *st,
+                            struct gantry_gangs *gangs, const atomic_bool *stop,
+                            struct gantry_sched_recovery *rec)
+{
+        json_t *list, *items, *pod;
+        char stamp[40], key[256];
+        size_t i;
+
+        if (!(list = pending_pods(kube, stamp, sizeof(stamp))))
+                return;
         items = json_object_get(list, "items");
         /* partly bound gangs first: they hold GPUs that wait for them */
         for (int pass = 0; pass < 2; pass++)
@@ -139,4 +150,36 @@ void gantry_sched_recover(struct gantry_kube_client *kube, struct gantry_sched_s
                  rec.planned, rec.left, rec.requeued, rec.failed, rec.seconds);
         if (ret)
                 *ret = rec;
+}
+
+size_t gantry_sched_requeue_backend(struct gantry_kube_client *kube, struct gantry_sched_state *st,
+                                    const char *backend)
+{
+        struct gantry_sched_demand d;
+        struct gantry_error err = { 0 };
+        json_t *list, *pod;
+        size_t i, n = 0, failed = 0;
+        char stamp[40];
+
+        if (!(list = pending_pods(kube, stamp, sizeof(stamp))))
+                return 0;
+        json_array_foreach(json_object_get(list, "items"), i, pod) {
+                bool uses = false;
+
+                if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp") ||
+                    gantry_sched_demand_from_pod(gantry_sched_state_cache(st), pod, &d, &err) < 0)
+                        continue;
+                for (size_t f = 0; f < d.d.n_flows && !uses; f++)
+                        uses = d.d.flows[f].backend && !strcmp(d.d.flows[f].backend, backend);
+                if (!uses)
+                        continue;
+                if (requeue(kube, pod, stamp) < 0)
+                        failed++;
+                else
+                        n++;
+        }
+        json_decref(list);
+        log_info("sched.backend_requeued", "backend=%s pods_requeued=%zu requeue_failures=%zu",
+                 backend, n, failed);
+        return n;
 }

@@ -48,3 +48,13 @@ struct gantry_sched_recovery {
 void gantry_sched_recover(struct gantry_kube_client *kube, struct gantry_sched_state *st,
                           struct gantry_gangs *gangs, struct gantry_extender *ext,
                           const atomic_bool *stop, struct gantry_sched_recovery *ret);
+
+/*
+ * Backend @backend's effective capacity rose (it recovered, or its observer
+ * went stale): requeues, by the same annotation, every pending pod that
+ * reads or writes it, so that pods held for it are placed within seconds
+ * rather than at kube-scheduler's periodic flush. Returns how many pods were
+ * updated.
+ */
+size_t gantry_sched_requeue_backend(struct gantry_kube_client *kube, struct gantry_sched_state *st,
+                                    const char *backend);

@@ -43,7 +43,18 @@ struct gantry_sched_state {
          * node appears is never recorded after its release */
         pthread_mutex_t waiting_lock;
         struct gantry_gangs *gangs; /* borrowed; may be NULL */
+        struct gantry_sched_backends *backends; /* borrowed; may be NULL */
 };
+
+void gantry_sched_state_set_backends(struct gantry_sched_state *st, struct gantry_sched_backends *b)
+{
+        st->backends = b;
+}
+
+struct gantry_sched_backends *gantry_sched_state_backends(struct gantry_sched_state *st)
+{
+        return st->backends;
+}
 
 void gantry_sched_state_set_gangs(struct gantry_sched_state *st, struct gantry_gangs *gangs)
 {

@@ -110,6 +110,12 @@ struct gantry_gangs;
  */
 void gantry_sched_state_set_gangs(struct gantry_sched_state *st, struct gantry_gangs *gangs);
 
+struct gantry_sched_backends;
+/* The backends' live view (sched_backends.h; borrowed; NULL: none), for the
+ * extender to note the backends it holds pods for. Set before serving. */
+void gantry_sched_state_set_backends(struct gantry_sched_state *st, struct gantry_sched_backends *b);
+struct gantry_sched_backends *gantry_sched_state_backends(struct gantry_sched_state *st);
+
 /*
  * The pod with @uid, as last seen (from the watch or a filter request), or
  * NULL. A new reference. Pods seen in filter requests are kept so that bind

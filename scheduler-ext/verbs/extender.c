@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "json_out.h"
 #include "log.h"
 #include "metrics.h"
+#include "sched_backends.h"
 #include "sched_demand.h"
 #include "status.h"
 
@@ -297,6 +299,41 @@ static void report_refusals(struct gantry_extender *ext, const struct args *a,
                          Q(d->name, qpod), a->n, refused, counts, Q(examples, q));
 }
 
+/*
+ * A pod refused on every node because a storage backend lacks headroom (the
+ * FailedNodes reasons say only "storage backend recovering"): the backend,
+ * its state and the numbers go to the log and to an Event on the pod, and
+ * the backend is remembered, so that its recovery requeues the pod.
+ */
+static void report_backend_hold(struct gantry_extender *ext, const struct args *a,
+                                const struct gantry_sched_demand *d,
+                                const struct gantry_node_verdict *v)
+{
+        const json_t *md = json_object_get(a->pod, "metadata");
+        char detail[GANTRY_PLACEMENT_REASON_MAX + GANTRY_PLACEMENT_NAME_MAX], q[sizeof(detail) + 8];
+        const struct gantry_node_verdict *why = NULL;
+
+        for (size_t i = 0; i < a->n; i++) {
+                if (v[i].fits)
+                        return;
+                if (!why && v[i].where &&
+                    (v[i].cause == GANTRY_REFUSAL_BACKEND || v[i].cause == GANTRY_REFUSAL_TARGET ||
+                     v[i].cause == GANTRY_REFUSAL_GANG))
+                        why = &v[i];
+        }
+        if (!why)
+                return;
+        gantry_node_verdict_detail(why, NULL, detail, sizeof(detail));
+        log_info("sched.backend_held", "pod=%s backend=%s detail=%s", d->name, why->where,
+                 gantry_log_quote(detail, q, sizeof(q)));
+        gantry_sched_backends_note_held(gantry_sched_state_backends(ext->state), why->where);
+        if (ext->opts.event)
+                ext->opts.event(ext->opts.event_ctx,
+                                json_string_value(json_object_get(md, "namespace")),
+                                json_string_value(json_object_get(md, "name")), d->d.uid,
+                                GANTRY_EVENT_BACKEND_HELD, detail);
+}
+
 /* Writes {"name": "reason", ...} of the refused nodes of one kind. */
 static void write_failed(struct json_out *o, const struct args *a,
                          const struct gantry_node_verdict *v, bool unresolvable)
@@ -405,6 +442,8 @@ static int do_filter(struct gantry_extender *ext, const struct args *a,
         if (gang_of(ext, d))
                 log_gang_filter(d, a, v);
         report_refusals(ext, a, d, v, gang_of(ext, d) ? d->d.job : NULL);
+        if (a->n > 0)
+                report_backend_hold(ext, a, d, v);
         if (a->node_items) {
                 /* nodeCacheCapable false: the passing Node objects, as sent */
                 passed = json_array();
@@ -666,6 +705,50 @@ int gantry_extender_handle(struct gantry_extender *ext, enum gantry_extender_ver
         return error_reply(404, "unknown verb", ret_reply);
 }
 
+/* gantry_backend_*{backend}: each backend as admission sees it now. */
+static void update_backend_gauges(struct gantry_extender *ext, size_t n)
+{
+        static const struct {
+                const char *name, *help;
+                size_t offset;
+        } gauges[] = {
+                { "gantry_backend_nominal_gbps", "A backend's capacity in the topology file",
+                  offsetof(struct gantry_backend_view, nominal_gbps) },
+                { "gantry_backend_effective_gbps", "A backend's capacity that admission charges against",
+                  offsetof(struct gantry_backend_view, effective_gbps) },
+                { "gantry_backend_reserved_gbps", "Gbps Gantry's pods, binds and gangs hold on a backend",
+                  offsetof(struct gantry_backend_view, reserved_gbps) },
+                { "gantry_backend_unaccounted_gbps", "Client IO on a backend that no bound Gantry pod "
+                  "accounts for", offsetof(struct gantry_backend_view, unaccounted_gbps) },
+                { "gantry_backend_recovery_gbps", "A backend's recovery and backfill traffic",
+                  offsetof(struct gantry_backend_view, recovery_gbps) },
+        };
+        struct gantry_metrics *m = ext->opts.metrics;
+        struct gantry_backend_view v;
+        char labels[GANTRY_PLACEMENT_NAME_MAX + 64];
+
+        for (size_t i = 0; i < n; i++) {
+                if (gantry_cluster_backend_view(gantry_sched_state_cluster(ext->state), i, &v) < 0)
+                        continue;
+                for (size_t k = 0; k < sizeof(gauges) / sizeof(gauges[0]); k++) {
+                        snprintf(labels, sizeof(labels), "backend=\"%s\"", v.name);
+                        gantry_metrics_gauge_set(m, gauges[k].name, gauges[k].help, labels,
+                                                 *(const double *)((const char *)&v + gauges[k].offset));
+                }
+                snprintf(labels, sizeof(labels), "backend=\"%s\"", v.name);
+                gantry_metrics_gauge_set(m, "gantry_backend_stale",
+                                         "1 when a backend's observation is stale (nominal capacity)",
+                                         labels, v.stale ? 1 : 0);
+                for (int st = GANTRY_BACKEND_STATE_HEALTHY; st < GANTRY_BACKEND_STATE_COUNT; st++) {
+                        snprintf(labels, sizeof(labels), "backend=\"%s\",state=\"%s\"", v.name,
+                                 gantry_backend_state_name(st));
+                        gantry_metrics_gauge_set(m, "gantry_backend_state",
+                                                 "1 for a backend's current state, 0 for the others",
+                                                 labels, (int)v.state == st ? 1 : 0);
+                }
+        }
+}
+
 void gantry_extender_update_gauges(struct gantry_extender *ext)
 {
         struct gantry_cluster_stats s;
@@ -690,6 +773,7 @@ void gantry_extender_update_gauges(struct gantry_extender *ext)
                                  "1 when this replica answers the verbs (synced, recovered, "
                                  "and with --leader-elect the Lease's holder)",
                                  NULL, gantry_extender_ready(ext, NULL, 0) ? 1 : 0);
+        update_backend_gauges(ext, s.backends);
         if (ext->opts.gangs) {
                 struct gantry_gangs_stats gs;
 

@@ -42,6 +42,14 @@ enum gantry_extender_verb {
 typedef int (*gantry_extender_bind_fn)(void *ctx, const char *namespace, const char *name,
                                        const char *uid, const char *node, struct gantry_error *err);
 
+/*
+ * Tells the pod's owner why it is held (an Event on the pod), without
+ * blocking: called from HTTP threads; the daemon queues it. @reason is a
+ * CamelCase word, @message one line.
+ */
+typedef void (*gantry_extender_event_fn)(void *ctx, const char *namespace, const char *name,
+                                         const char *uid, const char *reason, const char *message);
+
 struct gantry_extender_options {
         double reservation_ttl_seconds;  /* a bind's reservation until the watch confirms; default 60 */
         gantry_extender_bind_fn bind;    /* NULL: no API server (e.g. --state): a bind charges
@@ -51,6 +59,8 @@ struct gantry_extender_options {
         size_t max_nodes;                /* per request; default 100000 */
         struct gantry_gangs *gangs;      /* pods of a gang are placed whole (gang.h);
                                           * NULL: every pod on its own; borrowed */
+        gantry_extender_event_fn event;  /* a pod held for a storage backend; may be NULL */
+        void *event_ctx;
 };
 
 struct gantry_extender;
@@ -84,7 +94,11 @@ int gantry_extender_handle(struct gantry_extender *ext, enum gantry_extender_ver
 void gantry_extender_set_ready(struct gantry_extender *ext, bool ready, const char *why);
 bool gantry_extender_ready(struct gantry_extender *ext, char *why, size_t size);
 
-/* Refreshes the model gauges in the metrics registry (before a /metrics render). */
+/* The Event reason on a pod held because a storage backend lacks headroom. */
+#define GANTRY_EVENT_BACKEND_HELD "StorageBackendShort"
+
+/* Refreshes the model gauges in the metrics registry (before a /metrics
+ * render), the per-backend gauges gantry_backend_* among them. */
 void gantry_extender_update_gauges(struct gantry_extender *ext);
 
 /* gantry_now_s(): the monotonic clock in seconds, the time base of reservations. */

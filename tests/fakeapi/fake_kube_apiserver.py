@@ -8,7 +8,7 @@ part gantry-scheduler talks to, with the same wire shapes:
        /api/v1/persistentvolumes, /apis/storage.k8s.io/v1/{storageclasses,csinodes,volumeattachments},
        /apis/batch/v1/jobs, /apis/scheduling.x-k8s.io/v1alpha1/podgroups,
        /apis/scheduling.k8s.io/v1alpha2/podgroups (Kubernetes' own; none with
-       --no-workload-api) (and /api/v1/namespaces/NS/{pods,persistentvolumeclaims},
+       --no-workload-api), /apis/gantry.io/v1alpha1/storagebackends (and /api/v1/namespaces/NS/{pods,persistentvolumeclaims},
        and /apis/.../namespaces/NS/{jobs,podgroups})
        -> a NodeList etc. with metadata.resourceVersion, paged by
           limit/continue, filtered by simple label and field selectors
@@ -111,11 +111,14 @@ RESOURCES = {
     "leases": ("Lease", "coordination.k8s.io/v1", True, "/apis/coordination.k8s.io/v1"),
     # what gantry-csi's node plugin posts on pods (bandwidth events)
     "events": ("Event", "v1", True, "/api/v1"),
+    # each storage backend's live state (the observer writes it; gantry-scheduler follows it)
+    "storagebackends": ("StorageBackend", "gantry.io/v1alpha1", False, "/apis/gantry.io/v1alpha1"),
 }
 GROUPS = {"/api/v1": "", "/apis/storage.k8s.io/v1": "storage.k8s.io", "/apis/batch/v1": "batch",
           "/apis/scheduling.x-k8s.io/v1alpha1": "scheduling.x-k8s.io",
           "/apis/scheduling.k8s.io/v1alpha2": "scheduling.k8s.io",
-          "/apis/coordination.k8s.io/v1": "coordination.k8s.io"}
+          "/apis/coordination.k8s.io/v1": "coordination.k8s.io",
+          "/apis/gantry.io/v1alpha1": "gantry.io"}
 
 
 # Group versions served; main() drops the Workload API's with --no-workload-api,

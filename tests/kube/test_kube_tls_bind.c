@@ -382,7 +382,7 @@ static void test_api_call_table_matches_requests(void **state)
         assert_true(test_wait_for(all_watching, &g.fake, TEST_WAIT_MS));
         assert_int_equal(gantry_kube_bind_pod(c, "training", "llm-worker-2", NULL, "gpu-0000", &err), 0);
         {
-                /* the recovery's requeue annotation, and the leader election's Lease */
+                /* the recovery's requeue annotation, the leader election's Lease, an Event */
                 const char *lease = "/apis/coordination.k8s.io/v1/namespaces/training/leases/sched";
                 json_t *patch = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
                                           "gantry.io/requeued-at", "now");
@@ -411,6 +411,14 @@ static void test_api_call_table_matches_requests(void **state)
                 json_decref(stale);
                 json_decref(body);
                 json_decref(patch);
+                /* an Event on a pod held for a storage backend */
+                body = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s}, s:s, s:s}", "apiVersion", "v1",
+                                 "kind", "Event", "metadata", "generateName", "llm-worker-2.",
+                                 "involvedObject", "kind", "Pod", "name", "llm-worker-2", "reason",
+                                 "StorageBackendShort", "message", "backend ceph-a recovering");
+                assert_int_equal(gantry_kube_create(c, "/api/v1/namespaces/training/events", "events",
+                                                    body, &err), 0);
+                json_decref(body);
         }
         for (int k = 0; k < GANTRY_KUBE_KIND_COUNT; k++)
                 gantry_kube_informer_stop(inf[k]);
