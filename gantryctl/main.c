@@ -5,6 +5,7 @@
  *   gantryctl sim  ...   the placement simulator (sim_*.c)
  *   gantryctl tier ...   tiering copies: status, promote (tier_cmd.c)
  *   gantryctl usage ...  declared vs used bandwidth per job (usage_cmd.c)
+ *   gantryctl backends . storage backends' live state and reservations (backends_cmd.c)
  *   gantryctl dhchap ... DH-HMAC-CHAP key rotation on the targets (dhchap_cmd.c)
  *
  * Exit codes: 0 success, 1 failure while running, 2 bad usage or input.
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backends_cmd.h"
 #include "dhchap_cmd.h"
 #include "plan_report.h"
 #include "sim_cmd.h"
@@ -24,6 +26,7 @@ static void usage(FILE *f)
                    "       gantryctl sim  [flags]   placement simulator against the max-flow bound\n"
                    "       gantryctl tier status|promote [flags]   tiering copies: progress, promote an image\n"
                    "       gantryctl usage --metrics URL... [--json]   declared vs used bandwidth per job\n"
+                   "       gantryctl backends --metrics URL [--json]   storage backends' live state and reservations\n"
                    "       gantryctl dhchap rotate [flags]   a host's new DH-HMAC-CHAP key on the targets\n"
                    "       gantryctl --version\n"
                    "Run a command with --help for its flags.\n");
@@ -43,6 +46,8 @@ int main(int argc, char **argv)
                 return gantry_tier_main(argc - 2, argv + 2);
         if (strcmp(argv[1], "usage") == 0)
                 return gantry_usage_main(argc - 2, argv + 2);
+        if (strcmp(argv[1], "backends") == 0)
+                return gantry_backends_main(argc - 2, argv + 2);
         if (strcmp(argv[1], "dhchap") == 0)
                 return gantry_dhchap_main(argc - 2, argv + 2);
         if (strcmp(argv[1], "--version") == 0) {

@@ -20,39 +20,10 @@
 #include <string.h>
 
 #include "byte_buf.h"
+#include "metrics_fetch.h"
 #include "usage_report.h"
 
 #define MAX_URLS 4096
-#define MAX_BODY (64 * 1024 * 1024)
-
-/* GETs @url into *ret; returns 0 or -errno with @err. */
-static int fetch(const char *url, long timeout_s, struct gantry_buf *ret, struct gantry_error *err)
-{
-        CURL *c = curl_easy_init();
-        char cerr[CURL_ERROR_SIZE] = "";
-        long status = 0;
-        CURLcode rc;
-
-        if (!c)
-                return gantry_error_set(err, ENOMEM, "%s: cannot make a curl handle", url);
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, gantry_buf_curl_write);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, ret);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
-        curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
-        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-        rc = curl_easy_perform(c);
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-        curl_easy_cleanup(c);
-        if (ret->too_large)
-                return gantry_error_set(err, E2BIG, "%s: more than %d bytes", url, MAX_BODY);
-        if (rc != CURLE_OK)
-                return gantry_error_set(err, EIO, "%s: %s", url, *cerr ? cerr : curl_easy_strerror(rc));
-        if (status != 200)
-                return gantry_error_set(err, EIO, "%s: HTTP %ld", url, status);
-        return 0;
-}
 
 static void usage_text(FILE *f)
 {
@@ -131,8 +102,8 @@ int gantry_usage_main(int argc, char **argv)
         curl_global_init(CURL_GLOBAL_DEFAULT);
         for (size_t i = 0; i < n_urls; i++) {
                 struct gantry_error err = { 0 };
-                struct gantry_buf b = { .max = MAX_BODY };
-                int r = fetch(urls[i], timeout_s, &b, &err);
+                struct gantry_buf b = { .max = GANTRY_METRICS_FETCH_MAX };
+                int r = gantry_metrics_fetch(urls[i], timeout_s, NULL, &b, &err);
 
                 if (r == 0)
                         r = gantry_usage_report_add_text(rep, b.data ? b.data : "", b.len, urls[i], &err);

@@ -13,11 +13,14 @@ cluster are another test's).
   effective capacity (gantry_backend_reserved_gbps <= effective).
 - A status whose observedAt is older than --backend-stale-seconds is nominal
   capacity, with one warning and gantry_backend_stale 1; never zero.
+- `gantryctl backends` shows the live state beside the reservations.
 - Without the CRD (the list answers 404) gantry-scheduler runs on nominal
   capacities, with one log line.
 """
 import datetime
+import os
 import re
+import subprocess
 import time
 import unittest
 
@@ -107,6 +110,14 @@ class BackendStateTest(unittest.TestCase):
         ev, = wait_for(event, what="the Event on the held pod")
         self.assertEqual(ev["message"], DETAIL)
         self.assertEqual(self.gauge(w, "gantry_backend_reserved_gbps"), 0)  # nothing held
+        if os.environ.get("GANTRY_GANTRYCTL"):
+            out = subprocess.run([os.environ["GANTRY_GANTRYCTL"], "backends", "--metrics",
+                                  "http://127.0.0.1:%d/metrics" % w.ext.port],
+                                 capture_output=True, text=True, timeout=30, check=True).stdout
+            row, = [l.split() for l in out.splitlines() if l.startswith("ceph-a ")]
+            # BACKEND STATE NOMINAL EFFECTIVE RESERVED FREE UNACCOUNTED RECOVERY
+            self.assertEqual(row, ["ceph-a", "Recovering", "40.0", "26.0", "0.0", "26.0", "0.0",
+                                   "0.0"], out)
         # the backend returns: the held pods (the pending pods that read
         # it) are requeued within seconds, not at kube-scheduler's flush
         w.fake.call("DELETE", "/fake/requests")
