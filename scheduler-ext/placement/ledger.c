@@ -255,8 +255,8 @@ static void backend_detail(const struct gantry_node_verdict *v, const char *who,
                 snprintf(buf, size, "%s %s %s: %s of %s Gbps free (effective %s), %s needs %s Gbps",
                          what, v->where ? v->where : "?", v->condition, f, nom, cap, who, n);
         else
-                snprintf(buf, size, "%s %s: %s of %s Gbps free, %s needs %s Gbps", what,
-                         v->where ? v->where : "?", f, nom, who, n);
+                snprintf(buf, size, "%s %s: %s of %s Gbps free (effective %s), %s needs %s Gbps",
+                         what, v->where ? v->where : "?", f, nom, cap, who, n);
 }
 
 void gantry_node_verdict_detail(const struct gantry_node_verdict *v, const char *node, char *buf,
@@ -293,7 +293,8 @@ void gantry_node_verdict_detail(const struct gantry_node_verdict *v, const char 
                 return;
         case GANTRY_REFUSAL_BACKEND:
         case GANTRY_REFUSAL_TARGET:
-                if (v->condition) {
+                /* observed: its state, or healthy with other clients' IO */
+                if (v->condition || v->capacity < v->nominal - GANTRY_GBPS_EPSILON) {
                         backend_detail(v, "pod", buf, size);
                         return;
                 }

@@ -218,6 +218,17 @@ static void test_bound_pods_are_not_counted_twice(void **state)
         assert_float_equal(view(c).effective_gbps, 34, 1e-9);
         /* 34 - 10 reserved = 24 free: three pods of 8 */
         assert_int_equal(admit(c, "r", 4, 8), 3);
+        {
+                struct gantry_pod_demand x = pod("x", NULL, 8);
+                struct gantry_node_verdict v[N];
+                char detail[256];
+
+                assert_int_equal(gantry_cluster_filter(c, &x, names, N, v, &err), 0);
+                assert_string_equal(v[0].reason, "storage backend full (pod needs 8 Gbps)");
+                gantry_node_verdict_detail(&v[0], names[0], detail, sizeof(detail));
+                assert_string_equal(detail, "backend ceph-a: 0 of 40 Gbps free (effective 34), "
+                                            "pod needs 8 Gbps");
+        }
         /* a bind not yet confirmed does no IO yet: it is not subtracted from
          * the observed IO (only bound pods are) */
         assert_float_equal(view(c).bound_gbps, 10, 1e-9);
