@@ -39,7 +39,7 @@ struct gantry_sched_backend_loop {
         struct gantry_kube_client *kube;
         struct gantry_sched_state *st;
         pthread_t thread;
-        bool started, stop;
+        bool started, stop, woken;
         pthread_mutex_t lock;
         pthread_cond_t wake;
         struct event queue[EVENTS_QUEUED];
@@ -137,8 +137,9 @@ static void *run(void *arg)
 
                 clock_gettime(CLOCK_REALTIME, &until);
                 until.tv_sec += 1;
-                if (!loop->n_queued)
+                if (!loop->n_queued && !loop->woken)
                         pthread_cond_timedwait(&loop->wake, &loop->lock, &until);
+                loop->woken = false;
                 if (loop->stop)
                         break;
                 n_events = loop->n_queued;
@@ -175,12 +176,24 @@ int gantry_sched_backend_loop_new(struct gantry_kube_client *kube, struct gantry
         return 0;
 }
 
+/* A backend that held pods rose: requeue now, not at the next tick. */
+static void wake(void *ctx)
+{
+        struct gantry_sched_backend_loop *loop = ctx;
+
+        pthread_mutex_lock(&loop->lock);
+        loop->woken = true;
+        pthread_cond_signal(&loop->wake);
+        pthread_mutex_unlock(&loop->lock);
+}
+
 int gantry_sched_backend_loop_start(struct gantry_sched_backend_loop *loop)
 {
         int r;
 
         if (!gantry_sched_state_backends(loop->st))
                 return -EINVAL;
+        gantry_sched_backends_set_on_rise(gantry_sched_state_backends(loop->st), wake, loop);
         r = pthread_create(&loop->thread, NULL, run, loop);
         if (r)
                 return -r;
@@ -193,6 +206,7 @@ void gantry_sched_backend_loop_free(struct gantry_sched_backend_loop *loop)
         if (!loop)
                 return;
         if (loop->started) {
+                gantry_sched_backends_set_on_rise(gantry_sched_state_backends(loop->st), NULL, NULL);
                 pthread_mutex_lock(&loop->lock);
                 loop->stop = true;
                 pthread_cond_signal(&loop->wake);

@@ -1,6 +1,7 @@
 /*
  * gantry-scheduler's once-a-second loop over the storage backends' live
- * state, on its own thread: ages every observation (a stale one falls back
+ * state, on its own thread (woken at once when a backend that held pods
+ * rises): ages every observation (a stale one falls back
  * to nominal capacity, sched_backends.c), requeues in kube-scheduler the
  * pending pods of a backend whose effective capacity rose while pods were
  * held for it (sched_recover.c's annotation), and posts the Events the

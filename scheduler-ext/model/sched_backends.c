@@ -29,7 +29,18 @@ struct gantry_sched_backends {
         pthread_mutex_t lock;
         struct observed v[GANTRY_SCHED_BACKENDS_MAX];
         size_t n;
+        void (*on_rise)(void *ctx);
+        void *on_rise_ctx;
 };
+
+void gantry_sched_backends_set_on_rise(struct gantry_sched_backends *b, void (*fn)(void *ctx),
+                                       void *ctx)
+{
+        pthread_mutex_lock(&b->lock);
+        b->on_rise = fn;
+        b->on_rise_ctx = ctx;
+        pthread_mutex_unlock(&b->lock);
+}
 
 int gantry_sched_backends_new(struct gantry_cluster *c, double stale_seconds,
                               struct gantry_sched_backends **ret_backends)
@@ -149,6 +160,8 @@ static int publish(struct gantry_sched_backends *b, struct observed *o,
         if (r == 0 && o->held && effective(b->c, o->name) > before + 1e-9) {
                 o->risen = true;
                 o->held = false;
+                if (b->on_rise)
+                        b->on_rise(b->on_rise_ctx);
         }
         return r;
 }

@@ -68,6 +68,11 @@ size_t gantry_sched_backends_take_risen(struct gantry_sched_backends *b,
                                         char (*ret_names)[GANTRY_PLACEMENT_NAME_MAX + 1],
                                         size_t max);
 
+/* @fn(@ctx) is called when a backend that held pods rises (with the view's
+ * lock held: it must only wake someone, e.g. signal a condition). */
+void gantry_sched_backends_set_on_rise(struct gantry_sched_backends *b, void (*fn)(void *ctx),
+                                       void *ctx);
+
 /* RFC 3339 UTC ("2026-12-07T15:56:47Z", fraction allowed) to seconds since
  * the epoch. 0 or -EINVAL. */
 int gantry_sched_parse_rfc3339(const char *s, double *ret_seconds);
