@@ -23,7 +23,7 @@
  * With an API server it serves at once but answers every verb with an error
  * (and /readyz 503) until the model is synced and recovered (partly bound
  * gangs planned: sched_recover.c); with --leader-elect only the replica that
- * holds the Lease (sched_lease.c) becomes ready, and one that loses it exits
+ * holds the Lease (kube/kube_lease.c) becomes ready, and one that loses it exits
  * (its reservations may no longer be true), to be restarted as a standby.
  *
  * SIGTERM and SIGINT stop it at any point of its start-up too: a thread of
@@ -55,7 +55,7 @@
 #include "sched_backend_loop.h"
 #include "sched_backends.h"
 #include "sched_feed.h"
-#include "sched_lease.h"
+#include "kube_lease.h"
 #include "sched_recover.h"
 #include "sched_state.h"
 #include "sched_topology.h"
@@ -464,7 +464,7 @@ int main(int argc, char **argv)
         struct gantry_metrics *metrics = NULL;
         struct gantry_kube_client *kube = NULL;
         struct gantry_sched_feed *feed = NULL;
-        struct gantry_sched_lease *lease = NULL;
+        struct gantry_kube_lease *lease = NULL;
         struct gantry_sched_backends *backends = NULL;
         struct gantry_sched_backend_loop *backend_loop = NULL;
         struct gantry_error err = { 0 };
@@ -584,12 +584,12 @@ int main(int argc, char **argv)
                 }
                 gantry_extender_set_ready(ext, false, "standby: another replica holds the lease");
                 lease_ctx = (struct lease_ctx){ .kube = kube, .state = state, .gangs = gangs, .ext = ext };
-                r = gantry_sched_lease_start(kube, &(struct gantry_sched_lease_options){
+                r = gantry_kube_lease_start(kube, &(struct gantry_kube_lease_options){
                         .namespace = a.lease_namespace ? a.lease_namespace
                                                        : gantry_kube_client_namespace(kube),
                         .name = a.lease_name, .identity = id, .duration = a.lease_duration,
                         .renew_deadline = a.lease_renew_deadline, .retry_period = a.lease_retry_period,
-                        .on_change = on_lease, .ctx = &lease_ctx }, &lease, &err);
+                        .log_prefix = "sched", .on_change = on_lease, .ctx = &lease_ctx }, &lease, &err);
                 if (r < 0) {
                         fprintf(stderr, "gantry-scheduler: %s\n", err.msg);
                         goto out;
@@ -620,7 +620,7 @@ int main(int argc, char **argv)
                 if (control.lead) {
                         control.lead = false;
                         pthread_mutex_unlock(&control.lock);
-                        if (lease && !lease_lost && gantry_sched_lease_leading(lease))
+                        if (lease && !lease_lost && gantry_kube_lease_leading(lease))
                                 gantry_sched_recover(kube, state, gangs, ext, &control.stop, NULL);
                         pthread_mutex_lock(&control.lock);
                         continue;
@@ -632,7 +632,7 @@ stopped:
         log_info("sched.stopping", "signal=%s", control.stop_sig == SIGINT ? "INT" : "TERM");
         ret = lease_lost ? 1 : 0;
 out:
-        gantry_sched_lease_stop(lease);
+        gantry_kube_lease_stop(lease);
         gantry_sched_server_stop(server);
         gantry_sched_feed_stop(feed);
         set_control_kube(NULL);

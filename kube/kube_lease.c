@@ -1,5 +1,5 @@
 /*
- * Leader election over a coordination.k8s.io/v1 Lease (see sched_lease.h):
+ * Leader election over a coordination.k8s.io/v1 Lease (see kube_lease.h):
  * one thread that reads the Lease every retry period and, when it may,
  * takes or renews it with a PUT carrying the resourceVersion it read.
  */
@@ -15,11 +15,11 @@
 #include "clock.h"
 #include "kube_client.h"
 #include "log.h"
-#include "sched_lease.h"
+#include "kube_lease.h"
 
-struct gantry_sched_lease {
+struct gantry_kube_lease {
         struct gantry_kube_client *client;
-        struct gantry_sched_lease_options o;
+        struct gantry_kube_lease_options o;
         char *namespace, *name, *identity;
         char collection[400], path[800];
         pthread_t thread;
@@ -61,8 +61,15 @@ static bool dns_label(const char *s)
         return true;
 }
 
+/* The log event "<log_prefix>.<what>" in @buf (64 bytes). */
+static const char *event(const struct gantry_kube_lease *l, char *buf, const char *what)
+{
+        snprintf(buf, 64, "%s.%s", l->o.log_prefix ? l->o.log_prefix : "kube", what);
+        return buf;
+}
+
 /* Spec of a Lease held by us from now; @acquire: a new term starts. */
-static json_t *held_spec(struct gantry_sched_lease *l, const json_t *old_spec, bool acquire)
+static json_t *held_spec(struct gantry_kube_lease *l, const json_t *old_spec, bool acquire)
 {
         char now[40];
         json_int_t transitions = json_integer_value(json_object_get(old_spec, "leaseTransitions"));
@@ -76,9 +83,10 @@ static json_t *held_spec(struct gantry_sched_lease *l, const json_t *old_spec, b
 }
 
 /* One try: 1 when we hold the Lease after it, 0 when another does, -errno. */
-static int try_acquire_or_renew(struct gantry_sched_lease *l)
+static int try_acquire_or_renew(struct gantry_kube_lease *l)
 {
         struct gantry_error err = { 0 };
+        char ev[64];
         json_t *cur = NULL, *spec, *body = NULL, *out = NULL;
         const char *holder, *rv;
         double now = gantry_now_s();
@@ -97,7 +105,7 @@ static int try_acquire_or_renew(struct gantry_sched_lease *l)
                 goto written;
         }
         if (r < 0) {
-                log_debug("sched.lease_read_failed", "error=\"%s\"", err.msg);
+                log_debug(event(l, ev, "lease_read_failed"), "error=\"%s\"", err.msg);
                 return r;
         }
         spec = json_object_get(cur, "spec");
@@ -121,7 +129,7 @@ static int try_acquire_or_renew(struct gantry_sched_lease *l)
                         json_decref(cur);
                         return 0; /* held by another, renewed within its duration */
                 }
-                log_info("sched.lease_expired", "holder=%s", holder);
+                log_info(event(l, ev, "lease_expired"), "holder=%s", holder);
         }
         /* the new spec is read from @spec, which lives in @cur: before it goes */
         body = json_deep_copy(cur);
@@ -135,7 +143,7 @@ static int try_acquire_or_renew(struct gantry_sched_lease *l)
         json_decref(body);
 written:
         if (r < 0) {
-                log_debug("sched.lease_write_failed", "error=\"%s\"", err.msg);
+                log_debug(event(l, ev, "lease_write_failed"), "error=\"%s\"", err.msg);
                 return r == -EEXIST ? 0 : r; /* 409: another replica wrote first */
         }
         rv = json_string_value(json_object_get(json_object_get(out, "metadata"), "resourceVersion"));
@@ -146,19 +154,21 @@ written:
         return 1;
 }
 
-static void set_leading(struct gantry_sched_lease *l, bool leading)
+static void set_leading(struct gantry_kube_lease *l, bool leading)
 {
         pthread_mutex_lock(&l->lock);
         l->leading = leading;
         pthread_mutex_unlock(&l->lock);
-        log_info(leading ? "sched.lease_acquired" : "sched.lease_lost", "lease=%s/%s identity=%s",
+        char ev[64];
+
+        log_info(event(l, ev, leading ? "lease_acquired" : "lease_lost"), "lease=%s/%s identity=%s",
                  l->namespace, l->name, l->identity);
         if (l->o.on_change)
                 l->o.on_change(l->o.ctx, leading);
 }
 
 /* Sleeps @s seconds or until stopped; true when stopping. */
-static bool nap(struct gantry_sched_lease *l, double s)
+static bool nap(struct gantry_kube_lease *l, double s)
 {
         struct timespec ts;
         bool stop;
@@ -180,7 +190,7 @@ static bool nap(struct gantry_sched_lease *l, double s)
 
 static void *run(void *arg)
 {
-        struct gantry_sched_lease *l = arg;
+        struct gantry_kube_lease *l = arg;
         bool leading = false;
 
         do {
@@ -201,11 +211,11 @@ static void *run(void *arg)
         return NULL;
 }
 
-int gantry_sched_lease_start(struct gantry_kube_client *client,
-                             const struct gantry_sched_lease_options *opts,
-                             struct gantry_sched_lease **ret_lease, struct gantry_error *err)
+int gantry_kube_lease_start(struct gantry_kube_client *client,
+                             const struct gantry_kube_lease_options *opts,
+                             struct gantry_kube_lease **ret_lease, struct gantry_error *err)
 {
-        struct gantry_sched_lease *l;
+        struct gantry_kube_lease *l;
         int r;
 
         if (!dns_label(opts->namespace))
@@ -241,12 +251,12 @@ int gantry_sched_lease_start(struct gantry_kube_client *client,
         pthread_mutex_init(&l->lock, NULL);
         pthread_cond_init(&l->cond, NULL);
         if (!l->namespace || !l->name || !l->identity) {
-                gantry_sched_lease_stop(l);
+                gantry_kube_lease_stop(l);
                 return gantry_error_set(err, ENOMEM, "out of memory");
         }
         r = pthread_create(&l->thread, NULL, run, l);
         if (r != 0) {
-                gantry_sched_lease_stop(l);
+                gantry_kube_lease_stop(l);
                 return gantry_error_set(err, r, "lease thread: %s", strerror(r));
         }
         l->started = true;
@@ -254,7 +264,7 @@ int gantry_sched_lease_start(struct gantry_kube_client *client,
         return 0;
 }
 
-bool gantry_sched_lease_leading(struct gantry_sched_lease *l)
+bool gantry_kube_lease_leading(struct gantry_kube_lease *l)
 {
         bool r;
 
@@ -265,9 +275,10 @@ bool gantry_sched_lease_leading(struct gantry_sched_lease *l)
 }
 
 /* Gives the Lease up: holder emptied, 1 s duration, so a standby takes it now. */
-static void release(struct gantry_sched_lease *l)
+static void release(struct gantry_kube_lease *l)
 {
         struct gantry_error err = { 0 };
+        char ev[64];
         json_t *cur = NULL, *spec;
         const char *holder;
 
@@ -279,12 +290,12 @@ static void release(struct gantry_sched_lease *l)
                 json_object_set_new(spec, "holderIdentity", json_string(""));
                 json_object_set_new(spec, "leaseDurationSeconds", json_integer(1));
                 if (gantry_kube_write(l->client, "PUT", l->path, "leases", cur, NULL, &err) == 0)
-                        log_info("sched.lease_released", "lease=%s/%s", l->namespace, l->name);
+                        log_info(event(l, ev, "lease_released"), "lease=%s/%s", l->namespace, l->name);
         }
         json_decref(cur);
 }
 
-void gantry_sched_lease_stop(struct gantry_sched_lease *l)
+void gantry_kube_lease_stop(struct gantry_kube_lease *l)
 {
         if (!l)
                 return;
@@ -294,7 +305,7 @@ void gantry_sched_lease_stop(struct gantry_sched_lease *l)
                 pthread_cond_broadcast(&l->cond);
                 pthread_mutex_unlock(&l->lock);
                 pthread_join(l->thread, NULL);
-                if (gantry_sched_lease_leading(l))
+                if (gantry_kube_lease_leading(l))
                         release(l);
         }
         pthread_mutex_destroy(&l->lock);
