@@ -14,8 +14,11 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "backend_observer.h"
 #include "bandwidth_class.h"
 #include "bandwidth_demand.h"
 #include "checkpoint.h"
@@ -35,6 +38,9 @@
  * modules below, and the metrics its requests are counted in. */
 static struct gantry_kube_client *api;
 static bool api_open;
+/* The backend observer (backends/) and its poll period (0: off). */
+static struct gantry_backend_observer *observer;
+static double observer_poll_seconds = 2;
 static struct gantry_metrics *controller_metrics;
 
 static bool is_checkpoint_id(const char *id)
@@ -416,7 +422,24 @@ int gantry_controller_init(const struct gantry_config *config, const char *kubec
         gantry_node_registry_init(api);
         gantry_copy_state_init(api);
         gantry_promotion_resume_start(config); /* copies a killed controller left go on */
-        return gantry_eviction_start(config, api, err);
+        if ((r = gantry_eviction_start(config, api, err)) < 0)
+                return r;
+        if (observer_poll_seconds > 0 && !observer) {
+                char host[256] = "";
+                const char *pod = getenv("POD_NAME"); /* the downward API; else the host name */
+                if ((!pod || !*pod) && gethostname(host, sizeof(host) - 1) == 0)
+                        pod = host;
+                r = gantry_backend_observer_start(config, api,
+                        &(struct gantry_backend_observer_options){
+                                .poll_seconds = observer_poll_seconds, .identity = pod,
+                                .metrics = controller_metrics }, &observer, err);
+                if (r < 0)
+                        return r;
+                if (!api)
+                        log_info("observer.off", "reason=\"no Kubernetes API access: backend states "
+                                 "are not published\"");
+        }
+        return 0;
 }
 
 int gantry_controller_probe(const struct gantry_config *config, int64_t deadline_ms,
@@ -451,6 +474,11 @@ int gantry_controller_probe(const struct gantry_config *config, int64_t deadline
         return 0;
 }
 
+void gantry_controller_set_backend_poll(double seconds)
+{
+        observer_poll_seconds = seconds;
+}
+
 void gantry_controller_set_metrics(struct gantry_metrics *m)
 {
         controller_metrics = m;
@@ -461,7 +489,9 @@ void gantry_controller_set_metrics(struct gantry_metrics *m)
 
 void gantry_controller_shutdown(void)
 {
-        /* demotions and copies first: they use the cached connections */
+        /* demotions, copies and the observer first: they use the cached connections */
+        gantry_backend_observer_stop(observer);
+        observer = NULL;
         gantry_eviction_stop();
         gantry_promotion_resume_stop();
         gantry_promotion_shutdown();

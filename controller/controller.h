@@ -32,6 +32,13 @@ int gantry_controller_probe(const struct gantry_config *config, int64_t deadline
 
 struct gantry_metrics;
 
+/*
+ * Seconds between two polls of each storage backend by the backend
+ * observer (backends/backend_observer.h); 0 turns it off. Default 2; call
+ * before init.
+ */
+void gantry_controller_set_backend_poll(double seconds);
+
 /* Where the controller counts what it does besides requests (copies); call before init. */
 void gantry_controller_set_metrics(struct gantry_metrics *m);
 

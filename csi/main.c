@@ -47,6 +47,7 @@ struct args {
         const char *qos_state_dir;
         const char *cgroup_root;
         int qos_interval;
+        int backend_poll;
 };
 
 static void usage(FILE *f)
@@ -74,6 +75,8 @@ static void usage(FILE *f)
                 "                          (default " DEFAULT_QOS_STATE_DIR ")\n"
                 "  --cgroup-root DIR       node: the cgroup v2 mount (default /sys/fs/cgroup)\n"
                 "  --qos-interval S        node: seconds between cap reconciles (default 60)\n"
+                "  --backend-poll-seconds S  controller: seconds between two polls of each\n"
+                "                          storage backend by the observer; 0: off (default 2)\n"
                 "  --version               print the version and exit\n"
                 "  --help                  print this help and exit\n",
                 GANTRY_CSI_DRIVER_NAME);
@@ -112,6 +115,7 @@ static int parse_args(int argc, char **argv, struct args *a)
                 { "qos-state-dir", required_argument, NULL, 'Q' },
                 { "cgroup-root", required_argument, NULL, 'G' },
                 { "qos-interval", required_argument, NULL, 'I' },
+                { "backend-poll-seconds", required_argument, NULL, 'B' },
                 { "version", no_argument, NULL, 'V' },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -129,6 +133,10 @@ static int parse_args(int argc, char **argv, struct args *a)
                 case 'G': a->cgroup_root = optarg; break;
                 case 'I':
                         if (parse_int("--qos-interval", optarg, 1, 86400, &a->qos_interval) < 0)
+                                return -EINVAL;
+                        break;
+                case 'B':
+                        if (parse_int("--backend-poll-seconds", optarg, 0, 3600, &a->backend_poll) < 0)
                                 return -EINVAL;
                         break;
                 case 'M': a->metrics_addr = optarg; break;
@@ -179,7 +187,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 
 int main(int argc, char **argv)
 {
-        struct args a = { 0 };
+        struct args a = { .backend_poll = 2 };
         struct gantry_config *config = NULL;
         struct gantry_metrics *metrics = NULL;
         struct gantry_metrics_server *metrics_server = NULL;
@@ -226,8 +234,10 @@ int main(int argc, char **argv)
         if (node)
                 gantry_node_set_metrics(metrics);
         idopts.controller_service = controller;
-        if (controller)
+        if (controller) {
                 gantry_controller_set_metrics(metrics);
+                gantry_controller_set_backend_poll(a.backend_poll);
+        }
         r = gantry_services_init(config, a.node_id, a.kubeconfig, controller, node, &idopts, &err);
         if (r < 0) {
                 fprintf(stderr, "gantry-csi: %s\n", err.msg[0] ? err.msg : strerror(-r));

@@ -29,6 +29,10 @@ part gantry-scheduler talks to, with the same wire shapes:
   PUT  .../leases/NAME   -> replace; a metadata.resourceVersion other than the
                             stored one is refused with 409 Conflict, as the
                             real server does (optimistic concurrency)
+  POST /apis/gantry.io/v1alpha1/storagebackends -> create (409 exists; the
+       status sent is dropped: the CRD has the status subresource)
+  PATCH /apis/gantry.io/v1alpha1/storagebackends/NAME/status -> a merge patch
+       of the status only
   PATCH /api/v1/persistentvolumes/NAME, /api/v1/namespaces/NS/pods/NAME with
        Content-Type: application/merge-patch+json
        -> a JSON merge patch (RFC 7386) of the PV or pod (404 none, 415
@@ -111,7 +115,8 @@ RESOURCES = {
     "leases": ("Lease", "coordination.k8s.io/v1", True, "/apis/coordination.k8s.io/v1"),
     # what gantry-csi's node plugin posts on pods (bandwidth events)
     "events": ("Event", "v1", True, "/api/v1"),
-    # each storage backend's live state (the observer writes it; gantry-scheduler follows it)
+    # each storage backend's live state (gantry-csi's backend observer publishes it
+    # through the status subresource; gantry-scheduler follows it)
     "storagebackends": ("StorageBackend", "gantry.io/v1alpha1", False, "/apis/gantry.io/v1alpha1"),
 }
 GROUPS = {"/api/v1": "", "/apis/storage.k8s.io/v1": "storage.k8s.io", "/apis/batch/v1": "batch",
@@ -425,6 +430,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.merge_patch(resource, name, ns)
         if verb in ("create", "update") and resource == "leases":
             return self.write(verb, resource, ns, name)
+        if verb == "create" and resource == "storagebackends" and name is None:
+            return self.write(verb, resource, None, None, drop_status=True)
+        if verb == "patch" and resource == "storagebackends" and sub == "status" and name:
+            return self.merge_patch(resource, name, only="status")
         if verb == "list":
             return self.list(resource, ns, q)
         if verb == "get" and name and not sub:
@@ -438,8 +447,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.watch(resource, ns, q, fail)
         return self.send_status(405, "MethodNotAllowed", f"{method} is not supported on {path}")
 
-    def write(self, verb, resource, ns, name):
-        """POST (create) or PUT (update, resourceVersion checked) of @resource."""
+    def write(self, verb, resource, ns, name, drop_status=False):
+        """POST (create) or PUT (update, resourceVersion checked) of @resource;
+        @drop_status: a resource with the status subresource, whose create
+        ignores the status sent, as the real server does."""
         st = self.server.state
         try:
             obj = json.loads(self.read_body() or b"null")
@@ -448,8 +459,11 @@ class Handler(BaseHTTPRequestHandler):
         md = obj.get("metadata") if isinstance(obj, dict) else None
         if not isinstance(md, dict) or not md.get("name") or (name and md["name"] != name):
             return self.send_status(400, "BadRequest", "metadata.name: missing or not the path's")
-        md["namespace"] = ns
-        key = f"{ns}/{md['name']}"
+        if drop_status:
+            obj.pop("status", None)
+        if ns is not None:
+            md["namespace"] = ns
+        key = f"{ns}/{md['name']}" if ns is not None else md["name"]
         with st.cond:
             old = st.objects[resource].get(key)
             if verb == "create" and old is not None:
@@ -465,7 +479,9 @@ class Handler(BaseHTTPRequestHandler):
             obj = st.upsert(resource, obj)
         return self.send_json(201 if verb == "create" else 200, obj)
 
-    def merge_patch(self, resource, name, ns=None):
+    def merge_patch(self, resource, name, ns=None, only=None):
+        """A merge patch of the object; @only: through a subresource that
+        takes that one field and ignores the rest (as status does)."""
         st = self.server.state
         ctype = self.headers.get("Content-Type", "").split(";")[0].strip()
         if ctype != "application/merge-patch+json":
@@ -477,6 +493,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_status(400, "BadRequest", f"invalid JSON: {e}")
         if not isinstance(patch, dict):
             return self.send_status(400, "BadRequest", "a merge patch must be a JSON object")
+        if only:
+            patch = {only: patch[only]} if only in patch else {}
         with st.cond:
             obj = copy.deepcopy(st.objects[resource].get(f"{ns}/{name}" if ns else name))
             if obj is None:
@@ -517,6 +535,8 @@ class Handler(BaseHTTPRequestHandler):
             return "update", resource, ns, name, None
         if method == "POST" and resource == "events" and name is None and ns:
             return "create", resource, ns, None, None
+        if method == "POST" and resource == "storagebackends" and name is None and ns is None:
+            return "create", resource, None, None, None
         if method == "GET" and name is None:
             watch = q.get("watch", "") in ("1", "true")
             return ("watch" if watch else "list"), resource, ns, None, None

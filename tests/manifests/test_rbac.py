@@ -142,11 +142,19 @@ CONTROLLER_CLIENT = tuple("controller/" + f for f in (
     "controller.c", "node_registry.c", "node_registry.h",
     "CMakeLists.txt", "tiering/CMakeLists.txt", "tiering/copy_in_use.c",
     "tiering/copy_in_use.h", "tiering/eviction.c", "tiering/eviction.h",
-    "tiering/tier_demote.c", "tiering/copy_state.c", "tiering/copy_state.h"))
+    "tiering/tier_demote.c", "tiering/copy_state.c", "tiering/copy_state.h",
+    "backends/CMakeLists.txt", "backends/backend_observer.c", "backends/backend_observer.h",
+    "backends/backend_publish.c", "backends/backend_publish.h"))
 CONTROLLER_CALLS = {("storage.k8s.io", "csinodes", "get"), ("storage.k8s.io", "csinodes", "list"),
                     ("storage.k8s.io", "volumeattachments", "list"),
                     ("", "persistentvolumeclaims", "get"),
-                    ("", "persistentvolumes", "patch")}
+                    ("", "persistentvolumes", "patch"),
+                    # the backend observer (backends/): its objects, their status, its Lease
+                    ("gantry.io", "storagebackends", "create"),
+                    ("gantry.io", "storagebackends/status", "patch"),
+                    ("coordination.k8s.io", "leases", "get"),
+                    ("coordination.k8s.io", "leases", "create"),
+                    ("coordination.k8s.io", "leases", "update")}
 
 
 class NoApiTest(unittest.TestCase):
@@ -200,6 +208,9 @@ class NoApiTest(unittest.TestCase):
         self.assertIn('"list", "volumeattachments"', source("tiering/copy_in_use.c"))
         self.assertIn('"get", "persistentvolumeclaims"', source("tiering/tier_demote.c"))
         self.assertIn('gantry_kube_merge_patch(kube, path, "persistentvolumes"', source("tiering/copy_state.c"))
+        self.assertIn('"storagebackends/status", patch', source("backends/backend_publish.c"))
+        self.assertIn('gantry_kube_create(api, API_PATH, "storagebackends"', source("backends/backend_publish.c"))
+        self.assertIn("gantry_kube_lease_start(api", source("backends/backend_observer.c"))
         sources = [("manifests/", manifest_docs())]
         if STANDIN:
             sources.append(("charts/gantry", chart_docs()))
