@@ -11,6 +11,7 @@ cluster in tests/ceph/test_backend_observer.py."""
 import datetime
 import json
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -58,6 +59,7 @@ class FakeTarget:
 class ObserverPublishTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="gantry-observer-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
         self.api = env.start_fake(self.tmp, {})
         self.addCleanup(self.api.stop)
         self.target = FakeTarget(env.free_port()).start()
@@ -135,7 +137,7 @@ class ObserverPublishTest(unittest.TestCase):
         while time.monotonic() < deadline:
             self.assertEqual(self.status()["observer"], "ctrl-a")
             time.sleep(0.5)
-        a.stop()  # gives the Lease up on SIGTERM: ctrl-b takes over at once
+        self.assertEqual(a.stop(), 0)  # gives the Lease up on SIGTERM: ctrl-b takes over at once
         t0 = time.monotonic()
         env.wait_for("ctrl-b's status", lambda: (self.status() or {}).get("observer") == "ctrl-b", 20)
         print("takeover in %.1f s" % (time.monotonic() - t0))
