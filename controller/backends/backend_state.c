@@ -49,7 +49,8 @@ static enum gantry_backend_state state_of(const struct gantry_backend_sample *s,
 {
         if (!s->reachable || (count_inactive && has_inactive(s)))
                 return GANTRY_BACKEND_UNAVAILABLE;
-        if (s->recovery_bytes_per_sec > 0 || s->pgs_recovering > 0)
+        /* a rate alone, with every PG clean, is what is left of a recovery that ended */
+        if (s->pgs_recovering > 0 || (s->recovery_bytes_per_sec > 0 && s->pgs_unclean > 0))
                 return GANTRY_BACKEND_RECOVERING;
         if (is_degraded(s))
                 return GANTRY_BACKEND_DEGRADED;

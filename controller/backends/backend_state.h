@@ -55,14 +55,17 @@ struct gantry_backend_sample {
         uint32_t pgs_inactive;   /* not "active": IO to them stalls */
         uint32_t pgs_recovering; /* recovering, backfilling, or waiting to */
         uint32_t pgs_degraded;   /* degraded or undersized */
+        uint32_t pgs_unclean;    /* not "clean" */
         struct gantry_backend_check checks[GANTRY_BACKEND_CHECKS_MAX];
         size_t n_checks;
 };
 
 /*
  * The raw state of one sample: Unavailable when it failed or PGs are
- * inactive (or Ceph reports PG_AVAILABILITY); Recovering when recovery
- * traffic flows or PGs recover/backfill (or wait to); Degraded when an OSD
+ * inactive (or Ceph reports PG_AVAILABILITY); Recovering when PGs
+ * recover/backfill (or wait to), or recovery traffic flows while some PG is
+ * not clean (Ceph's rate lingers for seconds after the last PG is clean);
+ * Degraded when an OSD
  * is down or objects are degraded without recovery; else Healthy.
  */
 enum gantry_backend_state gantry_backend_sample_state(const struct gantry_backend_sample *s);

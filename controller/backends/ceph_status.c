@@ -58,6 +58,8 @@ static void count_pgs(struct gantry_backend_sample *s, const char *state, uint32
                 s->pgs_recovering += count;
         if (has_word(state, "degraded") || has_word(state, "undersized"))
                 s->pgs_degraded += count;
+        if (!has_word(state, "clean"))
+                s->pgs_unclean += count;
 }
 
 static int parse_pgs(const json_t *pgmap, struct gantry_backend_sample *s, struct gantry_error *err)

@@ -74,6 +74,7 @@ static void test_healthy(void **state)
         assert_int_equal(s.pgs_inactive, 0);
         assert_int_equal(s.pgs_recovering, 0);
         assert_int_equal(s.pgs_degraded, 0);
+        assert_int_equal(s.pgs_unclean, 0);
         assert_int_equal(s.n_checks, 0);
         assert_int_equal(gantry_backend_sample_state(&s), GANTRY_BACKEND_HEALTHY);
 }
@@ -149,6 +150,22 @@ static void expect_parse_error(const char *json, const char *needle)
         assert_int_equal(gantry_ceph_status_parse(json, strlen(json), &s, &err), -EINVAL);
         assert_non_null(strstr(err.msg, needle));
         assert_int_equal(s.pgs, 77); /* untouched on failure */
+}
+
+/* Ceph's recovery rate outlives the recovery by seconds: all PGs clean is not Recovering. */
+static void test_rate_left_after_recovery(void **state)
+{
+        const char *json = "{\"pgmap\":{\"num_pgs\":2,\"recovering_bytes_per_sec\":3000000,"
+                           "\"pgs_by_state\":[{\"state_name\":\"active+clean\",\"count\":2}]}}";
+        struct gantry_backend_sample s;
+        struct gantry_error err = { 0 };
+
+        (void)state;
+        assert_int_equal(gantry_ceph_status_parse(json, strlen(json), &s, &err), 0);
+        assert_int_equal(s.recovery_bytes_per_sec, 3000000);
+        assert_int_equal(gantry_backend_sample_state(&s), GANTRY_BACKEND_HEALTHY);
+        parse_fixture("status-recovering.json", &s);
+        assert_true(s.pgs_unclean > 0);
 }
 
 static void test_bad_answers(void **state)
@@ -362,6 +379,7 @@ int main(void)
                 cmocka_unit_test(test_peering_is_unavailable),
                 cmocka_unit_test(test_recovering),
                 cmocka_unit_test(test_recovery_without_rate_field),
+                cmocka_unit_test(test_rate_left_after_recovery),
                 cmocka_unit_test(test_bad_answers),
                 cmocka_unit_test(test_state_words_are_whole),
                 cmocka_unit_test(test_one_odd_sample_does_not_flap),
