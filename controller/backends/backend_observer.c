@@ -212,7 +212,7 @@ static void *run(void *arg)
                 gantry_backend_smoother_add(&b->smoother, gantry_now_s(), s, &v);
                 if (!b->logged_any || v.state != b->logged) {
                         log_info("observer.state", "backend=%s state=%s reason=%s", b->name,
-                                 gantry_backend_state_name(v.state),
+                                 gantry_observed_state_name(v.state),
                                  gantry_log_quote(v.reason, q, sizeof(q)));
                         b->logged = v.state;
                         b->logged_any = true;

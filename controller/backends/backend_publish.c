@@ -39,7 +39,7 @@ json_t *gantry_backend_status_new(const struct gantry_backend_view *view, const 
                                   const char *observer)
 {
         return json_pack("{s:s, s:s, s:I, s:I, s:I, s:f, s:s, s:s}", "state",
-                         gantry_backend_state_name(view->state), "reason", view->reason,
+                         gantry_observed_state_name(view->state), "reason", view->reason,
                          "clientReadBytesPerSec", (json_int_t)view->read_bytes_per_sec,
                          "clientWriteBytesPerSec", (json_int_t)view->write_bytes_per_sec,
                          "recoveryBytesPerSec", (json_int_t)view->recovery_bytes_per_sec,

@@ -8,7 +8,7 @@
 
 #include "backend_state.h"
 
-const char *gantry_backend_state_name(enum gantry_backend_state state)
+const char *gantry_observed_state_name(enum gantry_backend_state state)
 {
         static const char *const names[] = { "Healthy", "Degraded", "Recovering", "Unavailable" };
 

@@ -29,7 +29,7 @@ enum gantry_backend_state {
 };
 
 /* "Healthy", "Degraded", "Recovering", "Unavailable" (the contract's names); "?" out of range. */
-const char *gantry_backend_state_name(enum gantry_backend_state state);
+const char *gantry_observed_state_name(enum gantry_backend_state state);
 
 #define GANTRY_BACKEND_CHECKS_MAX 16
 #define GANTRY_BACKEND_CHECK_CODE_MAX 48
