@@ -185,6 +185,21 @@ struct gp_slot *gp_gang_slot_of(struct gp_gang *gang, const char *uid)
         return NULL;
 }
 
+struct gp_slot *gp_gang_slot_bound_to(struct gp_gang *gang, struct gp_slot *mine, int node)
+{
+        struct gp_slot *s = mine && !mine->used && mine->node == node ? mine : NULL;
+
+        for (size_t j = 0; !s && j < gang->n_slots; j++)
+                if (!gang->slots[j].member && !gang->slots[j].used && gang->slots[j].node == node)
+                        s = &gang->slots[j];
+        if (!s)
+                s = mine;
+        for (size_t j = 0; !s && j < gang->n_slots; j++)
+                if (!gang->slots[j].member && !gang->slots[j].used)
+                        s = &gang->slots[j];
+        return s;
+}
+
 /* Planned, and every member bound: nothing is held for it. */
 bool gp_gang_whole(const struct gp_gang *gang)
 {

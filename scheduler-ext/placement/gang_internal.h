@@ -99,6 +99,13 @@ int gp_gang_member_add(struct gantry_gangs *g, struct gp_gang *gang, const char 
 void gp_gang_member_remove(struct gantry_gangs *g, struct gp_gang *gang, const char *uid);
 /* The slot assigned to member @uid, NULL when none. */
 struct gp_slot *gp_gang_slot_of(struct gp_gang *gang, const char *uid);
+/*
+ * The slot a member bound to node @node takes (@mine: its own, or NULL): its
+ * own when planned there and free, else a free one planned there; not a
+ * planned node (another plugin chose it): its own place moves here, else any
+ * free one. NULL: none left. The bind and the watch's bound pod both ask.
+ */
+struct gp_slot *gp_gang_slot_bound_to(struct gp_gang *gang, struct gp_slot *mine, int node);
 /* Planned, and every member bound: nothing is held for it. */
 bool gp_gang_whole(const struct gp_gang *gang);
 /* A used slot its member left (gone, or bound elsewhere) goes back to the

@@ -261,19 +261,9 @@ int gantry_gangs_bind(struct gantry_gangs *g, const struct gantry_gang_spec *spe
                 r = gp_ledger_add_locked(g->c, d, i, expires_at, true, ret_token, err);
                 goto out;
         }
-        if (mine && !mine->used && mine->node == i)
-                s = mine;
-        for (size_t j = 0; !s && j < gang->n_slots; j++)
-                if (!gang->slots[j].member && !gang->slots[j].used && gang->slots[j].node == i)
-                        s = &gang->slots[j];
-        /* not a planned node (another plugin chose it): the member's own
-         * place moves here (bound elsewhere already: the bind that runs last
-         * wins, as in the ledger), else a free one */
-        if (!s)
-                s = mine;
-        for (size_t j = 0; !s && j < gang->n_slots; j++)
-                if (!gang->slots[j].member && !gang->slots[j].used)
-                        s = &gang->slots[j];
+        /* bound elsewhere already, its own place moves here: the bind that
+         * runs last wins, as in the ledger */
+        s = gp_gang_slot_bound_to(gang, mine, i);
         if (!s) {
                 r = gp_ledger_add_locked(g->c, d, i, expires_at, true, ret_token, err);
                 goto out;

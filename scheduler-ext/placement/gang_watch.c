@@ -56,17 +56,7 @@ void gantry_gangs_pod_bound(struct gantry_gangs *g, const struct gantry_gang_spe
         mine = gp_gang_slot_of(gang, uid);
         if (mine && mine->used)
                 goto out; /* bound through gantry_gangs_bind(): nothing to move */
-        if (mine && mine->node == i)
-                s = mine;
-        for (size_t j = 0; !s && j < gang->n_slots; j++)
-                if (!gang->slots[j].member && !gang->slots[j].used && gang->slots[j].node == i)
-                        s = &gang->slots[j];
-        if (!s)
-                s = mine;
-        for (size_t j = 0; !s && j < gang->n_slots; j++)
-                if (!gang->slots[j].member && !gang->slots[j].used)
-                        s = &gang->slots[j];
-        if (!s)
+        if (!(s = gp_gang_slot_bound_to(gang, mine, i)))
                 goto out;
         /* the ledger charges the pod now: the slot's hold is given back */
         if (s->held)
