@@ -35,7 +35,7 @@ struct backend {
         pthread_t thread;
         bool started;
         struct gantry_backend_smoother smoother;
-        enum gantry_backend_state logged; /* the state last logged */
+        enum gantry_observed_state logged; /* the state last logged */
         bool logged_any;
         json_t *published; /* the status last written, observedAt left out */
         double published_at;

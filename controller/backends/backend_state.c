@@ -8,11 +8,11 @@
 
 #include "backend_state.h"
 
-const char *gantry_observed_state_name(enum gantry_backend_state state)
+const char *gantry_observed_state_name(enum gantry_observed_state state)
 {
         static const char *const names[] = { "Healthy", "Degraded", "Recovering", "Unavailable" };
 
-        return (unsigned)state < GANTRY_BACKEND_STATE_COUNT ? names[state] : "?";
+        return (unsigned)state < GANTRY_OBSERVED_STATE_COUNT ? names[state] : "?";
 }
 
 /* An OSD (or a host, rack, ... of them) down: OSD_DOWN, OSD_HOST_DOWN, ... */
@@ -45,31 +45,31 @@ static bool has_inactive(const struct gantry_backend_sample *s)
 }
 
 /* The state of @s; inactive PGs count only when @count_inactive (see the smoother's grace). */
-static enum gantry_backend_state state_of(const struct gantry_backend_sample *s, bool count_inactive)
+static enum gantry_observed_state state_of(const struct gantry_backend_sample *s, bool count_inactive)
 {
         if (!s->reachable || (count_inactive && has_inactive(s)))
-                return GANTRY_BACKEND_UNAVAILABLE;
+                return GANTRY_OBSERVED_UNAVAILABLE;
         /* a rate alone, with every PG clean, is what is left of a recovery that ended */
         if (s->pgs_recovering > 0 || (s->recovery_bytes_per_sec > 0 && s->pgs_unclean > 0))
-                return GANTRY_BACKEND_RECOVERING;
+                return GANTRY_OBSERVED_RECOVERING;
         if (is_degraded(s))
-                return GANTRY_BACKEND_DEGRADED;
-        return GANTRY_BACKEND_HEALTHY;
+                return GANTRY_OBSERVED_DEGRADED;
+        return GANTRY_OBSERVED_HEALTHY;
 }
 
-enum gantry_backend_state gantry_backend_sample_state(const struct gantry_backend_sample *s)
+enum gantry_observed_state gantry_backend_sample_state(const struct gantry_backend_sample *s)
 {
         return state_of(s, true);
 }
 
 /* Whether check @code is one that bears on @state (the reason names only those). */
-static bool check_bears_on(const char *code, enum gantry_backend_state state)
+static bool check_bears_on(const char *code, enum gantry_observed_state state)
 {
-        if (state == GANTRY_BACKEND_HEALTHY)
+        if (state == GANTRY_OBSERVED_HEALTHY)
                 return false;
         if (strcmp(code, "PG_AVAILABILITY") == 0)
                 return true;
-        return state != GANTRY_BACKEND_UNAVAILABLE &&
+        return state != GANTRY_OBSERVED_UNAVAILABLE &&
                (is_down_check(code) || strcmp(code, "PG_DEGRADED") == 0 ||
                 strcmp(code, "OBJECT_MISPLACED") == 0 || strncmp(code, "PG_RECOVERY", 11) == 0 ||
                 strncmp(code, "PG_BACKFILL", 11) == 0);
@@ -86,7 +86,7 @@ static void append(char *buf, size_t size, const char *text)
 }
 
 /* One line a user can read: why the sample shows @state. */
-static void sample_reason(const struct gantry_backend_sample *s, enum gantry_backend_state state,
+static void sample_reason(const struct gantry_backend_sample *s, enum gantry_observed_state state,
                           char *buf, size_t size)
 {
         char part[GANTRY_BACKEND_CHECK_CODE_MAX + GANTRY_BACKEND_CHECK_MSG_MAX + 8];
@@ -96,11 +96,11 @@ static void sample_reason(const struct gantry_backend_sample *s, enum gantry_bac
                 snprintf(buf, size, "unreachable: %s", s->error[0] ? s->error : "no answer");
                 return;
         }
-        if (state == GANTRY_BACKEND_UNAVAILABLE && s->pgs_inactive > 0) {
+        if (state == GANTRY_OBSERVED_UNAVAILABLE && s->pgs_inactive > 0) {
                 snprintf(part, sizeof(part), "%u of %u PGs inactive", s->pgs_inactive, s->pgs);
                 append(buf, size, part);
         }
-        if (state == GANTRY_BACKEND_RECOVERING && s->pgs_recovering > 0) {
+        if (state == GANTRY_OBSERVED_RECOVERING && s->pgs_recovering > 0) {
                 snprintf(part, sizeof(part), "%u of %u PGs recovering or waiting to",
                          s->pgs_recovering, s->pgs);
                 append(buf, size, part);
@@ -112,7 +112,7 @@ static void sample_reason(const struct gantry_backend_sample *s, enum gantry_bac
                 append(buf, size, part);
         }
         if (!buf[0])
-                snprintf(buf, size, state == GANTRY_BACKEND_HEALTHY && s->pgs
+                snprintf(buf, size, state == GANTRY_OBSERVED_HEALTHY && s->pgs
                                             ? "all %u PGs active+clean"
                                             : "%u PGs, no health check names the cause",
                          s->pgs);
@@ -157,7 +157,7 @@ void gantry_backend_smoother_add(struct gantry_backend_smoother *s, double now,
                                  const struct gantry_backend_sample *sample,
                                  struct gantry_backend_view *ret_view)
 {
-        enum gantry_backend_state raw;
+        enum gantry_observed_state raw;
         char reason[GANTRY_BACKEND_REASON_MAX];
 
         /* the window holds what was served: an unreachable poll counts as zero IO */

@@ -20,16 +20,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum gantry_backend_state {
-        GANTRY_BACKEND_HEALTHY = 0,
-        GANTRY_BACKEND_DEGRADED,
-        GANTRY_BACKEND_RECOVERING,
-        GANTRY_BACKEND_UNAVAILABLE,
-        GANTRY_BACKEND_STATE_COUNT,
+enum gantry_observed_state {
+        GANTRY_OBSERVED_HEALTHY = 0,
+        GANTRY_OBSERVED_DEGRADED,
+        GANTRY_OBSERVED_RECOVERING,
+        GANTRY_OBSERVED_UNAVAILABLE,
+        GANTRY_OBSERVED_STATE_COUNT,
 };
 
 /* "Healthy", "Degraded", "Recovering", "Unavailable" (the contract's names); "?" out of range. */
-const char *gantry_observed_state_name(enum gantry_backend_state state);
+const char *gantry_observed_state_name(enum gantry_observed_state state);
 
 #define GANTRY_BACKEND_CHECKS_MAX 16
 #define GANTRY_BACKEND_CHECK_CODE_MAX 48
@@ -68,7 +68,7 @@ struct gantry_backend_sample {
  * Degraded when an OSD
  * is down or objects are degraded without recovery; else Healthy.
  */
-enum gantry_backend_state gantry_backend_sample_state(const struct gantry_backend_sample *s);
+enum gantry_observed_state gantry_backend_sample_state(const struct gantry_backend_sample *s);
 
 struct gantry_backend_smoother_options {
         double window_seconds; /* rates average over this; default 10 */
@@ -87,8 +87,8 @@ struct gantry_backend_smoother {
         } ring[GANTRY_BACKEND_WINDOW_MAX];
         size_t head, n;
         bool started;                     /* a first state was set */
-        enum gantry_backend_state state;  /* the published (smoothed) one */
-        enum gantry_backend_state pending; /* the raw state seen last, and how often in a row */
+        enum gantry_observed_state state;  /* the published (smoothed) one */
+        enum gantry_observed_state pending; /* the raw state seen last, and how often in a row */
         int pending_count;
         double degraded_ratio;            /* of the last reachable sample */
         double inactive_since;            /* first of the polls in a row with inactive PGs; <0: none */
@@ -97,7 +97,7 @@ struct gantry_backend_smoother {
 
 /* What the smoother says now. */
 struct gantry_backend_view {
-        enum gantry_backend_state state;
+        enum gantry_observed_state state;
         const char *reason; /* borrowed from the smoother, valid until its next add */
         uint64_t read_bytes_per_sec, write_bytes_per_sec, recovery_bytes_per_sec; /* averages */
         double degraded_ratio;

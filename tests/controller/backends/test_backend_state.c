@@ -76,7 +76,7 @@ static void test_healthy(void **state)
         assert_int_equal(s.pgs_degraded, 0);
         assert_int_equal(s.pgs_unclean, 0);
         assert_int_equal(s.n_checks, 0);
-        assert_int_equal(gantry_backend_sample_state(&s), GANTRY_BACKEND_HEALTHY);
+        assert_int_equal(gantry_backend_sample_state(&s), GANTRY_OBSERVED_HEALTHY);
 }
 
 static void test_idle_has_no_rate_fields(void **state)
@@ -88,7 +88,7 @@ static void test_idle_has_no_rate_fields(void **state)
         assert_int_equal(s.read_bytes_per_sec, 0);
         assert_int_equal(s.write_bytes_per_sec, 0);
         assert_int_equal(s.recovery_bytes_per_sec, 0);
-        assert_int_equal(gantry_backend_sample_state(&s), GANTRY_BACKEND_HEALTHY);
+        assert_int_equal(gantry_backend_sample_state(&s), GANTRY_OBSERVED_HEALTHY);
 }
 
 static void test_just_down(void **state)
@@ -103,7 +103,7 @@ static void test_just_down(void **state)
         assert_int_equal(s.pgs_degraded, 29 + 3); /* undersized+degraded, undersized */
         assert_int_equal(s.pgs_inactive, 0);
         assert_int_equal(s.read_bytes_per_sec, 0);
-        assert_int_equal(gantry_backend_sample_state(&s), GANTRY_BACKEND_DEGRADED);
+        assert_int_equal(gantry_backend_sample_state(&s), GANTRY_OBSERVED_DEGRADED);
 }
 
 static void test_peering_is_unavailable(void **state)
@@ -114,7 +114,7 @@ static void test_peering_is_unavailable(void **state)
         parse_fixture("status-peering.json", &s);
         assert_int_equal(s.pgs_inactive, 4);
         assert_true(has_check(&s, "PG_AVAILABILITY"));
-        assert_int_equal(gantry_backend_sample_state(&s), GANTRY_BACKEND_UNAVAILABLE);
+        assert_int_equal(gantry_backend_sample_state(&s), GANTRY_OBSERVED_UNAVAILABLE);
 }
 
 static void test_recovering(void **state)
@@ -128,7 +128,7 @@ static void test_recovering(void **state)
         assert_int_equal(s.write_bytes_per_sec, 108);
         assert_int_equal(s.pgs_recovering, 29);
         assert_false(has_check(&s, "OSD_DOWN")); /* out: no longer reported down */
-        assert_int_equal(gantry_backend_sample_state(&s), GANTRY_BACKEND_RECOVERING);
+        assert_int_equal(gantry_backend_sample_state(&s), GANTRY_OBSERVED_RECOVERING);
 }
 
 static void test_recovery_without_rate_field(void **state)
@@ -139,7 +139,7 @@ static void test_recovery_without_rate_field(void **state)
         parse_fixture("status-recovery-no-rate.json", &s);
         assert_int_equal(s.recovery_bytes_per_sec, 0);
         assert_int_equal(s.pgs_recovering, 7); /* backfill_wait + backfilling */
-        assert_int_equal(gantry_backend_sample_state(&s), GANTRY_BACKEND_RECOVERING);
+        assert_int_equal(gantry_backend_sample_state(&s), GANTRY_OBSERVED_RECOVERING);
 }
 
 static void expect_parse_error(const char *json, const char *needle)
@@ -163,7 +163,7 @@ static void test_rate_left_after_recovery(void **state)
         (void)state;
         assert_int_equal(gantry_ceph_status_parse(json, strlen(json), &s, &err), 0);
         assert_int_equal(s.recovery_bytes_per_sec, 3000000);
-        assert_int_equal(gantry_backend_sample_state(&s), GANTRY_BACKEND_HEALTHY);
+        assert_int_equal(gantry_backend_sample_state(&s), GANTRY_OBSERVED_HEALTHY);
         parse_fixture("status-recovering.json", &s);
         assert_true(s.pgs_unclean > 0);
 }
@@ -193,7 +193,7 @@ static void test_state_words_are_whole(void **state)
         (void)state;
         assert_int_equal(gantry_ceph_status_parse(json, strlen(json), &s, &err), 0);
         assert_int_equal(s.pgs_inactive, 1);
-        assert_int_equal(gantry_backend_sample_state(&s), GANTRY_BACKEND_UNAVAILABLE);
+        assert_int_equal(gantry_backend_sample_state(&s), GANTRY_OBSERVED_UNAVAILABLE);
 }
 
 static void add(struct gantry_backend_smoother *sm, double t, const char *fixture,
@@ -215,18 +215,18 @@ static void test_one_odd_sample_does_not_flap(void **state)
         add(&sm, 0, "status-healthy.json", &v);
         add(&sm, 2, "status-healthy.json", &v);
         add(&sm, 4, "status-just-down.json", &v);
-        assert_int_equal(v.state, GANTRY_BACKEND_HEALTHY);
+        assert_int_equal(v.state, GANTRY_OBSERVED_HEALTHY);
         add(&sm, 6, "status-healthy.json", &v);
-        assert_int_equal(v.state, GANTRY_BACKEND_HEALTHY);
+        assert_int_equal(v.state, GANTRY_OBSERVED_HEALTHY);
         add(&sm, 8, "status-just-down.json", &v);
         add(&sm, 10, "status-just-down.json", &v);
-        assert_int_equal(v.state, GANTRY_BACKEND_DEGRADED);
+        assert_int_equal(v.state, GANTRY_OBSERVED_DEGRADED);
         assert_non_null(strstr(v.reason, "OSD_DOWN: 1 osds down"));
         assert_non_null(strstr(v.reason, "PG_DEGRADED: Degraded data redundancy"));
         add(&sm, 12, "status-healthy.json", &v);
-        assert_int_equal(v.state, GANTRY_BACKEND_DEGRADED);
+        assert_int_equal(v.state, GANTRY_OBSERVED_DEGRADED);
         add(&sm, 14, "status-healthy.json", &v);
-        assert_int_equal(v.state, GANTRY_BACKEND_HEALTHY);
+        assert_int_equal(v.state, GANTRY_OBSERVED_HEALTHY);
         assert_string_equal(v.reason, "all 41 PGs active+clean");
 }
 
@@ -241,18 +241,18 @@ static void test_inactive_pgs_after_the_grace(void **state)
         add(&sm, 0, "status-healthy.json", &v);
         add(&sm, 2, "status-peering.json", &v);
         add(&sm, 4, "status-peering.json", &v);
-        assert_int_equal(v.state, GANTRY_BACKEND_DEGRADED); /* OSD_DOWN, PGs peering: not yet out */
+        assert_int_equal(v.state, GANTRY_OBSERVED_DEGRADED); /* OSD_DOWN, PGs peering: not yet out */
         for (double t = 6; t <= 10; t += 2)
                 add(&sm, t, "status-peering.json", &v);
-        assert_int_equal(v.state, GANTRY_BACKEND_DEGRADED);
+        assert_int_equal(v.state, GANTRY_OBSERVED_DEGRADED);
         add(&sm, 12, "status-peering.json", &v);
         add(&sm, 14, "status-peering.json", &v);
-        assert_int_equal(v.state, GANTRY_BACKEND_UNAVAILABLE); /* inactive 10 s, seen twice */
+        assert_int_equal(v.state, GANTRY_OBSERVED_UNAVAILABLE); /* inactive 10 s, seen twice */
         assert_non_null(strstr(v.reason, "4 of 41 PGs inactive"));
         assert_non_null(strstr(v.reason, "PG_AVAILABILITY: Reduced data availability"));
         add(&sm, 16, "status-just-down.json", &v);
         add(&sm, 18, "status-just-down.json", &v);
-        assert_int_equal(v.state, GANTRY_BACKEND_DEGRADED);
+        assert_int_equal(v.state, GANTRY_OBSERVED_DEGRADED);
 }
 
 static void test_rates_average_over_the_window(void **state)
@@ -290,10 +290,10 @@ static void test_unreachable(void **state)
         gantry_backend_smoother_init(&sm, NULL);
         add(&sm, 0, "status-healthy.json", &v);
         gantry_backend_smoother_add(&sm, 2, &down, &v);
-        assert_int_equal(v.state, GANTRY_BACKEND_HEALTHY);
+        assert_int_equal(v.state, GANTRY_OBSERVED_HEALTHY);
         assert_int_equal(v.read_bytes_per_sec, (18467747 + 1) / 2); /* a failed poll served nothing */
         gantry_backend_smoother_add(&sm, 4, &down, &v);
-        assert_int_equal(v.state, GANTRY_BACKEND_UNAVAILABLE);
+        assert_int_equal(v.state, GANTRY_OBSERVED_UNAVAILABLE);
         assert_string_equal(v.reason, "unreachable: status: Ceph did not answer in time");
         gantry_backend_smoother_add(&sm, 14, &down, &v);
         assert_int_equal(v.read_bytes_per_sec, 0);
@@ -308,7 +308,7 @@ static void test_first_sample_sets_state(void **state)
         (void)state;
         gantry_backend_smoother_init(&sm, NULL);
         add(&sm, 0, "status-recovering.json", &v);
-        assert_int_equal(v.state, GANTRY_BACKEND_RECOVERING);
+        assert_int_equal(v.state, GANTRY_OBSERVED_RECOVERING);
         assert_int_equal(v.recovery_bytes_per_sec, 39887358);
         assert_true(v.degraded_ratio > 0.21 && v.degraded_ratio < 0.22);
         assert_non_null(strstr(v.reason, "29 of 41 PGs recovering or waiting to"));
@@ -325,7 +325,7 @@ static void test_recorded_fault(void **state)
         const double out_at = 32.79, clean_at = 126.36;
         struct gantry_backend_smoother sm;
         struct gantry_backend_view v;
-        enum gantry_backend_state prev = GANTRY_BACKEND_STATE_COUNT;
+        enum gantry_observed_state prev = GANTRY_OBSERVED_STATE_COUNT;
         double degraded_at = -1, recovering_at = -1, healthy_at = -1;
         int changes = 0;
         size_t len;
@@ -348,14 +348,14 @@ static void test_recorded_fault(void **state)
                 assert_int_equal(gantry_ceph_status_parse(status, strlen(status), &s, &err), 0);
                 gantry_backend_smoother_add(&sm, t, &s, &v);
                 if (t < 0)
-                        assert_int_equal(v.state, GANTRY_BACKEND_HEALTHY);
+                        assert_int_equal(v.state, GANTRY_OBSERVED_HEALTHY);
                 if (v.state != prev)
                         changes++, prev = v.state;
-                if (v.state == GANTRY_BACKEND_DEGRADED && degraded_at < 0)
+                if (v.state == GANTRY_OBSERVED_DEGRADED && degraded_at < 0)
                         degraded_at = t;
-                if (v.state == GANTRY_BACKEND_RECOVERING && recovering_at < 0)
+                if (v.state == GANTRY_OBSERVED_RECOVERING && recovering_at < 0)
                         recovering_at = t;
-                if (v.state == GANTRY_BACKEND_HEALTHY && t > clean_at && healthy_at < 0)
+                if (v.state == GANTRY_OBSERVED_HEALTHY && t > clean_at && healthy_at < 0)
                         healthy_at = t;
                 free(status);
                 json_decref(row);
