@@ -264,12 +264,14 @@ static int take_object(struct kube_response *resp, const char *path, json_t **re
         return 0;
 }
 
-int gantry_kube_get(struct gantry_kube_client *client, const char *path, const char *verb,
-                    const char *resource, json_t **ret_obj, struct gantry_error *err)
+/* gantry_kube_get(), interrupted by @waker when not NULL. */
+static int get_object(struct gantry_kube_client *client, const char *path, const char *verb,
+                      const char *resource, struct kube_waker *waker, json_t **ret_obj,
+                      struct gantry_error *err)
 {
         struct kube_request req = {
                 .method = "GET", .path = path, .verb = verb, .resource = resource,
-                .max_body = 16 * 1024 * 1024,
+                .max_body = 16 * 1024 * 1024, .waker = waker,
         };
         struct kube_response resp = { 0 };
         int r;
@@ -286,8 +288,14 @@ int gantry_kube_get(struct gantry_kube_client *client, const char *path, const c
         return take_object(&resp, path, ret_obj, err);
 }
 
-int gantry_kube_served(struct gantry_kube_client *client, enum gantry_kube_kind kind,
-                       struct gantry_error *err)
+int gantry_kube_get(struct gantry_kube_client *client, const char *path, const char *verb,
+                    const char *resource, json_t **ret_obj, struct gantry_error *err)
+{
+        return get_object(client, path, verb, resource, NULL, ret_obj, err);
+}
+
+int kube_served(struct gantry_kube_client *client, enum gantry_kube_kind kind,
+                struct kube_waker *waker, struct gantry_error *err)
 {
         const struct kube_kind_info *info = kube_kind_info(kind);
         const json_t *res;
@@ -297,7 +305,7 @@ int gantry_kube_served(struct gantry_kube_client *client, enum gantry_kube_kind 
 
         if (!info)
                 return gantry_error_set(err, EINVAL, "served: kind out of range");
-        r = gantry_kube_get(client, info->prefix, "get", "discovery", &doc, err);
+        r = get_object(client, info->prefix, "get", "discovery", waker, &doc, err);
         if (r == -ENOENT)
                 return 0;
         if (r < 0)
@@ -308,6 +316,12 @@ int gantry_kube_served(struct gantry_kube_client *client, enum gantry_kube_kind 
                         served = 1;
         json_decref(doc);
         return served;
+}
+
+int gantry_kube_served(struct gantry_kube_client *client, enum gantry_kube_kind kind,
+                       struct gantry_error *err)
+{
+        return kube_served(client, kind, NULL, err);
 }
 
 /*

@@ -21,6 +21,7 @@
  */
 #pragma once
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -254,6 +255,11 @@ struct gantry_kube_informer_options {
          * counted only until the first sync: after it, errors are retried
          * for ever; 0: retry for ever from the start. */
         int max_errors;
+        /* A 404 to a list or watch (the kind is no longer served: its CRD
+         * was deleted) ends the informer as failed (state.failed, error
+         * ENOENT) with one info line, instead of retrying it as an error:
+         * for a caller that follows API discovery (kube_optional.h). */
+        bool end_when_not_found;
         /* Longest watch line (one JSON event) or list page accepted, in
          * bytes; 0: 16 MiB. A longer one is an error (then re-list). */
         size_t max_line_bytes;
@@ -281,6 +287,14 @@ int gantry_kube_informer_start(struct gantry_kube_client *client, enum gantry_ku
 void gantry_kube_informer_stop(struct gantry_kube_informer *informer);
 
 /*
+ * As gantry_kube_informer_stop(), but first delivers DELETED (a tombstone,
+ * as after a re-list) for every object the informer delivered and did not
+ * see go, on the caller's thread: for a kind the API server no longer
+ * serves (a CRD deleted), whose objects went with it. NULL is a no-op.
+ */
+void gantry_kube_informer_stop_forgetting(struct gantry_kube_informer *informer);
+
+/*
  * Waits until the informer has sent SYNCED once, for at most @timeout_ms.
  * Returns 0 when synced, -ETIMEDOUT, or the informer's error (negative
  * errno) when it gave up first. For a main that serves only once its view
@@ -288,9 +302,17 @@ void gantry_kube_informer_stop(struct gantry_kube_informer *informer);
  */
 int gantry_kube_informer_wait_synced(struct gantry_kube_informer *informer, int timeout_ms);
 
+/*
+ * gantry_kube_informer_wait_synced() that also gives up within a tenth of a
+ * second once *@stop (may be NULL) is set: -ECANCELED (a SIGTERM while an
+ * informer lists).
+ */
+int gantry_kube_informer_wait_synced_or_stop(struct gantry_kube_informer *informer, int timeout_ms,
+                                             const atomic_bool *stop);
+
 struct gantry_kube_informer_state {
         bool synced;        /* at least one list completed (SYNCED was sent) */
-        bool failed;        /* gave up after max_errors; the thread has ended */
+        bool failed;        /* gave up (max_errors, end_when_not_found); the thread has ended */
         bool watching;      /* a watch stream is open now */
         uint64_t lists;     /* completed lists (initial + re-lists) */
         uint64_t watches;   /* watch requests that got a 200 answer */

@@ -46,6 +46,7 @@
 #define DEFAULT_INITIAL_BACKOFF_MS 500
 #define DEFAULT_MAX_BACKOFF_MS 30000
 #define SELECTOR_MAX 1024
+#define STOP_CHECK_MS 100 /* how often a wait for the first sync looks at its stop flag */
 
 struct gantry_kube_informer {
         struct gantry_kube_client *client;
@@ -57,6 +58,7 @@ struct gantry_kube_informer {
         /* options, copied */
         char *label_selector, *field_selector, *namespace;
         int page_size, watch_timeout, initial_backoff_ms, max_backoff_ms, max_errors;
+        bool end_when_not_found;
         size_t max_line;
 
         pthread_t thread;
@@ -682,6 +684,10 @@ static bool note_error(struct gantry_kube_informer *inf, int r, long *ret_delay)
         synced = inf->state.synced;
         pthread_mutex_unlock(&inf->lock);
         gantry_log_quote(inf->werr.msg, quoted, sizeof(quoted));
+        if (inf->end_when_not_found && r == -ENOENT) {
+                log_info("kube.informer.not_served", "kind=%s error=%s", kube_kind_label(inf->info), quoted);
+                return false;
+        }
         if (inf->max_errors > 0 && !synced && consecutive >= inf->max_errors) {
                 log_error("kube.informer.failed", "kind=%s errors=%d error=%s", kube_kind_label(inf->info),
                           consecutive, quoted);
@@ -832,6 +838,7 @@ int gantry_kube_informer_start(struct gantry_kube_client *client, enum gantry_ku
         if (inf->max_backoff_ms < inf->initial_backoff_ms)
                 inf->max_backoff_ms = inf->initial_backoff_ms;
         inf->max_errors = opts->max_errors;
+        inf->end_when_not_found = opts->end_when_not_found;
         inf->max_line = opts->max_line_bytes ? opts->max_line_bytes : DEFAULT_MAX_LINE;
         inf->seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)inf;
         inf->need_list = true;
@@ -882,6 +889,25 @@ void gantry_kube_informer_stop(struct gantry_kube_informer *informer)
         informer_free(informer);
 }
 
+void gantry_kube_informer_stop_forgetting(struct gantry_kube_informer *informer)
+{
+        const char *key;
+        json_t *kept;
+        size_t n;
+
+        if (!informer)
+                return;
+        kube_waker_wake(&informer->waker);
+        kube_list_ahead_wake(&informer->ahead);
+        pthread_join(informer->thread, NULL);
+        n = json_object_size(informer->store);
+        /* the thread has ended: its store and callback are this thread's now */
+        json_object_foreach(informer->store, key, kept)
+                deliver_tombstone(informer, key, kept);
+        log_info("kube.informer.stop", "kind=%s forgotten=%zu", kube_kind_label(informer->info), n);
+        informer_free(informer);
+}
+
 int gantry_kube_informer_wait_synced(struct gantry_kube_informer *informer, int timeout_ms)
 {
         struct timespec until;
@@ -907,4 +933,21 @@ void gantry_kube_informer_state(struct gantry_kube_informer *informer,
         pthread_mutex_lock(&informer->lock);
         *ret_state = informer->state;
         pthread_mutex_unlock(&informer->lock);
+}
+
+int gantry_kube_informer_wait_synced_or_stop(struct gantry_kube_informer *informer, int timeout_ms,
+                                             const atomic_bool *stop)
+{
+        int r = -ETIMEDOUT;
+
+        for (int waited = 0; waited < timeout_ms; waited += STOP_CHECK_MS) {
+                if (stop && atomic_load(stop))
+                        return -ECANCELED;
+                r = gantry_kube_informer_wait_synced(informer, timeout_ms - waited < STOP_CHECK_MS
+                                                                       ? timeout_ms - waited
+                                                                       : STOP_CHECK_MS);
+                if (r != -ETIMEDOUT)
+                        return r;
+        }
+        return r;
 }

@@ -179,6 +179,11 @@ bool kube_waker_stopped(struct kube_waker *w);
 /* Sleeps @ms or until woken. Returns -ECANCELED when stopped, else 0. */
 int kube_waker_sleep(struct kube_waker *w, long ms);
 
+/* gantry_kube_served(), its discovery request interrupted by @waker when
+ * not NULL (the optional kinds' re-check thread, stopped at once). */
+int kube_served(struct gantry_kube_client *client, enum gantry_kube_kind kind,
+                struct kube_waker *waker, struct gantry_error *err);
+
 /* --------------------------------------------------------- kube_list_ahead.c */
 
 /*

@@ -19,6 +19,7 @@
 #include <curl/curl.h>
 
 #include "fake_harness.h"
+#include "kube_client.h"
 
 static long now_ms(void)
 {
@@ -272,4 +273,57 @@ bool test_wait_for(bool (*pred)(void *ctx), void *ctx, int timeout_ms)
                 usleep(10000);
         }
         return true;
+}
+
+int fake_start_with_client(struct fake_api *f, const char *name, const char *const *argv_extra,
+                           const char *token, char *dir, size_t dir_size,
+                           struct gantry_kube_client **ret_client)
+{
+        struct gantry_kube_client_options opts = { 0 };
+        struct gantry_error err = { 0 };
+        char kubeconfig[512], user[256];
+
+        if (test_tmpdir(name, dir, dir_size) < 0) {
+                dir[0] = '\0';
+                return -1;
+        }
+        snprintf(user, sizeof(user), "    token: %s\n", token);
+        if (fake_start(f, argv_extra, NULL) < 0 ||
+            test_write_kubeconfig(dir, "kubeconfig", f->base, "", user, NULL, kubeconfig, sizeof(kubeconfig)) < 0)
+                return -1;
+        opts.kubeconfig = kubeconfig;
+        if (gantry_kube_client_new(&opts, ret_client, &err) < 0) {
+                fprintf(stderr, "setup: %s\n", err.msg);
+                return -1;
+        }
+        return 0;
+}
+
+void fake_stop_with_client(struct fake_api *f, const char *dir, struct gantry_kube_client *client)
+{
+        gantry_kube_client_free(client);
+        fake_stop(f);
+        test_rmtree(dir);
+}
+
+int fake_count_requests(struct fake_api *f, const char *verb, const char *resource, const char *param)
+{
+        json_t *reqs = NULL, *r;
+        size_t i;
+        int n = 0;
+
+        if (fake_request(f, "GET", "/fake/requests", NULL, &reqs) != 200) {
+                json_decref(reqs);
+                return -1;
+        }
+        json_array_foreach(reqs, i, r) {
+                const char *v = json_string_value(json_object_get(r, "verb"));
+                const char *res = json_string_value(json_object_get(r, "resource"));
+
+                if (v && !strcmp(v, verb) && (!resource || (res && !strcmp(res, resource))) &&
+                    (!param || json_object_get(json_object_get(r, "query"), param)))
+                        n++;
+        }
+        json_decref(reqs);
+        return n;
 }

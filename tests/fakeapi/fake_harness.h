@@ -15,6 +15,8 @@
 
 #include <jansson.h>
 
+struct gantry_kube_client;
+
 struct fake_api {
         pid_t pid;
         int port;
@@ -58,6 +60,11 @@ int fake_upsert(struct fake_api *f, const char *resource, const char *json_text)
 long fake_state_long(struct fake_api *f, const char *field);
 long fake_state_rv(struct fake_api *f);
 
+/* How many requests the fake saw (GET /fake/requests) with @verb, on
+ * @resource when not NULL, with the query parameter @param when not NULL;
+ * -1 when the fake does not answer. */
+int fake_count_requests(struct fake_api *f, const char *verb, const char *resource, const char *param);
+
 /* Makes a unique temp dir named after the test and the PID; removes one. */
 int test_tmpdir(const char *name, char *buf, size_t size);
 void test_rmtree(const char *dir);
@@ -73,6 +80,21 @@ int test_write_file(const char *dir, const char *name, const char *text, char *p
  */
 int test_write_kubeconfig(const char *dir, const char *name, const char *server, const char *cluster_extra,
                           const char *user_extra, const char *namespace, char *path, size_t size);
+
+/*
+ * What most kube tests start from: makes a temp dir named after @name (into
+ * @dir; "" when not made), starts the fake with @argv_extra, writes
+ * @dir/kubeconfig for it with bearer @token, and makes a client of it.
+ * Returns 0, or -1 (said on stderr) leaving what was made for the caller's
+ * teardown to stop and remove.
+ */
+int fake_start_with_client(struct fake_api *f, const char *name, const char *const *argv_extra,
+                           const char *token, char *dir, size_t dir_size,
+                           struct gantry_kube_client **ret_client);
+
+/* Undoes fake_start_with_client(): frees @client (may be NULL), stops the
+ * fake, removes @dir (may be ""). */
+void fake_stop_with_client(struct fake_api *f, const char *dir, struct gantry_kube_client *client);
 
 /* Runs a shell command; returns its exit status, or -1. */
 int test_run(const char *cmd);

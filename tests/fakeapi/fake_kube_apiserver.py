@@ -64,6 +64,13 @@ Every API request must carry "Authorization: Bearer TOKEN" (--token) or, with
                                          answer), or with "fresh": true what is
                                          there when released
   POST   /fake/tokens {"tokens": [...]}  the bearer tokens accepted from now on
+  POST   /fake/serve {"resource", "served"}
+                                         serve RESOURCE from now on, or stop
+                                         serving it (as a CRD applied or deleted,
+                                         a cluster upgraded): its discovery entry
+                                         goes (the group version answers 404 once
+                                         empty), its requests answer 404, its open
+                                         watches end; its objects are kept
   POST   /fake/fail {"verb","resource","status","count","mode"}
          the next COUNT matching API requests fail with STATUS (mode "event":
          a watch answers 200 + an ERROR event with that code)
@@ -129,6 +136,10 @@ GROUPS = {"/api/v1": "", "/apis/storage.k8s.io/v1": "storage.k8s.io", "/apis/bat
 # Group versions served; main() drops the Workload API's with --no-workload-api,
 # as a cluster without the GenericWorkload feature gate does.
 SERVED_PREFIXES = set(GROUPS)
+# Resources not served now (--not-served, POST /fake/serve): a CRD not
+# installed yet or deleted, an API a cluster's version lacks. Changed under
+# State.cond.
+UNSERVED_RESOURCES = set()
 
 
 def plural(resource):
@@ -139,7 +150,8 @@ def plural(resource):
 def resource_key(prefix, name):
     """The RESOURCES key of the resource @name under @prefix, or None."""
     for key, (_, _, _, p) in RESOURCES.items():
-        if p == prefix and plural(key) == name and prefix in SERVED_PREFIXES:
+        if (p == prefix and plural(key) == name and prefix in SERVED_PREFIXES
+                and key not in UNSERVED_RESOURCES):
             return key
     return None
 
@@ -216,12 +228,17 @@ def match_fields(obj, selector):
 
 
 def discovery(prefix):
-    """The APIResourceList a group version's discovery document is."""
+    """The APIResourceList a group version's discovery document is, or None
+    when it serves nothing (a CRD's group once its last CRD is gone: 404)."""
+    resources = [{"name": plural(k), "singularName": kind.lower(), "namespaced": nsd,
+                  "kind": kind, "verbs": ["get", "list", "watch"]}
+                 for k, (kind, _, nsd, p) in RESOURCES.items()
+                 if p == prefix and k not in UNSERVED_RESOURCES]
+    if not resources:
+        return None
     return {"kind": "APIResourceList", "apiVersion": "v1",
             "groupVersion": prefix[len("/apis/"):] if prefix.startswith("/apis/") else "v1",
-            "resources": [{"name": plural(k), "singularName": kind.lower(), "namespaced": nsd,
-                           "kind": kind, "verbs": ["get", "list", "watch"]}
-                          for k, (kind, _, nsd, p) in RESOURCES.items() if p == prefix]}
+            "resources": resources}
 
 
 # -------------------------------------------------------------------- state
@@ -402,7 +419,10 @@ class Handler(BaseHTTPRequestHandler):
         if not authed:
             return self.send_status(401, "Unauthorized", "Unauthorized")
         if resource is None and method == "GET" and path.rstrip("/") in SERVED_PREFIXES:
-            return self.send_json(200, discovery(path.rstrip("/")))
+            with st.cond:
+                doc = discovery(path.rstrip("/"))
+            if doc:
+                return self.send_json(200, doc)
         if resource is None:
             self.read_body()  # as the real server: the connection stays usable for the next request
             return self.send_status(404, "NotFound", f"the server could not find the requested resource ({path})")
@@ -673,6 +693,7 @@ class Handler(BaseHTTPRequestHandler):
                         new = [h for h in st.history[i:] if h[2] == resource]
                         seen = st.rv
                         if (new or pending or st.drop_gen != drop_gen or st.stopping
+                                or resource in UNSERVED_RESOURCES
                                 or st.bookmark_gen != bookmark_gen or time.monotonic() >= deadline):
                             break
                         st.cond.wait(min(0.5, max(0.01, deadline - time.monotonic())))
@@ -681,6 +702,8 @@ class Handler(BaseHTTPRequestHandler):
                     if st.drop_gen != drop_gen or st.stopping or self.client_gone():
                         clean_end = False
                         return
+                    if resource in UNSERVED_RESOURCES:
+                        return  # no longer served: the watch ends, as when a CRD is deleted
                     send_bookmark = bookmarks and st.bookmark_gen != bookmark_gen
                     bookmark_gen = st.bookmark_gen
                     current_rv = st.rv
@@ -820,6 +843,15 @@ class Handler(BaseHTTPRequestHandler):
             with st.cond:
                 st.failures.append(f)
             return self.send_json(200, f)
+        if op == "serve" and method == "POST" and isinstance(body, dict) and body.get("resource") in RESOURCES:
+            with st.cond:
+                if body.get("served", True):
+                    UNSERVED_RESOURCES.discard(body["resource"])
+                else:
+                    UNSERVED_RESOURCES.add(body["resource"])
+                st.cond.notify_all()
+            return self.send_json(200, {"resource": body["resource"],
+                                        "served": body["resource"] not in UNSERVED_RESOURCES})
         if op == "gone-mode" and method == "POST":
             st.gone_mode = body.get("mode", "event")
             return self.send_json(200, {"mode": st.gone_mode})
@@ -1001,8 +1033,15 @@ def main():
     ap.add_argument("--max-seconds", type=int, default=900, help="exit after this long (a safety net)")
     ap.add_argument("--no-workload-api", action="store_true",
                     help="serve no scheduling.k8s.io/v1alpha2 (a cluster without GenericWorkload)")
+    ap.add_argument("--not-served", action="append", default=[], metavar="RESOURCE",
+                    help="serve no RESOURCE (e.g. storagebackends: its CRD not installed) until "
+                         "POST /fake/serve says so (repeatable)")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
+    for res in args.not_served:
+        if res not in RESOURCES:
+            ap.error(f"--not-served: unknown resource {res}")
+        UNSERVED_RESOURCES.add(res)
     if args.bind not in ("127.0.0.1", "::1", "localhost"):
         ap.error("--bind: loopback only")
 

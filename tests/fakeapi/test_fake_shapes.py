@@ -172,6 +172,32 @@ class FakeShapes(unittest.TestCase):
                                 ctype="application/json")
         self.assertEqual((status, st["reason"]), (415, "UnsupportedMediaType"))
 
+    def test_a_resource_served_and_not(self):
+        """/fake/serve: a resource not served leaves its group version's
+        discovery document (404 once the group is empty, as a CRD's group
+        is) and answers 404, as the real server does for a CRD not
+        installed; its objects are there again once it is served."""
+        self.post("/fake/objects/storagebackends", {"metadata": {"name": "sb-serve"}, "spec": {}})
+        self.addCleanup(self.delete, "/fake/objects/storagebackends/_/sb-serve")
+        self.addCleanup(self.post, "/fake/serve", {"resource": "storagebackends", "served": True})
+        self.post("/fake/serve", {"resource": "storagebackends", "served": False})
+        self.assertEqual(self.get("/apis/gantry.io/v1alpha1")[0], 404)
+        self.assertEqual(self.get("/apis/gantry.io/v1alpha1/storagebackends")[0], 404)
+        self.post("/fake/serve", {"resource": "volumeattributesclasses", "served": False})
+        self.addCleanup(self.post, "/fake/serve", {"resource": "volumeattributesclasses", "served": True})
+        status, doc = self.get("/apis/storage.k8s.io/v1")
+        names = [r["name"] for r in json.loads(doc)["resources"]]
+        self.assertEqual(status, 200)
+        self.assertIn("storageclasses", names)
+        self.assertNotIn("volumeattributesclasses", names)
+        self.post("/fake/serve", {"resource": "storagebackends", "served": True})
+        status, doc = self.get("/apis/gantry.io/v1alpha1")
+        self.assertEqual((status, [r["name"] for r in json.loads(doc)["resources"]]),
+                         (200, ["storagebackends"]))
+        status, body = self.get("/apis/gantry.io/v1alpha1/storagebackends")
+        self.assertEqual((status, [o["metadata"]["name"] for o in json.loads(body)["items"]]),
+                         (200, ["sb-serve"]))
+
     def test_the_checker_sees_a_wrong_shape(self):
         errors = []
         check({"metadata": {"name": 3}, "spec": {"unschedulable": "yes"}, "bogus": 1}, "V1Node", "node", errors)

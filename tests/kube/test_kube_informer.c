@@ -30,7 +30,6 @@
 struct fixture {
         struct fake_api fake;
         char dir[256];
-        char kubeconfig[512];
         struct gantry_kube_client *client;
         struct recorder rec;
         struct gantry_kube_informer *inf;
@@ -41,9 +40,7 @@ static int teardown(void **state)
         struct fixture *fx = *state;
 
         gantry_kube_informer_stop(fx->inf);
-        gantry_kube_client_free(fx->client);
-        fake_stop(&fx->fake);
-        test_rmtree(fx->dir);
+        fake_stop_with_client(&fx->fake, fx->dir, fx->client);
         recorder_destroy(&fx->rec);
         free(fx);
         return 0;
@@ -56,31 +53,17 @@ static int setup(void **state)
 {
         static const char *const args[] = { "--token", TOKEN, "--nodes", "6", "--leaves", "2", NULL };
         struct fixture *fx = calloc(1, sizeof(*fx));
-        struct gantry_kube_client_options opts = { 0 };
-        struct gantry_error err = { 0 };
 
         if (!fx)
                 return -1;
         recorder_init(&fx->rec);
         *state = fx;
-        if (test_tmpdir("informer", fx->dir, sizeof(fx->dir)) < 0) {
-                fx->dir[0] = '\0';
-                goto fail;
-        }
-        if (fake_start(&fx->fake, args, NULL) < 0 ||
-            test_write_kubeconfig(fx->dir, "kubeconfig", fx->fake.base, "", "    token: " TOKEN "\n", NULL,
-                                  fx->kubeconfig, sizeof(fx->kubeconfig)) < 0)
-                goto fail;
-        opts.kubeconfig = fx->kubeconfig;
-        if (gantry_kube_client_new(&opts, &fx->client, &err) < 0) {
-                fprintf(stderr, "setup: %s\n", err.msg);
-                goto fail;
+        if (fake_start_with_client(&fx->fake, "informer", args, TOKEN, fx->dir, sizeof(fx->dir), &fx->client) < 0) {
+                teardown(state);
+                *state = NULL;
+                return -1;
         }
         return 0;
-fail:
-        teardown(state);
-        *state = NULL;
-        return -1;
 }
 
 static struct gantry_kube_informer_options fast_opts(void)
@@ -134,18 +117,9 @@ static void node_json(char *buf, size_t size, const char *name, const char *leaf
  * parameter @param present). */
 static int count_requests(struct fake_api *f, const char *verb, const char *param)
 {
-        json_t *reqs = NULL, *r;
-        size_t i;
-        int n = 0;
+        int n = fake_count_requests(f, verb, NULL, param);
 
-        assert_int_equal(fake_request(f, "GET", "/fake/requests", NULL, &reqs), 200);
-        json_array_foreach(reqs, i, r) {
-                const char *v = json_string_value(json_object_get(r, "verb"));
-
-                if (v && strcmp(v, verb) == 0 && (!param || json_object_get(json_object_get(r, "query"), param)))
-                        n++;
-        }
-        json_decref(reqs);
+        assert_true(n >= 0);
         return n;
 }
 
