@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kube_optional.h"
 #include "log.h"
 #include "sched_args.h"
 
@@ -32,6 +33,10 @@ static void usage(FILE *f)
                 "                            --kubeconfig / --in-cluster, a bind only charges\n"
                 "                            the ledger, for good (nothing confirms it)\n"
                 "  --sync-timeout S          seconds each informer may take to list (default 120)\n"
+                "  --optional-recheck-seconds S  seconds between two API discovery checks of the\n"
+                "                            optional kinds (PodGroups, VolumeAttributesClass,\n"
+                "                            StorageBackend): one installed later is followed\n"
+                "                            from the next check, one removed is dropped (60)\n"
                 "  --threads N               HTTP/1.1 thread pool (default 4; h2 connections\n"
                 "                            have a thread each)\n"
                 "  --bind-workers N          binds waiting on the API server at once (default 32)\n"
@@ -102,7 +107,7 @@ int gantry_sched_args_parse(int argc, char **argv, struct gantry_sched_args *a)
         enum { O_LISTEN = 256, O_TOPO, O_STATE, O_KUBECONFIG, O_INCLUSTER, O_SYNC, O_THREADS, O_BIND_WORKERS, O_MAXBODY, O_TTL, O_GANG_TTL, O_BIND_TIMEOUT, O_CERT, O_KEY, O_CLIENT_CA, O_INSECURE,
                O_READY, O_LOG, O_VERSION, O_HELP, O_LEADER, O_LEASE_NAME, O_LEASE_NS, O_IDENTITY,
                O_LEASE_DUR, O_LEASE_RENEW, O_LEASE_RETRY, O_MAX_UNAUTH, O_MAX_PER_SOURCE, O_MAX_AUTH,
-               O_HANDSHAKE, O_BACKEND_STALE, O_FACTOR_DEGRADED, O_FACTOR_RECOVERING };
+               O_HANDSHAKE, O_BACKEND_STALE, O_FACTOR_DEGRADED, O_FACTOR_RECOVERING, O_OPTIONAL_RECHECK };
         static const struct option opts[] = {
                 { "listen", required_argument, NULL, O_LISTEN },
                 { "topology", required_argument, NULL, O_TOPO },
@@ -110,6 +115,7 @@ int gantry_sched_args_parse(int argc, char **argv, struct gantry_sched_args *a)
                 { "kubeconfig", required_argument, NULL, O_KUBECONFIG },
                 { "in-cluster", no_argument, NULL, O_INCLUSTER },
                 { "sync-timeout", required_argument, NULL, O_SYNC },
+                { "optional-recheck-seconds", required_argument, NULL, O_OPTIONAL_RECHECK },
                 { "threads", required_argument, NULL, O_THREADS },
                 { "bind-workers", required_argument, NULL, O_BIND_WORKERS },
                 { "max-body-bytes", required_argument, NULL, O_MAXBODY },
@@ -144,7 +150,7 @@ int gantry_sched_args_parse(int argc, char **argv, struct gantry_sched_args *a)
         int c;
 
         *a = (struct gantry_sched_args){ .listen = "0.0.0.0:8888", .threads = 4, .bind_workers = 32, .max_body = 64LL << 20,
-                            .ttl = 60, .gang_ttl = 360, .sync_timeout = 120, .bind_timeout = 4,
+                            .ttl = 60, .gang_ttl = 360, .sync_timeout = 120, .optional_recheck = GANTRY_KUBE_OPTIONAL_RECHECK_SECONDS, .bind_timeout = 4,
                             .lease_name = "gantry-scheduler", .lease_duration = 15,
                             .lease_renew_deadline = 10, .lease_retry_period = 2,
                             .max_unauthenticated = 256, .max_per_source = 32, .max_authenticated = 256,
@@ -161,6 +167,11 @@ int gantry_sched_args_parse(int argc, char **argv, struct gantry_sched_args *a)
                         if (parse_number("--sync-timeout", optarg, 1, 3600, &v) < 0)
                                 return -EINVAL;
                         a->sync_timeout = (int)v;
+                        break;
+                case O_OPTIONAL_RECHECK:
+                        if (parse_number("--optional-recheck-seconds", optarg, 0.1, 86400,
+                                         &a->optional_recheck) < 0)
+                                return -EINVAL;
                         break;
                 case O_CERT: a->tls_cert = optarg; break;
                 case O_KEY: a->tls_key = optarg; break;

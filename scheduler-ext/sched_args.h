@@ -15,6 +15,7 @@ struct gantry_sched_args {
         const char *kubeconfig;
         bool in_cluster;
         int sync_timeout;
+        double optional_recheck; /* seconds between discovery re-checks of optional kinds */
         const char *tls_cert, *tls_key, *client_ca;
         bool insecure_http;
         const char *ready_file;

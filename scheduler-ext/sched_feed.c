@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "kube_optional.h"
 #include "log.h"
 #include "sched_backends.h"
 #include "sched_feed.h"
@@ -22,18 +23,22 @@ static const enum gantry_kube_kind start_order[] = {
  * (Gantry's observer) are CRDs, VolumeAttributesClass is served from
  * Kubernetes v1.31 on (GA in v1.34), and Kubernetes' own PodGroup
  * (scheduling.k8s.io/v1alpha2) only where the GenericWorkload feature gate
- * is on: a cluster without one answers 404. Such an informer gives up after
- * this many failures at start and gantry-scheduler runs on without it
- * (those gang sizes; live classes; backends' live state: nominal
- * capacities), with one log line; once it has synced it retries for ever,
- * as the others do. */
-#define OPTIONAL_MAX_ERRORS 3
+ * is on. They are followed while API discovery says they are served
+ * (kube_optional.h): one not served at start is said in one info line and
+ * gantry-scheduler runs on without it (those gang sizes; live classes;
+ * backends' live state: nominal capacities) until a re-check finds it. */
+static bool is_optional(enum gantry_kube_kind k)
+{
+        return k == GANTRY_KUBE_POD_GROUP || k == GANTRY_KUBE_WORKLOAD_POD_GROUP ||
+               k == GANTRY_KUBE_ATTRIBUTES_CLASS || k == GANTRY_KUBE_STORAGE_BACKEND;
+}
+
 #define N_INFORMERS (sizeof(start_order) / sizeof(start_order[0]))
-#define STOP_CHECK_MS 100 /* how long a stop may wait while an informer syncs */
 
 struct gantry_sched_feed {
         struct gantry_sched_state *state;
-        struct gantry_kube_informer *informers[N_INFORMERS];
+        struct gantry_kube_informer *informers[N_INFORMERS]; /* the kinds always served */
+        struct gantry_kube_optional *optional;                /* the others */
 };
 
 static enum gantry_obj_kind obj_kind(enum gantry_kube_kind k)
@@ -102,89 +107,45 @@ static void on_event(void *ctx, enum gantry_kube_kind kind, enum gantry_kube_eve
                          gantry_log_quote(err.msg, q, sizeof(q)));
 }
 
-/*
- * Kubernetes' own PodGroups are served only where the GenericWorkload feature
- * gate is on, off on most clusters yet: asked of the discovery document
- * first, so that a cluster without them costs one request and an info line,
- * not an informer's failures.
- */
-static bool workload_api_served(struct gantry_kube_client *client)
-{
-        struct gantry_error err = { 0 };
-        char q[GANTRY_ERROR_MSG_MAX + 8];
-        int r = gantry_kube_served(client, GANTRY_KUBE_WORKLOAD_POD_GROUP, &err);
-
-        if (r == 0)
-                log_info("sched.optional_kind_unavailable", "kind=%s error=\"not served\"",
-                         gantry_kube_kind_name(GANTRY_KUBE_WORKLOAD_POD_GROUP));
-        else if (r < 0)
-                log_warn("sched.optional_kind_unavailable", "kind=%s error=%s",
-                         gantry_kube_kind_name(GANTRY_KUBE_WORKLOAD_POD_GROUP),
-                         gantry_log_quote(err.msg, q, sizeof(q)));
-        return r == 1;
-}
-
-/* gantry_kube_informer_wait_synced() in slices, so that @stop is seen. */
-static int wait_synced(struct gantry_kube_informer *inf, int timeout_ms, const atomic_bool *stop)
-{
-        int r = -ETIMEDOUT;
-
-        for (int waited = 0; waited < timeout_ms; waited += STOP_CHECK_MS) {
-                if (stop && atomic_load(stop))
-                        return -ECANCELED;
-                r = gantry_kube_informer_wait_synced(inf, timeout_ms - waited < STOP_CHECK_MS
-                                                                  ? timeout_ms - waited
-                                                                  : STOP_CHECK_MS);
-                if (r != -ETIMEDOUT)
-                        return r;
-        }
-        return r;
-}
-
 int gantry_sched_feed_start(struct gantry_kube_client *client, struct gantry_sched_state *st,
-                            int sync_timeout_ms, const atomic_bool *stop,
+                            const struct gantry_sched_feed_options *opts,
                             struct gantry_sched_feed **ret_feed, struct gantry_error *err)
 {
         struct gantry_sched_feed *feed = calloc(1, sizeof(*feed));
+        struct gantry_kube_optional_options oo = {
+                .recheck_seconds = opts->optional_recheck_seconds,
+                .sync_timeout_ms = opts->sync_timeout_ms, .stop = opts->stop };
         int r;
 
         if (!feed)
                 return gantry_error_set(err, ENOMEM, "out of memory");
         feed->state = st;
+        r = gantry_kube_optional_new(client, on_event, feed, &oo, &feed->optional, err);
+        if (r < 0)
+                goto fail;
         for (size_t i = 0; i < N_INFORMERS; i++) {
                 enum gantry_kube_kind k = start_order[i];
-                bool optional = k == GANTRY_KUBE_POD_GROUP || k == GANTRY_KUBE_WORKLOAD_POD_GROUP ||
-                                k == GANTRY_KUBE_ATTRIBUTES_CLASS || k == GANTRY_KUBE_STORAGE_BACKEND;
-                struct gantry_kube_informer_options o = {
-                        .max_errors = optional ? OPTIONAL_MAX_ERRORS : 0 };
+                struct gantry_kube_informer_state s;
 
-                if (k == GANTRY_KUBE_WORKLOAD_POD_GROUP && !workload_api_served(client))
+                if (is_optional(k)) {
+                        r = gantry_kube_optional_add(feed->optional, k, NULL, err);
+                        if (r < 0)
+                                goto fail;
+                        if (r == 1)
+                                log_info("sched.synced", "kind=%s", gantry_kube_kind_name(k));
                         continue;
-                r = gantry_kube_informer_start(client, k, &o, on_event, feed, &feed->informers[i], err);
+                }
+                r = gantry_kube_informer_start(client, k, NULL, on_event, feed, &feed->informers[i], err);
                 if (r < 0)
                         goto fail;
-                r = wait_synced(feed->informers[i], sync_timeout_ms, stop);
+                r = gantry_kube_informer_wait_synced_or_stop(feed->informers[i], opts->sync_timeout_ms,
+                                                             opts->stop);
                 if (r == -ECANCELED) {
                         gantry_error_set(err, ECANCELED, "stopped while the %s informer synced",
                                          gantry_kube_kind_name(k));
                         goto fail;
                 }
-                if (r < 0 && optional) {
-                        struct gantry_kube_informer_state s;
-                        char q[GANTRY_ERROR_MSG_MAX + 8];
-
-                        gantry_kube_informer_state(feed->informers[i], &s);
-                        log_warn("sched.optional_kind_unavailable", "kind=%s error=%s",
-                                 gantry_kube_kind_name(k),
-                                 gantry_log_quote(s.last_error.err ? s.last_error.msg : "timed out",
-                                                  q, sizeof(q)));
-                        gantry_kube_informer_stop(feed->informers[i]);
-                        feed->informers[i] = NULL;
-                        continue;
-                }
                 if (r < 0) {
-                        struct gantry_kube_informer_state s;
-
                         gantry_kube_informer_state(feed->informers[i], &s);
                         r = gantry_error_set(err, -r, "%s informer did not sync: %s",
                                              gantry_kube_kind_name(k),
@@ -193,6 +154,9 @@ int gantry_sched_feed_start(struct gantry_kube_client *client, struct gantry_sch
                 }
                 log_info("sched.synced", "kind=%s", gantry_kube_kind_name(k));
         }
+        r = gantry_kube_optional_run(feed->optional, err);
+        if (r < 0)
+                goto fail;
         *ret_feed = feed;
         return 0;
 fail:
@@ -204,6 +168,7 @@ void gantry_sched_feed_stop(struct gantry_sched_feed *feed)
 {
         if (!feed)
                 return;
+        gantry_kube_optional_free(feed->optional);
         for (size_t i = N_INFORMERS; i-- > 0;)
                 gantry_kube_informer_stop(feed->informers[i]);
         free(feed);

@@ -250,7 +250,11 @@ int main(int argc, char **argv)
                 fprintf(stderr, "gantry-scheduler: %s\n", err.msg);
                 goto out;
         }
-        if (kube && (r = gantry_sched_feed_start(kube, state, a.sync_timeout * 1000, &control.stop,
+        if (kube && (r = gantry_sched_feed_start(kube, state,
+                                                 &(struct gantry_sched_feed_options){
+                                                         .sync_timeout_ms = a.sync_timeout * 1000,
+                                                         .optional_recheck_seconds = a.optional_recheck,
+                                                         .stop = &control.stop },
                                                  &feed, &err)) < 0) {
                 if (r == -ECANCELED)
                         goto stopped;

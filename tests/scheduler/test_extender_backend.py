@@ -14,8 +14,12 @@ cluster are another test's).
 - A status whose observedAt is older than --backend-stale-seconds is nominal
   capacity, with one warning and gantry_backend_stale 1; never zero.
 - `gantryctl backends` shows the live state beside the reservations.
-- Without the CRD (the list answers 404) gantry-scheduler runs on nominal
-  capacities, with one log line.
+- Without the CRD (API discovery does not list storagebackends: the fake's
+  /fake/serve) gantry-scheduler runs on nominal capacities, with one info
+  line and no warning; once the CRD is applied, the next discovery re-check
+  (--optional-recheck-seconds) starts the informer and a Recovering status
+  lowers the effective capacity, without a restart; once the CRD is deleted,
+  the capacity is nominal again.
 """
 import datetime
 import os
@@ -181,18 +185,38 @@ class BackendStateTest(unittest.TestCase):
                  what="the status to go stale with time")
         self.assertEqual(self.gauge(w, "gantry_backend_effective_gbps"), 40)
 
-    def test_without_the_crd_capacities_are_nominal(self):
-        w = self.world([gd.gang_pod("solo", "solo", 1, 8)])
-        w.fake.call("POST", "/fake/fail", {"verb": "list", "resource": "storagebackends",
-                                           "status": 404, "count": 100})
+    def wait_effective(self, w, gbps, what):
+        """Waits (bounded) for the effective capacity; the log in the failure."""
+        try:
+            wait_for(lambda: self.gauge(w, "gantry_backend_effective_gbps") == gbps, timeout=30, what=what)
+        except AssertionError as e:
+            raise AssertionError("%s\n%s" % (e, w.ext.logs()[-3000:])) from None
+
+    def test_crd_absent_at_start_then_applied_then_deleted(self):
+        w = self.world([gd.gang_pod("solo", "solo", 1, 8)],
+                       extra_args=("--backend-stale-seconds", "30", "--optional-recheck-seconds", "1"))
+        self.set_state(w, storage_backend("Recovering"))
+        w.fake.call("POST", "/fake/serve", {"resource": "storagebackends", "served": False})
         w.restart_extender()
         logs = w.ext.logs()
-        self.assertEqual(logs.count("event=sched.optional_kind_unavailable kind=StorageBackend"), 1,
-                         logs[-2000:])
+        self.assertEqual(len(re.findall(r"level=info event=kube\.optional\.absent kinds=\S*StorageBackend",
+                                        logs)), 1, logs[-2000:])
+        self.assertNotRegex(logs, r"level=(warn|error) event=(kube|sched)\.(optional|informer)", logs[-2000:])
         self.assertEqual(self.gauge(w, "gantry_backend_effective_gbps"), 40)
         r = self.filter(w, gd.gang_pod("solo", "solo", 1, 8))
         self.assertEqual(len(r["NodeNames"]), 4)
 
+        # the CRD applied after gantry-scheduler started: no restart
+        w.fake.call("POST", "/fake/serve", {"resource": "storagebackends", "served": True})
+        self.wait_effective(w, 26, "the StorageBackend status to reach the model after a re-check")
+        self.assertIn("event=kube.optional.served kind=StorageBackend", w.ext.logs())
+
+        # and deleted: nominal capacity again, the informer stopped quietly
+        w.fake.call("POST", "/fake/serve", {"resource": "storagebackends", "served": False})
+        self.wait_effective(w, 40, "the backend to be nominal once its CRD went")
+        logs = w.ext.logs()
+        self.assertIn("event=kube.optional.gone kind=StorageBackend", logs)
+        self.assertNotRegex(logs, r"level=(warn|error) event=(kube|sched)\.(optional|informer)", logs[-2000:])
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

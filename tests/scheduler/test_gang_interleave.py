@@ -205,9 +205,10 @@ class GangInterleaveTest(unittest.TestCase):
         ks.run()
         self.assertEqual(len(ks.bound), 4)
         logs = w.ext.logs()
-        self.assertIn('level=info event=sched.optional_kind_unavailable '
-                      'kind=PodGroup.scheduling.k8s.io error="not served"', logs)
+        self.assertRegex(logs, r'level=info event=kube\.optional\.absent kinds=\S*'
+                               r'PodGroup\.scheduling\.k8s\.io')
         self.assertNotIn("kube.informer.failed", logs)
+        self.assertNotIn("level=warn event=kube.optional", logs)
         self.assertNotIn("gang=default/PodGroup.scheduling.k8s.io/pg", logs)
 
 
