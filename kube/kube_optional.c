@@ -73,11 +73,17 @@ static void publish(struct gantry_kube_optional *set, struct optional_kind *k,
         pthread_mutex_unlock(&set->lock);
 }
 
-/* Asks discovery about @k: 1 served, 0 not, -errno (warned once in a row). */
+/*
+ * Asks discovery about @k: 1 served, 0 not, -errno (warned once in a row).
+ * The re-check thread's request carries the set's waker (a stop interrupts
+ * it); the caller's at start carries none, so that
+ * gantry_kube_client_cancel() (a SIGTERM at start) aborts it as it does
+ * the caller's other requests.
+ */
 static int ask(struct gantry_kube_optional *set, struct optional_kind *k)
 {
         struct gantry_error err = { 0 };
-        int r = kube_served(set->client, k->kind, &set->waker, &err);
+        int r = kube_served(set->client, k->kind, set->running ? &set->waker : NULL, &err);
 
         if (r == -ECANCELED)
                 return r;
@@ -234,11 +240,13 @@ int gantry_kube_optional_run(struct gantry_kube_optional *set, struct gantry_err
         if (len)
                 log_info("kube.optional.absent", "kinds=%s recheck_seconds=%g", absent,
                          set->recheck_ms / 1000.0);
+        set->running = true; /* before the thread: it reads it */
         r = pthread_create(&set->thread, NULL, recheck_main, set);
-        if (r != 0)
+        if (r != 0) {
+                set->running = false;
                 return gantry_error_set(err, r, "optional kinds: cannot start the re-check thread");
+        }
         pthread_setname_np(set->thread, "kube-optional");
-        set->running = true;
         return 0;
 }
 
