@@ -264,14 +264,17 @@ static int take_object(struct kube_response *resp, const char *path, json_t **re
         return 0;
 }
 
-/* gantry_kube_get(), interrupted by @waker when not NULL. */
+/* A GET of one object, interrupted by @waker when not NULL; @final_timeout > 0: a
+ * request of a clean stop (kube_internal.h). */
 static int get_object(struct gantry_kube_client *client, const char *path, const char *verb,
-                      const char *resource, struct kube_waker *waker, json_t **ret_obj,
+                      const char *resource, struct kube_waker *waker, long final_timeout,
+                      json_t **ret_obj,
                       struct gantry_error *err)
 {
         struct kube_request req = {
                 .method = "GET", .path = path, .verb = verb, .resource = resource,
                 .max_body = 16 * 1024 * 1024, .waker = waker,
+                .outlives_cancel = final_timeout > 0, .timeout = final_timeout,
         };
         struct kube_response resp = { 0 };
         int r;
@@ -291,7 +294,14 @@ static int get_object(struct gantry_kube_client *client, const char *path, const
 int gantry_kube_get(struct gantry_kube_client *client, const char *path, const char *verb,
                     const char *resource, json_t **ret_obj, struct gantry_error *err)
 {
-        return get_object(client, path, verb, resource, NULL, ret_obj, err);
+        return get_object(client, path, verb, resource, NULL, 0, ret_obj, err);
+}
+
+int kube_get_final(struct gantry_kube_client *client, const char *path, const char *resource,
+                   long timeout_s, json_t **ret_obj, struct gantry_error *err)
+{
+        return get_object(client, path, "get", resource, NULL, timeout_s > 0 ? timeout_s : 1,
+                          ret_obj, err);
 }
 
 int kube_served(struct gantry_kube_client *client, enum gantry_kube_kind kind,
@@ -305,7 +315,7 @@ int kube_served(struct gantry_kube_client *client, enum gantry_kube_kind kind,
 
         if (!info)
                 return gantry_error_set(err, EINVAL, "served: kind out of range");
-        r = get_object(client, info->prefix, "get", "discovery", waker, &doc, err);
+        r = get_object(client, info->prefix, "get", "discovery", waker, 0, &doc, err);
         if (r == -ENOENT)
                 return 0;
         if (r < 0)
@@ -330,11 +340,13 @@ int gantry_kube_served(struct gantry_kube_client *client, enum gantry_kube_kind 
  */
 static int send_object(struct gantry_kube_client *client, const char *method, const char *verb,
                        const char *content_type, const char *path, const char *resource,
-                       const json_t *obj, json_t **ret_obj, struct gantry_error *err)
+                       const json_t *obj, long final_timeout, json_t **ret_obj,
+                       struct gantry_error *err)
 {
         struct kube_request req = {
                 .method = method, .path = path, .verb = verb, .resource = resource,
                 .content_type = content_type, .max_body = 16 * 1024 * 1024,
+                .outlives_cancel = final_timeout > 0, .timeout = final_timeout,
         };
         struct kube_response resp = { 0 };
         int r;
@@ -362,13 +374,13 @@ int gantry_kube_merge_patch(struct gantry_kube_client *client, const char *path,
                             const char *resource, const json_t *patch, struct gantry_error *err)
 {
         return send_object(client, "PATCH", "patch", "application/merge-patch+json", path, resource,
-                           patch, NULL, err);
+                           patch, 0, NULL, err);
 }
 
 int gantry_kube_create(struct gantry_kube_client *client, const char *path, const char *resource,
                        const json_t *obj, struct gantry_error *err)
 {
-        return send_object(client, "POST", "create", NULL, path, resource, obj, NULL, err);
+        return send_object(client, "POST", "create", NULL, path, resource, obj, 0, NULL, err);
 }
 
 int gantry_kube_write(struct gantry_kube_client *client, const char *method, const char *path,
@@ -380,5 +392,18 @@ int gantry_kube_write(struct gantry_kube_client *client, const char *method, con
         if (!create && !(method && !strcmp(method, "PUT")))
                 return gantry_error_set(err, EINVAL, "write %s: method: POST or PUT", path);
         return send_object(client, method, create ? "create" : "update", NULL, path, resource, body,
-                           ret_obj, err);
+                           0, ret_obj, err);
+}
+
+int kube_put_final(struct gantry_kube_client *client, const char *path, const char *resource,
+                   const json_t *body, long timeout_s, struct gantry_error *err)
+{
+        return send_object(client, "PUT", "update", NULL, path, resource, body,
+                           timeout_s > 0 ? timeout_s : 1, NULL, err);
+}
+
+void gantry_kube_client_stop(struct gantry_kube_client *client)
+{
+        if (client)
+                kube_http_stop(&client->http);
 }

@@ -122,6 +122,15 @@ void gantry_kube_client_free(struct gantry_kube_client *client);
  */
 void gantry_kube_client_cancel(struct gantry_kube_client *client);
 
+/*
+ * As gantry_kube_client_cancel(), and every request started later fails at
+ * once with -ECANCELED too (binds and informers excepted, as there): for a
+ * process that is stopping, whose threads must not start a request that a
+ * dead API server would hold for its whole timeout. The Lease is still given
+ * up (kube_lease.c: with a timeout of 1 s). Callable from any thread.
+ */
+void gantry_kube_client_stop(struct gantry_kube_client *client);
+
 /* The API server's base URL, e.g. "https://10.96.0.1:443" (borrowed). */
 const char *gantry_kube_client_server(const struct gantry_kube_client *client);
 

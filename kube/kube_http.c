@@ -429,6 +429,14 @@ void kube_http_cancel(struct kube_http *h)
         atomic_fetch_add(&h->cancel_gen, 1);
 }
 
+void kube_http_stop(struct kube_http *h)
+{
+        /* stopped before the bump: a request that saw it unset took its
+         * generation before the bump, so the bump aborts it */
+        atomic_store(&h->stopped, true);
+        atomic_fetch_add(&h->cancel_gen, 1);
+}
+
 struct cancel_check {
         struct kube_http *h;
         unsigned int gen; /* cancel_gen when the request started */
@@ -441,7 +449,7 @@ static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off
         struct cancel_check *cc = ctx;
 
         (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
-        return atomic_load(&cc->h->cancel_gen) != cc->gen;
+        return atomic_load(&cc->h->cancel_gen) != cc->gen || atomic_load(&cc->h->stopped);
 }
 
 int kube_http_do(struct kube_http *h, const struct kube_request *req,
@@ -459,6 +467,8 @@ int kube_http_do(struct kube_http *h, const struct kube_request *req,
         CURL *e;
         int r;
 
+        if (!req->waker && !req->outlives_cancel && atomic_load(&h->stopped))
+                return gantry_error_set(err, ECANCELED, "%s %s: stopped", req->method, req->resource);
         e = handle_get(h, !req->waker);
         if (!e || asprintf(&url, "%s%s", h->url_base ? h->url_base : h->conn->server, req->path) < 0) {
                 handle_put(h, e, !req->waker);

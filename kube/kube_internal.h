@@ -107,6 +107,8 @@ struct kube_http {
         /* bumped by kube_http_cancel(): a request started under another
          * value is aborted (informers have their waker instead) */
         atomic_uint cancel_gen;
+        /* set by kube_http_stop(): every later request fails at once too */
+        atomic_bool stopped;
 };
 
 int kube_http_init(struct kube_http *h, struct kube_conn *conn,
@@ -115,6 +117,20 @@ void kube_http_destroy(struct kube_http *h);
 /* Aborts the requests without a waker (nor outlives_cancel) in flight now (-ECANCELED, within
  * about a second: curl's progress callback); later ones run. Any thread. */
 void kube_http_cancel(struct kube_http *h);
+/* As kube_http_cancel(), and every request started later (without a waker,
+ * nor outlives_cancel) fails at once with -ECANCELED. Any thread. */
+void kube_http_stop(struct kube_http *h);
+
+/*
+ * The requests of a clean stop (a Lease given up): they outlive
+ * gantry_kube_client_cancel() and _stop(), with a timeout of their own
+ * (@timeout_s, 0: 1 s) so that a stop against a dead API server stays short.
+ * As gantry_kube_get() and gantry_kube_write("PUT") otherwise.
+ */
+int kube_get_final(struct gantry_kube_client *client, const char *path, const char *resource,
+                   long timeout_s, json_t **ret_obj, struct gantry_error *err);
+int kube_put_final(struct gantry_kube_client *client, const char *path, const char *resource,
+                   const json_t *body, long timeout_s, struct gantry_error *err);
 
 /* Called with each received chunk; return 0 to go on, -errno to abort. */
 typedef int (*kube_body_fn)(void *ctx, const char *data, size_t len);

@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "kube_client.h"
+#include "kube_internal.h"
 #include "log.h"
 #include "kube_lease.h"
 
@@ -274,7 +275,8 @@ bool gantry_kube_lease_leading(struct gantry_kube_lease *l)
         return r;
 }
 
-/* Gives the Lease up: holder emptied, 1 s duration, so a standby takes it now. */
+/* Gives the Lease up: holder emptied, 1 s duration, so a standby takes it now.
+ * Its requests outlive a stopped client, each within 1 s (kube_internal.h). */
 static void release(struct gantry_kube_lease *l)
 {
         struct gantry_error err = { 0 };
@@ -282,14 +284,14 @@ static void release(struct gantry_kube_lease *l)
         json_t *cur = NULL, *spec;
         const char *holder;
 
-        if (gantry_kube_get(l->client, l->path, "get", "leases", &cur, &err) < 0)
+        if (kube_get_final(l->client, l->path, "leases", 1, &cur, &err) < 0)
                 return;
         spec = json_object_get(cur, "spec");
         holder = json_string_value(json_object_get(spec, "holderIdentity"));
         if (json_is_object(spec) && holder && !strcmp(holder, l->identity)) {
                 json_object_set_new(spec, "holderIdentity", json_string(""));
                 json_object_set_new(spec, "leaseDurationSeconds", json_integer(1));
-                if (gantry_kube_write(l->client, "PUT", l->path, "leases", cur, NULL, &err) == 0)
+                if (kube_put_final(l->client, l->path, "leases", cur, 1, &err) == 0)
                         log_info(event(l, ev, "lease_released"), "lease=%s/%s", l->namespace, l->name);
         }
         json_decref(cur);

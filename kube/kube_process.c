@@ -6,6 +6,7 @@
  * handles).
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "kube_client.h"
@@ -14,6 +15,7 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gantry_kube_client *client;
 static unsigned int refs;
+static bool stopping; /* gantry_kube_process_stop(): for good */
 
 int gantry_kube_process_open(const char *kubeconfig, struct gantry_metrics *metrics,
                              struct gantry_error *err)
@@ -25,6 +27,8 @@ int gantry_kube_process_open(const char *kubeconfig, struct gantry_metrics *metr
         pthread_mutex_lock(&lock);
         if (refs == 0 && ((kubeconfig && *kubeconfig) || (host && *host)))
                 r = gantry_kube_client_new(&o, &client, err);
+        if (r == 0 && stopping)
+                gantry_kube_client_stop(client);
         if (r == 0)
                 refs++;
         pthread_mutex_unlock(&lock);
@@ -41,12 +45,21 @@ struct gantry_kube_client *gantry_kube_process_client(void)
         return c;
 }
 
+void gantry_kube_process_stop(void)
+{
+        pthread_mutex_lock(&lock);
+        stopping = true;
+        gantry_kube_client_stop(client);
+        pthread_mutex_unlock(&lock);
+}
+
 void gantry_kube_process_close(void)
 {
         pthread_mutex_lock(&lock);
         if (refs > 0 && --refs == 0) {
                 gantry_kube_client_free(client);
                 client = NULL;
+                stopping = false; /* an open after this is a new start */
         }
         pthread_mutex_unlock(&lock);
 }

@@ -28,6 +28,14 @@ int gantry_kube_process_open(const char *kubeconfig, struct gantry_metrics *metr
 /* The client, borrowed while a reference is held; NULL: no API access. */
 struct gantry_kube_client *gantry_kube_process_client(void);
 
+/*
+ * The process is stopping (a signal, any thread): the client's requests in
+ * flight are aborted and later ones fail at once (gantry_kube_client_stop()),
+ * also those of a client opened after this call (until the last reference
+ * is given back).
+ */
+void gantry_kube_process_stop(void);
+
 /* Gives a reference back; the last one frees the client, once its users
  * stopped. Safe without a reference. */
 void gantry_kube_process_close(void);
