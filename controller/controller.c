@@ -30,6 +30,7 @@
 #include "kube_process.h"
 #include "log.h"
 #include "node_registry.h"
+#include "target_client.h"
 #include "tiering.h"
 
 #define LIST_MAX 4096 /* entries in one list answer, whatever max_entries says */
@@ -487,6 +488,12 @@ void gantry_controller_set_metrics(struct gantry_metrics *m)
         gantry_copy_state_set_metrics(m);
 }
 
+void gantry_controller_stop_now(void)
+{
+        gantry_ceph_stop_connects();
+        gantry_target_calls_stop(true);
+}
+
 void gantry_controller_shutdown(void)
 {
         /* demotions, copies and the observer first: they use the cached connections */
@@ -502,4 +509,5 @@ void gantry_controller_shutdown(void)
                 gantry_kube_process_close();
         api_open = false;
         api = NULL;
+        gantry_target_calls_stop(false);
 }

@@ -44,3 +44,11 @@ void gantry_controller_set_metrics(struct gantry_metrics *m);
 
 /* Stops the running copies (each persists its position), closes every cached Ceph connection. */
 void gantry_controller_shutdown(void);
+
+/*
+ * The process is stopping (a signal; any thread, at any point of the start):
+ * Ceph connects in progress and target calls in flight are given up, and new
+ * ones fail at once, so gantry_controller_shutdown() joins its threads within
+ * a second or two. Cleared by gantry_controller_shutdown().
+ */
+void gantry_controller_stop_now(void);

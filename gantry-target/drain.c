@@ -34,12 +34,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "ceph_connect.h"
 #include "checksum.h"
 #include "clock.h"
 #include "copier.h"
@@ -55,6 +57,11 @@ struct tgt_drainer {
         struct gantry_copier_copy *copy; /* the one running, or NULL */
         char key[64];                  /* its bdev */
         struct gantry_copier_bucket *bucket;
+        /* the Ceph connection, under conn_lock: a connect (up to 15 s to
+         * monitors that do not answer) holds neither the worker's lock nor a
+         * stop, which gives it up (copier/ceph_connect.h) */
+        pthread_mutex_t conn_lock;
+        atomic_bool stopping;
         rados_t rados;
         bool connected;
 };
@@ -68,7 +75,7 @@ int tgt_durable_connect(struct tgt_context *ctx, rados_ioctx_t *ret_io, struct g
         char name[128];
         int r = 0;
 
-        pthread_mutex_lock(&w->lock);
+        pthread_mutex_lock(&w->conn_lock);
         if (!w->connected) {
                 snprintf(name, sizeof(name), "client.%s", d->user);
                 r = rados_create2(&w->rados, "ceph", name, 0);
@@ -80,7 +87,8 @@ int tgt_durable_connect(struct tgt_context *ctx, rados_ioctx_t *ret_io, struct g
                                /* no client cache: a read-back comes from the OSDs, and whole-object
                                 * writes gain nothing from it */
                                (r = rados_conf_set(w->rados, "rbd_cache", "false")) < 0 ||
-                               (r = rados_connect(w->rados)) < 0))
+                               (r = gantry_ceph_connect_stoppable(w->rados, &w->stopping)) < 0) &&
+                    r != -ECANCELED) /* a connect given up: the handle is its thread's */
                         rados_shutdown(w->rados);
                 w->connected = r == 0;
         }
@@ -88,7 +96,7 @@ int tgt_durable_connect(struct tgt_context *ctx, rados_ioctx_t *ret_io, struct g
                 rados_shutdown(w->rados); /* maybe a broken connection: the next try makes a new one */
                 w->connected = false;
         }
-        pthread_mutex_unlock(&w->lock);
+        pthread_mutex_unlock(&w->conn_lock);
         if (r < 0)
                 return gantry_error_set(err, r, "ceph cluster %s (pool %s, user %s): %s", d->cluster_id, d->pool,
                                         d->user, strerror(-r));
@@ -610,6 +618,7 @@ int tgt_drainer_start(struct tgt_context *ctx, struct gantry_error *err)
         if (!w)
                 return gantry_error_set(err, ENOMEM, "out of memory");
         pthread_mutex_init(&w->lock, NULL);
+        pthread_mutex_init(&w->conn_lock, NULL);
         pthread_cond_init(&w->wake, NULL);
         w->ctx = ctx;
         if ((r = gantry_copier_bucket_new(ctx->durable->bandwidth, &w->bucket)) < 0) {
@@ -676,6 +685,7 @@ void tgt_drainer_stop(struct tgt_context *ctx)
 
         if (!w)
                 return;
+        atomic_store(&w->stopping, true); /* a connect in progress gives up */
         pthread_mutex_lock(&w->lock);
         w->stop = true;
         if (w->copy)
@@ -689,6 +699,7 @@ void tgt_drainer_stop(struct tgt_context *ctx)
         gantry_copier_bucket_free(w->bucket);
         pthread_cond_destroy(&w->wake);
         pthread_mutex_destroy(&w->lock);
+        pthread_mutex_destroy(&w->conn_lock);
         free(w);
         ctx->drainer = NULL;
 }

@@ -167,6 +167,15 @@ int main(int argc, char **argv)
         int c, r, sig, port = 0, rc = 1;
         bool insecure = false;
 
+        /* SIGTERM and SIGINT wait for sigwait() from the start: one that comes
+         * while the state is re-applied (or a drain's Ceph connect is in
+         * progress: given up at stop) still ends in the clean stop; no thread
+         * started later takes them */
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+        signal(SIGPIPE, SIG_IGN);
         ctx.configfs = "/sys/kernel/config/nvmet";
         ctx.state_path = "/var/lib/gantry-target/state.json";
         while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -276,12 +285,6 @@ int main(int argc, char **argv)
                 fprintf(stderr, "gantry-target: %s\n", err.msg);
                 goto out;
         }
-        /* the workers of libmicrohttpd must not take the signals main waits for */
-        sigemptyset(&set);
-        sigaddset(&set, SIGTERM);
-        sigaddset(&set, SIGINT);
-        pthread_sigmask(SIG_BLOCK, &set, NULL);
-        signal(SIGPIPE, SIG_IGN);
         so.token = token;
         so.tls_cert = cert;
         so.tls_key = key;

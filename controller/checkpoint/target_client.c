@@ -6,6 +6,8 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,20 @@
 #define MAX_TOKEN 4096
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static atomic_bool stopping; /* gantry_target_calls_stop() */
+
+void gantry_target_calls_stop(bool stop)
+{
+        atomic_store(&stopping, stop);
+}
+
+/* curl's progress callback, at least once a second: non-zero aborts the call. */
+static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+        (void)ctx, (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+        return atomic_load(&stopping);
+}
 
 static void curl_init(void)
 {
@@ -69,6 +85,10 @@ int gantry_target_call(const struct gantry_target_config *t, const char *method,
         CURL *curl;
         int r = 0;
 
+        if (atomic_load(&stopping)) {
+                json_decref(params);
+                return gantry_error_set(err, ECANCELED, "target %s: %s: stopped", t->id, method);
+        }
         pthread_once(&curl_once, curl_init);
         req = json_pack("{s:s, s:i, s:s, s:o}", "jsonrpc", "2.0", "id",
                         __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED), "method", method, "params",
@@ -105,7 +125,13 @@ int gantry_target_call(const struct gantry_target_config *t, const char *method,
         curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
         if (t->ca_file)
                 curl_easy_setopt(curl, CURLOPT_CAINFO, t->ca_file);
+        curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
         cc = curl_easy_perform(curl);
+        if (cc == CURLE_ABORTED_BY_CALLBACK) {
+                r = gantry_error_set(err, ECANCELED, "target %s: %s: stopped", t->id, method);
+                goto out;
+        }
         if (cc != CURLE_OK) {
                 r = gantry_error_set(err, cc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EHOSTUNREACH,
                                      "target %s unreachable at %s: %s: %s", t->id, t->url, method,

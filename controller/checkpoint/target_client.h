@@ -10,6 +10,8 @@
  */
 #pragma once
 
+#include <stdbool.h>
+
 #include <jansson.h>
 #include <stdint.h>
 
@@ -28,5 +30,13 @@
  *   -E<n>                       a JSON-RPC error code -n in 1..4095 (SPDK style)
  *   -EIO                        anything else
  */
+/*
+ * @stop true: the process is stopping (a signal; any thread): calls in flight
+ * are aborted (-ECANCELED, within about a second: curl's progress callback)
+ * and new ones fail at once; false: calls run again (a new start in the same
+ * process, the tests).
+ */
+void gantry_target_calls_stop(bool stop);
+
 int gantry_target_call(const struct gantry_target_config *target, const char *method, json_t *params,
                        int64_t timeout_ms, json_t **ret_result, struct gantry_error *err);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 
 #include "dataset_internal.h"
 #include "attr_file.h"
+#include "ceph_connect.h"
 #include "log.h"
 #include "status.h"
 
@@ -37,6 +39,7 @@ struct conn {
 
 static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct conn conns[MAX_CONNS];
+static atomic_bool stopping; /* gantry_ceph_stop_connects() */
 
 static void hash_key(const char *key, char out[17])
 {
@@ -184,7 +187,10 @@ static int connect_new(const struct gantry_cluster_config *cluster,
                 return gantry_error_set(err, EINVAL, "clusters[%s].monitors: rejected by librados",
                                         cluster->cluster_id);
         }
-        r = rados_connect(r_handle);
+        r = gantry_ceph_connect_stoppable(r_handle, &stopping);
+        if (r == -ECANCELED) /* the handle is the connecting thread's now */
+                return gantry_error_set(err, ECANCELED, "connect to cluster %s: stopped",
+                                        cluster->cluster_id);
         if (r < 0) {
                 rados_shutdown(r_handle);
                 if (r == -EINVAL || r == -EACCES || r == -EPERM)
@@ -413,6 +419,11 @@ void gantry_ceph_invalidate(const struct gantry_cluster_config *cluster, const c
                 shutdown_conn(gone[i], cluster->cluster_id, user_id, "invalidated");
 }
 
+void gantry_ceph_stop_connects(void)
+{
+        atomic_store(&stopping, true);
+}
+
 void gantry_ceph_close_all(void)
 {
         pthread_mutex_lock(&conns_lock);
@@ -423,5 +434,6 @@ void gantry_ceph_close_all(void)
                 conns[i].cached = false;
                 conns[i].refs = 0;
         }
+        atomic_store(&stopping, false); /* whatever starts after this is a new life */
         pthread_mutex_unlock(&conns_lock);
 }

@@ -126,6 +126,13 @@ void gantry_ceph_ioctx_destroy(rados_ioctx_t io);
  */
 void gantry_ceph_invalidate(const struct gantry_cluster_config *cluster, const char *user_id);
 void gantry_ceph_close_all(void);
+
+/*
+ * The process is stopping (a signal; any thread): connects in progress are
+ * given up (-ECANCELED, within 50 ms; copier/ceph_connect.h) and new ones
+ * fail at once, until gantry_ceph_close_all().
+ */
+void gantry_ceph_stop_connects(void);
 /* Maps a librados/librbd error to an errno and a message for the user. */
 int gantry_ceph_error(struct gantry_error *err, int r, const char *what, const char *name);
 
