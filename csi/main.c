@@ -9,11 +9,21 @@
  * Parses and validates the command line and the config file before anything
  * is bound, registers the services the mode needs, serves until SIGTERM or
  * SIGINT, then drains calls in flight and exits 0.
+ *
+ * SIGTERM and SIGINT stop it at any point of its start-up too: a thread of
+ * their own waits for them from the first line of main, gives up the
+ * Kubernetes API requests, Ceph connects and target calls in flight (and
+ * fails new ones at once: gantry_services_stop_now()), and main checks the
+ * stop between the steps of its start, so a start against an unreachable or
+ * slow API server or Ceph cluster ends within a second or two with the same
+ * clean shutdown, exit 0.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <grpc/grpc.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +106,37 @@ static int parse_int(const char *flag, const char *s, int min, int max, int *ret
         }
         *ret = (int)v;
         return 0;
+}
+
+/* What the signal thread tells main: stop, and by which signal. */
+static struct {
+        pthread_mutex_t lock;
+        pthread_cond_t changed;
+        atomic_bool stop;
+        int sig;
+        bool controller; /* the mode, for gantry_services_stop_now() */
+        bool serving;    /* started: a stop drains the calls in flight first */
+} control = { .lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER };
+
+static void *signal_main(void *arg)
+{
+        const sigset_t *sigs = arg;
+        int sig;
+
+        for (;;) {
+                if (sigwait(sigs, &sig) != 0)
+                        continue;
+                pthread_mutex_lock(&control.lock);
+                if (!atomic_load(&control.stop)) {
+                        control.sig = sig;
+                        atomic_store(&control.stop, true);
+                        if (!control.serving)
+                                gantry_services_stop_now(control.controller);
+                }
+                pthread_cond_broadcast(&control.changed);
+                pthread_mutex_unlock(&control.lock);
+        }
+        return NULL;
 }
 
 /* Returns 0 to run, 1 to exit 0 (help/version), -EINVAL for bad usage. */
@@ -195,15 +236,30 @@ int main(int argc, char **argv)
         struct gantry_error err = { 0 };
         struct gantry_identity_options idopts = { 0 };
         enum gantry_log_level level;
-        sigset_t sigs;
-        int sig, r, ret = 1;
+        static sigset_t sigs; /* the signal thread's, for ever */
+        pthread_t signal_thread;
+        int r, ret = 1;
         bool controller, node;
+
+        /* Signals are taken by sigwait() on the signal thread only, from here on. */
+        sigemptyset(&sigs);
+        sigaddset(&sigs, SIGTERM);
+        sigaddset(&sigs, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+        signal(SIGPIPE, SIG_IGN);
 
         r = parse_args(argc, argv, &a);
         if (r != 0)
                 return r > 0 ? 0 : 2;
         controller = strcmp(a.mode, "node") != 0;
         node = strcmp(a.mode, "controller") != 0;
+        control.controller = controller;
+        if ((r = pthread_create(&signal_thread, NULL, signal_main, &sigs)) != 0) {
+                fprintf(stderr, "gantry-csi: signal thread: %s\n", strerror(r));
+                return 1;
+        }
+        pthread_detach(signal_thread);
+        pthread_setname_np(signal_thread, "signals");
 
         r = a.config_path ? gantry_config_load(a.config_path, &config, &err)
                           : gantry_config_new_default(&config);
@@ -220,13 +276,6 @@ int main(int argc, char **argv)
                 gantry_log_set_level(level);
         }
 
-        /* Signals are taken by sigwait() in this thread only. */
-        sigemptyset(&sigs);
-        sigaddset(&sigs, SIGTERM);
-        sigaddset(&sigs, SIGINT);
-        pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-        signal(SIGPIPE, SIG_IGN);
-
         grpc_init();
         metrics = gantry_metrics_new();
         if (!metrics)
@@ -239,6 +288,8 @@ int main(int argc, char **argv)
                 gantry_controller_set_backend_poll(a.backend_poll);
         }
         r = gantry_services_init(config, a.node_id, a.kubeconfig, controller, node, &idopts, &err);
+        if (atomic_load(&control.stop))
+                goto stopped; /* an error of a step given up by the stop is no error */
         if (r < 0) {
                 fprintf(stderr, "gantry-csi: %s\n", err.msg[0] ? err.msg : strerror(-r));
                 goto out;
@@ -254,6 +305,8 @@ int main(int argc, char **argv)
                 };
 
                 r = gantry_node_qos_start(&qo, &err);
+                if (atomic_load(&control.stop))
+                        goto stopped;
                 if (r < 0) {
                         fprintf(stderr, "gantry-csi: %s\n", err.msg[0] ? err.msg : strerror(-r));
                         goto out;
@@ -286,6 +339,8 @@ int main(int argc, char **argv)
                 }
                 log_info("csi.metrics_listening", "addr=%s port=%d", a.metrics_addr, port);
         }
+        if (atomic_load(&control.stop))
+                goto stopped;
         r = gantry_csi_server_start(server);
         if (r < 0) {
                 fprintf(stderr, "gantry-csi: cannot start the server: %s\n", strerror(-r));
@@ -295,11 +350,15 @@ int main(int argc, char **argv)
                  GANTRY_CSI_DRIVER_NAME, GANTRY_VERSION, a.mode, a.node_id ? a.node_id : "-",
                  config->path);
 
-        do {
-                r = sigwait(&sigs, &sig);
-        } while (r != 0);
-        log_info("csi.signal", "signal=%s", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-        gantry_csi_server_shutdown(server);
+        pthread_mutex_lock(&control.lock);
+        control.serving = !atomic_load(&control.stop);
+        while (!atomic_load(&control.stop))
+                pthread_cond_wait(&control.changed, &control.lock);
+        pthread_mutex_unlock(&control.lock);
+stopped:
+        log_info("csi.signal", "signal=%s", control.sig == SIGINT ? "SIGINT" : "SIGTERM");
+        gantry_csi_server_shutdown(server); /* calls in flight end first (--drain-timeout) */
+        gantry_services_stop_now(controller); /* then the threads' waits are given up */
         ret = 0;
 out:
         gantry_csi_server_free(server);

@@ -7,6 +7,7 @@
 #include "services.h"
 
 #include "controller.h"
+#include "kube_process.h"
 #include "node.h"
 #include "node_registry.h"
 
@@ -32,6 +33,13 @@ int gantry_services_init(const struct gantry_config *config, const char *node_id
                 idopts->probe_names[idopts->n_probes++] = "krbd";
         }
         return 0;
+}
+
+void gantry_services_stop_now(bool controller)
+{
+        gantry_kube_process_stop();
+        if (controller)
+                gantry_controller_stop_now();
 }
 
 void gantry_services_shutdown(void)

@@ -21,5 +21,13 @@ int gantry_services_init(const struct gantry_config *config, const char *node_id
                          const char *kubeconfig, bool controller, bool node,
                          struct gantry_identity_options *idopts, struct gantry_error *err);
 
+/*
+ * A signal came (any thread, also before or during gantry_services_init()):
+ * the Kubernetes API requests, Ceph connects and target calls in flight are
+ * given up and new ones fail at once, so that the shutdown that follows is
+ * quick whatever the API server or a cluster does.
+ */
+void gantry_services_stop_now(bool controller);
+
 /* Releases what the services hold (connections, caches). */
 void gantry_services_shutdown(void);

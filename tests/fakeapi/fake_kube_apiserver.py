@@ -63,6 +63,8 @@ Every API request must carry "Authorization: Bearer TOKEN" (--token) or, with
                                          was there when they came (a stale
                                          answer), or with "fresh": true what is
                                          there when released
+  POST   /fake/slow {"seconds": S}       every API request waits S seconds before it
+                                         is looked at (0: none): a slow server
   POST   /fake/tokens {"tokens": [...]}  the bearer tokens accepted from now on
   POST   /fake/serve {"resource", "served"}
                                          serve RESOURCE from now on, or stop
@@ -269,6 +271,7 @@ class State:
         self.held_lists = 0
         self.list_release_gen = 0
         self.tokens = set()
+        self.slow_s = 0.0          # /fake/slow
 
     def next_rv(self):
         self.rv += 1
@@ -401,6 +404,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if parts and parts[0] == "fake":
                 return self.control(method, parts[1:], q)
+            self.wait_slow(method)
             return self.api(method, url.path, parts, q)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
             self.close_connection = True
@@ -630,6 +634,16 @@ class Handler(BaseHTTPRequestHandler):
                              "items": page})
 
     # -- watch
+    def wait_slow(self, method):
+        """/fake/slow: the request waits (a GET whose client gives up ends
+        its wait; a body not read yet would look like a close)."""
+        st = self.server.state
+        with st.cond:
+            until = time.monotonic() + st.slow_s
+            while (not st.stopping and time.monotonic() < until
+                   and not (method == "GET" and self.client_gone())):
+                st.cond.wait(min(0.2, max(0.0, until - time.monotonic())))
+
     def client_gone(self):
         # A watch client sends nothing after its request: anything readable
         # on the socket is its FIN (or a TLS close_notify).
@@ -812,6 +826,11 @@ class Handler(BaseHTTPRequestHandler):
                 st.hold_bindings = op == "hold-bindings"
                 st.cond.notify_all()
             return self.send_json(200, {})
+        if op == "slow" and method == "POST":
+            with st.cond:
+                st.slow_s = max(0.0, float(body.get("seconds", 0)))
+                st.cond.notify_all()
+            return self.send_json(200, {"seconds": st.slow_s})
         if op == "hold-lists" and method == "POST":
             h = {"resource": body.get("resource"), "count": int(body.get("count", 1)),
                  "skip": int(body.get("skip", 0)), "fresh": bool(body.get("fresh"))}
