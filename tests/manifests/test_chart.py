@@ -534,6 +534,18 @@ class ChartTest(unittest.TestCase):
                          default[("DaemonSet", NS, "gantry-target")]["spec"]["template"]["spec"]
                          ["containers"][0]["args"])
 
+    def test_target_metrics_scraped(self):
+        """The drain alerts need gantry-target's /metrics: the chart and
+        manifests/ run it with --metrics-addr on the port named metrics (a
+        PodMonitor's target, as the controller's)."""
+        rendered = by_key(docs_of(render("--set", "target.metricsPort=9900")))
+        with open(os.path.join(ROOT, "manifests", "target.yaml")) as f:
+            static = by_key(list(yaml.safe_load_all(f)))
+        for docs, port in ((rendered, 9900), (static, 9820)):
+            c = docs[("DaemonSet", NS, "gantry-target")]["spec"]["template"]["spec"]["containers"][0]
+            self.assertIn("--metrics-addr=0.0.0.0:%d" % port, c["args"])
+            self.assertIn({"name": "metrics", "containerPort": port}, c["ports"])
+
     def test_target_durable_tier(self):
         docs = by_key(docs_of(render("--set", "target.durable.secretName=gantry-target-durable")))
         tgt = docs[("DaemonSet", NS, "gantry-target")]["spec"]["template"]["spec"]
