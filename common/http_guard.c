@@ -1,9 +1,14 @@
 /*
  * Connection limits and request budgets for libmicrohttpd servers; see
- * http_guard.h. The guard keeps one entry per open connection (made when
- * libmicrohttpd announces it, gone when it announces the close, which comes
- * before the descriptor is closed: the thread that cuts never shuts down a
- * descriptor reused by another connection).
+ * http_guard.h. The guard keeps one entry per open connection, made when
+ * the accept policy admits it (so that with a pool of threads, each
+ * accepting on its own, a connection admitted on one is counted before
+ * another thread's next decision), given its descriptor when libmicrohttpd
+ * announces the connection on the same thread, gone when it announces the
+ * close, which comes before the descriptor is closed: the thread that cuts
+ * never shuts down a descriptor reused by another connection. An admitted
+ * connection never announced (libmicrohttpd failed to set it up) is dropped
+ * at its budget.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -29,7 +34,7 @@
 struct guarded_conn {
         struct guarded_conn *prev, *next;
         struct gantry_http_guard *g;
-        int fd;
+        int fd; /* -1: admitted, not announced yet */
         struct sockaddr_storage peer;
         double deadline; /* CLOCK_MONOTONIC seconds */
         bool answering;
@@ -73,10 +78,50 @@ static void count(struct gantry_http_guard *g, const char *reason)
         }
 }
 
+/* The connection this thread's accept policy admitted last, for the
+ * announcement that follows on the same thread. */
+static __thread struct guarded_conn *admitted;
+
+/* Unlinks @c (under g->lock). */
+static void unlink_conn(struct gantry_http_guard *g, struct guarded_conn *c)
+{
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                g->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        g->n_conns--;
+        if (c->cut)
+                g->n_cut--;
+}
+
+/* Links a new entry for @peer (under g->lock); NULL when out of memory. */
+static struct guarded_conn *link_conn(struct gantry_http_guard *g, const struct sockaddr *peer)
+{
+        struct guarded_conn *c = calloc(1, sizeof(*c));
+
+        if (!c)
+                return NULL;
+        c->g = g;
+        c->fd = -1;
+        if (peer)
+                memcpy(&c->peer, peer, peer->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                                   : sizeof(struct sockaddr_in));
+        c->deadline = gantry_now_s() + g->o.request_budget_s;
+        c->next = g->conns;
+        if (g->conns)
+                g->conns->prev = c;
+        g->conns = c;
+        g->n_conns++;
+        return c;
+}
+
 /* Cuts @c (libmicrohttpd sees the end and closes it). Under g->lock. */
 static void cut(struct gantry_http_guard *g, struct guarded_conn *c, const char *reason)
 {
-        shutdown(c->fd, SHUT_RDWR);
+        if (c->fd >= 0)
+                shutdown(c->fd, SHUT_RDWR);
         c->cut = true;
         g->n_cut++;
         count(g, reason);
@@ -146,6 +191,8 @@ enum MHD_Result gantry_http_guard_accept(void *cls, const struct sockaddr *addr,
         }
         if (refused)
                 count(g, refused);
+        else
+                admitted = link_conn(g, addr); /* NULL: announced unguarded */
         pthread_mutex_unlock(&g->lock);
         return refused ? MHD_NO : MHD_YES;
 }
@@ -160,37 +207,27 @@ void gantry_http_guard_notify(void *cls, struct MHD_Connection *conn, void **soc
         if (code == MHD_CONNECTION_NOTIFY_STARTED) {
                 fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
                 addr = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-                c = calloc(1, sizeof(*c));
-                if (!c || !fd) {
-                        free(c);
-                        return; /* not guarded: it still meets libmicrohttpd's timeout */
-                }
-                c->g = g;
-                c->fd = fd->connect_fd;
-                if (addr && addr->client_addr)
-                        memcpy(&c->peer, addr->client_addr,
-                               addr->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                                                        : sizeof(struct sockaddr_in));
-                c->deadline = gantry_now_s() + g->o.request_budget_s;
                 pthread_mutex_lock(&g->lock);
-                c->next = g->conns;
-                if (g->conns)
-                        g->conns->prev = c;
-                g->conns = c;
-                g->n_conns++;
+                /* this thread's admission, unless the guard's thread dropped it meanwhile */
+                for (c = g->conns; c && c != admitted; c = c->next)
+                        ;
+                if (c && c->fd >= 0)
+                        c = NULL;
+                admitted = NULL;
+                if (!c && fd) /* not through the accept policy (an added connection) */
+                        c = link_conn(g, addr ? addr->client_addr : NULL);
+                if (c && fd)
+                        c->fd = fd->connect_fd;
+                else if (c) { /* no descriptor to cut: not guarded, it meets libmicrohttpd's timeout */
+                        unlink_conn(g, c);
+                        free(c);
+                        c = NULL;
+                }
                 pthread_mutex_unlock(&g->lock);
                 *socket_context = c;
         } else if (c) {
                 pthread_mutex_lock(&g->lock);
-                if (c->prev)
-                        c->prev->next = c->next;
-                else
-                        g->conns = c->next;
-                if (c->next)
-                        c->next->prev = c->prev;
-                g->n_conns--;
-                if (c->cut)
-                        g->n_cut--;
+                unlink_conn(g, c);
                 pthread_mutex_unlock(&g->lock);
                 free(c);
                 *socket_context = NULL;
@@ -207,7 +244,17 @@ static struct guarded_conn *entry_of(struct MHD_Connection *conn)
 
 void gantry_http_guard_answering(struct MHD_Connection *conn)
 {
-        struct guarded_conn *c = entry_of(conn);
+        gantry_http_guard_entry_answering(entry_of(conn));
+}
+
+void gantry_http_guard_completed(struct MHD_Connection *conn)
+{
+        gantry_http_guard_entry_completed(entry_of(conn));
+}
+
+void gantry_http_guard_entry_answering(void *entry)
+{
+        struct guarded_conn *c = entry;
 
         if (!c)
                 return;
@@ -216,9 +263,9 @@ void gantry_http_guard_answering(struct MHD_Connection *conn)
         pthread_mutex_unlock(&c->g->lock);
 }
 
-void gantry_http_guard_completed(struct MHD_Connection *conn)
+void gantry_http_guard_entry_completed(void *entry)
 {
-        struct guarded_conn *c = entry_of(conn);
+        struct guarded_conn *c = entry;
 
         if (!c)
                 return;
@@ -237,9 +284,15 @@ static void *guard_main(void *arg)
                 struct timespec ts;
                 double now = gantry_now_s();
 
-                for (struct guarded_conn *c = g->conns; c; c = c->next)
-                        if (!c->cut && !c->answering && now >= c->deadline)
+                for (struct guarded_conn *c = g->conns, *next; c; c = next) {
+                        next = c->next;
+                        if (c->fd < 0 && now >= c->deadline) { /* admitted, never announced */
+                                unlink_conn(g, c);
+                                free(c);
+                        } else if (!c->cut && !c->answering && now >= c->deadline) {
                                 cut(g, c, "budget");
+                        }
+                }
                 clock_gettime(CLOCK_MONOTONIC, &ts);
                 ts.tv_nsec += CHECK_INTERVAL_MS * 1000000L;
                 ts.tv_sec += ts.tv_nsec / 1000000000L;

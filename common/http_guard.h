@@ -15,9 +15,11 @@
  * Use: MHD_OPTION_ACCEPT_POLICY gantry_http_guard_accept and
  * MHD_OPTION_NOTIFY_CONNECTION gantry_http_guard_notify with the guard as
  * their closure; gantry_http_guard_answering() once a request is whole;
- * gantry_http_guard_completed() from MHD_OPTION_NOTIFY_COMPLETED. The
- * server must use one internal polling thread (no thread pool): the accept
- * policy and the connection notices then come in order.
+ * gantry_http_guard_completed() from MHD_OPTION_NOTIFY_COMPLETED. A
+ * server whose connections carry a socket context of their own keeps the
+ * guard's entry in it (gantry_http_guard_notify() with a pointer to that
+ * field) and calls the _entry_ variants. The server may use a pool of
+ * threads: a connection is counted from its admission on.
  */
 #pragma once
 
@@ -54,3 +56,7 @@ void gantry_http_guard_answering(struct MHD_Connection *conn);
 
 /* The request on @conn was answered: the next one's budget starts now. */
 void gantry_http_guard_completed(struct MHD_Connection *conn);
+
+/* The same, by the entry gantry_http_guard_notify() stored (NULL: no-op). */
+void gantry_http_guard_entry_answering(void *entry);
+void gantry_http_guard_entry_completed(void *entry);

@@ -4,7 +4,9 @@
  * (tls_front.c): it serves h2 itself and relays every other connection in
  * plaintext to libmicrohttpd, started without a listening socket, with
  * the client certificate's outcome handed over by descriptor. With
- * --insecure-http libmicrohttpd listens itself. Both transports answer
+ * --insecure-http libmicrohttpd listens itself, its connections limited in
+ * all, per source and in time by the HTTP guard (http_guard.h), as nobody
+ * is authenticated there. Both transports answer
  * through the router (sched_router.c); a bind runs on the bind queue's
  * workers (bind_queue.c) with its connection suspended, so the thread
  * that read it goes on serving filters. See extender_http.h.
@@ -24,6 +26,7 @@
 #include "client_auth.h"
 #include "extender_http.h"
 #include "http_body.h"
+#include "http_guard.h"
 #include "log.h"
 #include "metrics.h"
 #include "netaddr.h"
@@ -51,6 +54,7 @@ struct gantry_sched_server {
         struct MHD_Daemon *daemon;
         struct gantry_sched_router router;
         struct gantry_sched_tls_front *front; /* NULL: --insecure-http */
+        struct gantry_http_guard *guard;      /* --insecure-http's limits */
         char *tls_cert, *tls_key; /* PEM in memory; the key is never logged */
         char *client_ca;          /* PEM; NULL: plain HTTP, no caller checked */
         struct gantry_sched_client_cache *verified; /* the client chains that verified */
@@ -66,6 +70,7 @@ struct conn_state {
         double bind_start;
         bool has_answer;                 /* a bind's answer, waiting for the resumed handler */
         struct gantry_sched_reply answer;
+        void *guard_entry;               /* --insecure-http: the guard's (NULL: unguarded) */
 };
 
 static enum MHD_Result send_reply(struct MHD_Connection *conn, const struct gantry_sched_reply *r)
@@ -147,8 +152,12 @@ static void connection_notify(void *cls, struct MHD_Connection *conn, void **soc
                         if (s->front && !found && !cs->refused)
                                 cs->refused = strdup("no TLS session");
                 }
+                if (s->guard && cs) /* without cs: unguarded, MHD's timeout (its admission lapses) */
+                        gantry_http_guard_notify(s->guard, conn, &cs->guard_entry, code);
                 *socket_context = cs;
         } else if (cs) {
+                if (s->guard)
+                        gantry_http_guard_notify(s->guard, conn, &cs->guard_entry, code);
                 drop_answer(cs);
                 free(cs->refused);
                 free(cs);
@@ -185,12 +194,16 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
         if (s->router.check_clients)
                 refused = cs ? cs->refused : "out of memory";
         if (gantry_sched_route_head(&s->router, method, url, refused, &verb, &reply) ==
-            GANTRY_SCHED_ROUTE_REPLY)
+            GANTRY_SCHED_ROUTE_REPLY) {
+                gantry_http_guard_entry_answering(cs ? cs->guard_entry : NULL);
                 return send_reply(conn, &reply);
+        }
         r = gantry_http_body_feed(conn, con_cls, s->router.max_body, upload_data, upload_data_size,
                                   &got);
         if (r == GANTRY_HTTP_BODY_READING)
                 return MHD_YES;
+        /* the request is whole (or refused): no longer cut at its budget */
+        gantry_http_guard_entry_answering(cs ? cs->guard_entry : NULL);
         if (r == -ENOMEM)
                 return MHD_NO;
         if (r == -EFBIG) {
@@ -230,8 +243,12 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **con
                 MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 
         (void)cls;
-        if (info && info->socket_context)
-                drop_answer(info->socket_context);
+        if (info && info->socket_context) {
+                struct conn_state *cs = info->socket_context;
+
+                drop_answer(cs);
+                gantry_http_guard_entry_completed(cs->guard_entry); /* the next request's budget */
+        }
         gantry_http_body_completed(NULL, conn, con_cls, toe);
 }
 
@@ -288,20 +305,18 @@ static struct MHD_Daemon *start_http1(struct gantry_sched_server *s, unsigned in
 
 /*
  * The HTTP/1.1 server listening itself (--insecure-http): no client is
- * authenticated, so every connection meets the unauthenticated limits
- * libmicrohttpd has: in all, per address, and an idle timeout of the
- * handshake budget (a connection silent that long is closed).
+ * authenticated, so every connection meets the guard's limits (s->guard):
+ * in all (--max-unauthenticated), per address (--max-per-source), and a
+ * request whole within --handshake-timeout of accept or of the answer
+ * before (a byte a second or none: cut), refusals counted by reason.
+ * libmicrohttpd's own idle timeout stays as a backstop.
  */
 static struct MHD_Daemon *start_http1_listening(struct gantry_sched_server *s, unsigned int flags,
-                                                const struct sockaddr *addr, unsigned int threads,
-                                                const struct gantry_sched_server_options *o)
+                                                const struct sockaddr *addr, unsigned int threads)
 {
-        unsigned int idle_s = (unsigned int)(o->handshake_timeout_s + 0.999);
-
-        return MHD_start_daemon(flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, addr,
-                                MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-                                idle_s, MHD_OPTION_CONNECTION_LIMIT, o->max_unauthenticated,
-                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->max_per_source,
+        return MHD_start_daemon(flags, 0, gantry_http_guard_accept, s->guard, answer, s,
+                                MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_THREAD_POOL_SIZE, threads,
+                                MHD_OPTION_CONNECTION_TIMEOUT, TIMEOUT_S,
                                 MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)SOMAXCONN,
                                 MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
                                 MHD_OPTION_NOTIFY_CONNECTION, connection_notify, s, MHD_OPTION_END);
@@ -397,7 +412,17 @@ int gantry_sched_server_start(struct gantry_extender *ext,
                         goto fail;
                 }
         } else {
-                s->daemon = start_http1_listening(s, flags, (struct sockaddr *)&ss, threads, &o);
+                r = gantry_http_guard_new(&(struct gantry_http_guard_options){
+                                                  .max_connections = o.max_unauthenticated,
+                                                  .max_per_source = o.max_per_source,
+                                                  .request_budget_s = o.handshake_timeout_s,
+                                                  .metrics = opts->metrics, .port = "extender" },
+                                          &s->guard);
+                if (r < 0) {
+                        gantry_error_set(err, -r, "connection guard: %s", strerror(-r));
+                        goto fail;
+                }
+                s->daemon = start_http1_listening(s, flags, (struct sockaddr *)&ss, threads);
                 if (!s->daemon) {
                         r = gantry_error_set(err, EADDRNOTAVAIL,
                                              "--listen %s: cannot serve there (address in use?)",
@@ -415,6 +440,7 @@ fail:
         gantry_sched_bind_queue_stop(s->router.binds);
         if (s->daemon)
                 MHD_stop_daemon(s->daemon);
+        gantry_http_guard_free(s->guard);
         server_free(s);
         return r;
 }
@@ -431,6 +457,7 @@ void gantry_sched_server_stop(struct gantry_sched_server *s)
         gantry_sched_tls_front_stop_connections(s->front);
         /* closes the relays' plaintext ends: they end */
         MHD_stop_daemon(s->daemon);
+        gantry_http_guard_free(s->guard);
         gantry_sched_tls_front_free(s->front, STOP_GRACE_S);
         server_free(s);
 }

@@ -5,11 +5,15 @@ while the csi controller's stand-in (127.0.0.1, with the bearer token)
 calls an RPC on a new connection each time: every call is answered, a call
 without the token is still 401, and the refusals and evictions are counted
 on gantry_http_connections_refused_total. A slow sender (a byte a second)
-is cut at the request budget (10 s)."""
+is cut at the request budget (10 s), on the JSON-RPC port and on /metrics
+(the server gantry-csi's --metrics-addr runs too: common/metrics_server.c),
+while the controller's calls and the scrapes go on being answered."""
 import http.client
 import json
 import os
 import sys
+import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scheduler"))
@@ -91,11 +95,32 @@ class TargetHostileTest(unittest.TestCase):
         _, text = self.scrape()
         self.assertGreater(refused(text, "metrics", "per_source"), 0, text)
 
+    def cut_while_served(self, port, head, served):
+        """A byte a second of @head to @port from 127.0.0.4 while served()
+        is called every second: the seconds the sender stayed open."""
+        done = []
+        t = threading.Thread(target=lambda: done.append(slow_sender(port, "127.0.0.4", head,
+                                                                    max_seconds=40)))
+        t.start()
+        self.addCleanup(t.join, 45)
+        while t.is_alive():
+            served()
+            time.sleep(1)
+        self.assertIsNotNone(done[0], "a byte a second kept the connection open for 40 s")
+        return done[0]
+
     def test_slow_sender_is_cut(self):
         head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + b"{" * 100
-        open_s = slow_sender(self.t.port, "127.0.0.4", head, max_seconds=40)
-        self.assertIsNotNone(open_s, "a byte a second kept the connection open for 40 s")
-        self.assertEqual(self.rpc()[0], 200)
+        took = self.cut_while_served(self.t.port, head, lambda: self.assertEqual(self.rpc()[0], 200))
+        print("rpc: a byte a second cut after %.1f s" % took)
+        self.assertGreater(refused(self.scrape()[1], "rpc", "budget"), 0)
+
+    def test_metrics_slow_sender_is_cut(self):
+        head = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100
+        took = self.cut_while_served(self.t.metrics_port, head,
+                                     lambda: self.assertEqual(self.scrape()[0], 200))
+        print("metrics: a byte a second cut after %.1f s" % took)
+        self.assertGreater(refused(self.scrape()[1], "metrics", "budget"), 0)
 
 
 if __name__ == "__main__":

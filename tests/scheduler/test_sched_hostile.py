@@ -7,8 +7,10 @@ and from twenty, while a client with the right certificate calls filter on
 a new connection each time (a handshake each: the admission of a newcomer is
 what an attack jams) and kubelet's probe gets /healthz without a
 certificate: every call is answered, and the metrics say what was refused
-and cut and why. PlainHTTPTest: the same crowd from one address against
---insecure-http (libmicrohttpd's per-IP limit). A slow sender (a byte a second) is cut. The limits are set
+and cut and why; a slow sender (a byte a second) is cut. PlainHTTPTest: the same crowd from one address against
+--insecure-http (the HTTP guard's per-source limit, refusals counted), and a
+slow sender (a byte a second) is cut at the budget while filters and
+/metrics go on being answered. The limits are set
 low (--max-unauthenticated 64, --max-per-source 8) so that a few thousand
 connections fill them; the figures at full scale are bench/scheduler's
 bench_hostile.py.
@@ -28,6 +30,7 @@ import signal
 import socket
 import ssl
 import tempfile
+import threading
 import time
 import unittest
 
@@ -138,8 +141,27 @@ class HostileClientsTest(PKITestCase):
 
 class PlainHTTPTest(unittest.TestCase):
     """--insecure-http: libmicrohttpd's own listener, every connection
-    unauthenticated: the per-address limit keeps one address's crowd from
-    taking the port."""
+    unauthenticated and guarded (common/http_guard.c): the per-address
+    limit keeps one address's crowd from taking the port, and a request
+    must be whole within --handshake-timeout."""
+
+    def filter(self, s):
+        c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30,
+                                       source_address=("127.0.0.1", 0))
+        try:
+            c.request("POST", "/filter", body=fixture(FILTER),
+                      headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            self.assertEqual(r.status, 200)
+            self.assertIn(b'"NodeNames"', r.read())
+        finally:
+            c.close()
+
+    def refused(self, s, reason):
+        status, text = s.request("GET", "/metrics")
+        self.assertEqual(status, 200)
+        return metric_sum(text.decode(), "gantry_http_connections_refused_total",
+                          'port="extender",reason="%s"' % reason)
 
     def test_idle_crowd_from_one_address(self):
         s = Scheduler(*LIMITS).start()
@@ -147,18 +169,30 @@ class PlainHTTPTest(unittest.TestCase):
         crowd = Crowd(s.port, ["127.0.0.2"], min(2000, fd_budget() // 2), max_seconds=90).start()
         self.addCleanup(crowd.stop)
         self.assertTrue(crowd.filled.wait(60))
-        body = fixture(FILTER)
         for _ in range(CALLS):
-            c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30,
-                                           source_address=("127.0.0.1", 0))
-            try:
-                c.request("POST", "/filter", body=body, headers={"Content-Type": "application/json"})
-                r = c.getresponse()
-                self.assertEqual(r.status, 200)
-                self.assertIn(b'"NodeNames"', r.read())
-            finally:
-                c.close()
+            self.filter(s)
         crowd.stop()
+        self.assertGreater(self.refused(s, "per_source"), 0)
+
+    def test_slow_sender_is_cut(self):
+        s = Scheduler(*LIMITS).start()
+        self.addCleanup(lambda: self.assertEqual(s.stop(), 0))
+        head = b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + b"{" * 100
+        # a filter and a scrape answered while it trickles (a thread of its own)
+        done = []
+        t = threading.Thread(target=lambda: done.append(slow_sender(s.port, "127.0.0.4", head,
+                                                                    max_seconds=25)))
+        t.start()
+        self.addCleanup(t.join, 30)
+        for _ in range(3):
+            self.filter(s)
+            time.sleep(0.3)
+        t.join(30)
+        # the budget is --handshake-timeout 2 s: cut well before 25 s
+        self.assertIsNotNone(done[0], "a byte a second kept the connection open for 25 s")
+        print("plain HTTP: a byte a second cut after %.1f s" % done[0])
+        self.assertGreater(self.refused(s, "budget"), 0)
+        self.filter(s)
 
 
 def closed_port():
