@@ -13,13 +13,19 @@ handshake each: what a crowd jams). kubelet's probe (/healthz, no
 certificate, from 127.0.0.3) is called between them; every failure is
 counted.
 
+The same against --insecure-http (every connection unauthenticated, the
+HTTP guard's limits): 10,000 idle from one address, and a client opening
+a connection per call from its own.
+
 Then SIGTERM at 20 points of the start (API server unreachable, reachable,
 and slow: the FAKE API server holding the informers' list or the
 recovery's; a Lease held by another replica), each the seconds from the
-signal to the exit.
+signal to the exit; and gantry-csi's own 21 points
+(tests/conformance/test_stop_at_startup.py).
 
-FIGUREs: p99 under attack / quiet p99 per crowd and client (goal <= 2),
-failed calls (goal <= 0), the longest stop (seconds, goal <= 2).
+FIGUREs: p99 under attack / quiet p99 per crowd and client, each pair
+measured in the same run on the same server (goal <= 2), failed calls
+(goal <= 0), the longest stop of each binary (seconds, goal <= 2).
 GANTRY_SCHEDULER may name another binary (an older build: the figures
 before a change).
 """
@@ -82,9 +88,13 @@ class Client:
             self.conn = None
         return time.monotonic() - t0
 
+    def probe_connection(self):
+        """kubelet's: no client certificate, from an address of its own."""
+        return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=30, context=self.probe_ctx,
+                                           source_address=("127.0.0.3", 0))
+
     def probe(self):
-        c = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=30, context=self.probe_ctx,
-                                        source_address=("127.0.0.3", 0))
+        c = self.probe_connection()
         try:
             c.request("GET", "/healthz")
             if c.getresponse().status != 200:
@@ -133,6 +143,77 @@ def attack(pki, name, sources, per_source):
         s.stop()
 
 
+class PlainClient(Client):
+    """A client of --insecure-http: no TLS, a new connection per call."""
+
+    def __init__(self, port):
+        self.port, self.persistent = port, False
+        self.conn = None
+        self.body = sh.fixture(th.FILTER)
+        self.failed = 0
+
+    def _conn(self):
+        if self.conn:
+            self.conn.close()
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30,
+                                               source_address=("127.0.0.1", 0))
+        return self.conn
+
+    def probe_connection(self):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=30,
+                                          source_address=("127.0.0.3", 0))
+
+
+def attack_plain(per_source):
+    """--insecure-http: quiet, then 1 x @per_source idle from 127.0.0.2."""
+    s = sh.Scheduler().start()
+    try:
+        quiet = PlainClient(s.port)
+        q = quiet.run(QUIET_CALLS)
+        crowd = Crowd(s.port, ["127.0.0.2"], per_source, max_seconds=300).start()
+        try:
+            crowd.filled.wait(120)
+            loud = PlainClient(s.port)
+            a = loud.run(ATTACK_CALLS)
+        finally:
+            crowd.stop()
+        print("plain HTTP, new connection: 1 source x %d idle (%d connects, %d closed by the "
+              "server); filter p99 quiet %.2f ms, under attack %.2f ms; failed calls %d"
+              % (per_source, crowd.opened, crowd.closed_by_server, p99(q) * 1e3, p99(a) * 1e3,
+                 loud.failed + quiet.failed))
+        figure("sched_hostile_plain_one_address_new_p99_ratio", p99(a) / p99(q), "<=2",
+               "--insecure-http: filter p99 under 1 x %d idle connections / quiet p99 of the same "
+               "server, new connection" % per_source)
+        figure("sched_hostile_plain_one_address_new_failed", loud.failed + quiet.failed, "<=0",
+               "--insecure-http: filter and /healthz calls not answered 200")
+    finally:
+        s.stop()
+
+
+def csi_stops():
+    """gantry-csi's stop at 21 points of its start (the conformance test's)."""
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "conformance"))
+    import test_stop_at_startup as cs  # noqa: E402
+
+    class CsiStops(cs.StopAtStartupTest):
+        def runTest(self):
+            pass
+
+    t = CsiStops()
+    CsiStops.setUpClass()
+    try:
+        for name in ("test_unreachable_api_server", "test_reachable_api_server",
+                     "test_slow_api_server"):
+            getattr(t, name)()
+            t.doCleanups()
+    finally:
+        CsiStops.tearDownClass()
+    for what, took in sorted(cs.StopAtStartupTest.times.items()):
+        figure("csi_stop_at_startup_%s_max_s" % what, max(took), "<=2",
+               "gantry-csi: seconds from SIGTERM to exit, the longest of %d points of the start, "
+               "API server %s" % (len(took), what))
+
+
 class Stops(th.StopAtStartupTest):
     def runTest(self):
         pass
@@ -163,11 +244,14 @@ def main():
         attack(pki, "one_address", ["127.0.0.2"], one)
         each = min(1000, (budget - 100) // 20)
         attack(pki, "twenty_addresses", ["127.0.0.%d" % (10 + i) for i in range(20)], each)
+        attack_plain(one)
     finally:
         import shutil
         shutil.rmtree(pki, ignore_errors=True)
     if os.environ.get("GANTRY_FAKEAPI"):
         stops()
+    if os.environ.get("GANTRY_BUILD_DIR"):
+        csi_stops()
 
 
 if __name__ == "__main__":
