@@ -7,10 +7,18 @@ without the token is still 401, and the refusals and evictions are counted
 on gantry_http_connections_refused_total. A slow sender (a byte a second)
 is cut at the request budget (10 s), on the JSON-RPC port and on /metrics
 (the server gantry-csi's --metrics-addr runs too: common/metrics_server.c),
-while the controller's calls and the scrapes go on being answered."""
+while the controller's calls and the scrapes go on being answered.
+
+StopDuringCephConnectTest: a drain whose Ceph monitor never answers (a
+socket that listens and never accepts): SIGTERM while the drain worker
+connects, then at points of a restart's start (the drain resumed from the
+state file connects again), each time exit 0 within 2 s (librados waits
+15 s for the monitors; the connect is given up)."""
+import base64
 import http.client
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -121,6 +129,60 @@ class TargetHostileTest(unittest.TestCase):
                                      lambda: self.assertEqual(self.scrape()[0], 200))
         print("metrics: a byte a second cut after %.1f s" % took)
         self.assertGreater(refused(self.scrape()[1], "metrics", "budget"), 0)
+
+
+STOP_BOUND_S = 2.0
+
+
+class StopDuringCephConnectTest(unittest.TestCase):
+    def setUp(self):
+        self.hole = socket.socket()
+        self.hole.bind(("127.0.0.1", 0))
+        self.hole.listen(1)
+        self.addCleanup(self.hole.close)
+        self.t = Target(durable={"clusterID": "perf", "monitors": ["127.0.0.1:%d" % self.hole.getsockname()[1]],
+                                 "userID": "gantry-drain", "keyFile": "", "pool": "rbd"})
+        key = os.path.join(self.t.dir, "ceph.key")
+        with open(key, "w") as f:  # well-formed, accepted by no cluster
+            f.write(base64.b64encode(bytes([1, 0]) + bytes(8) + bytes([16, 0]) + os.urandom(16)).decode())
+        self.t.durable["keyFile"] = key
+        self.addCleanup(self.t.cleanup)
+
+    def stop_timed(self):
+        t0 = time.monotonic()
+        self.t.proc.terminate()
+        try:
+            rc = self.t.proc.wait(15)
+        except Exception:
+            rc = None
+        took = time.monotonic() - t0
+        self.t.logf.close()
+        if rc is None:
+            self.t.proc.kill()
+            self.t.proc.wait()
+        self.t.proc = None
+        return rc, took
+
+    def test_stop_gives_up_the_connect(self):
+        self.t.start()
+        self.t.call("bdev_lvol_create", lvol_name="vol", size_in_mib=4, lvs_name="gantry")
+        self.t.call("bdev_lvol_snapshot", lvol_name="gantry/vol", snapshot_name="snap")
+        self.t.call("bdev_lvol_start_drain", snapshot_name="gantry/snap")
+        time.sleep(0.5)  # the worker is in its connect (15 s of librados' own)
+        times = []
+        for delay in (None, 0.0, 0.05, 0.2, 0.6):
+            if delay is not None:
+                self.t.start()  # the drain, "running" in the state, resumes and connects again
+                time.sleep(delay)
+            rc, took = self.stop_timed()
+            times.append(took)
+            print("gantry-target: SIGTERM %s: exited in %.3f s (rc %s)"
+                  % ("while connecting" if delay is None else "%.2f s after listening" % delay, took, rc))
+            with open(self.t.log) as f:
+                self.assertEqual(rc, 0, f.read()[-3000:])
+            self.assertLess(took, STOP_BOUND_S)
+        with open(self.t.log) as f:
+            self.assertIn("target.drain_queued", f.read())
 
 
 if __name__ == "__main__":
