@@ -40,7 +40,8 @@ from fake_api_proc import start_fake  # noqa: E402
 
 DELAYS = (0.0, 0.005, 0.02, 0.05, 0.1, 0.25, 0.6)
 MODES = ("controller", "node", "all")
-STOP_BOUND_S = 2.0   # the promise: exit within 2 s of SIGTERM at any point
+# the promise: exit within 2 s of SIGTERM at any point (more under ASan: CMake says)
+STOP_BOUND_S = float(os.environ.get("GANTRY_STOP_BOUND_S", "2"))
 KILL_AFTER_S = 15.0  # a process past the bound is still reaped
 
 
