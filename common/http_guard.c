@@ -79,8 +79,10 @@ static void count(struct gantry_http_guard *g, const char *reason)
 }
 
 /* The connection this thread's accept policy admitted last, for the
- * announcement that follows on the same thread. */
-static __thread struct guarded_conn *admitted;
+ * announcement that follows on the same thread. initial-exec: this library
+ * is position-independent but only ever linked into executables, where the
+ * default model would make them need the dynamic loader's __tls_get_addr. */
+static __thread struct guarded_conn *admitted __attribute__((tls_model("initial-exec")));
 
 /* Unlinks @c (under g->lock). */
 static void unlink_conn(struct gantry_http_guard *g, struct guarded_conn *c)

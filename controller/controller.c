@@ -490,6 +490,7 @@ void gantry_controller_set_metrics(struct gantry_metrics *m)
 
 void gantry_controller_stop_now(void)
 {
+        gantry_kube_process_stop();
         gantry_ceph_stop_connects();
         gantry_target_calls_stop(true);
 }

@@ -47,8 +47,8 @@ void gantry_controller_shutdown(void);
 
 /*
  * The process is stopping (a signal; any thread, at any point of the start):
- * Ceph connects in progress and target calls in flight are given up, and new
- * ones fail at once, so gantry_controller_shutdown() joins its threads within
+ * API requests, Ceph connects in progress and target calls in flight are
+ * given up, and new ones fail at once, so gantry_controller_shutdown() joins its threads within
  * a second or two. Cleared by gantry_controller_shutdown().
  */
 void gantry_controller_stop_now(void);

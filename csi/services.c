@@ -7,7 +7,6 @@
 #include "services.h"
 
 #include "controller.h"
-#include "kube_process.h"
 #include "node.h"
 #include "node_registry.h"
 
@@ -37,7 +36,7 @@ int gantry_services_init(const struct gantry_config *config, const char *node_id
 
 void gantry_services_stop_now(bool controller)
 {
-        gantry_kube_process_stop();
+        gantry_node_stop_now();
         if (controller)
                 gantry_controller_stop_now();
 }

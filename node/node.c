@@ -186,6 +186,11 @@ void gantry_node_set_metrics(struct gantry_metrics *m)
         gantry_node_paths_set_metrics(m);
 }
 
+void gantry_node_stop_now(void)
+{
+        gantry_kube_process_stop();
+}
+
 void gantry_node_shutdown(void)
 {
         gantry_usage_service_stop();

@@ -41,4 +41,7 @@ struct gantry_metrics;
 void gantry_node_set_metrics(struct gantry_metrics *m);
 
 /* Releases what gantry_node_init() set up. */
+/* From the signal thread, at any point of start-up: the process's API
+ * requests in flight are aborted and later ones fail at once. */
+void gantry_node_stop_now(void);
 void gantry_node_shutdown(void);
