@@ -10,6 +10,14 @@
  * StorageClasses and the class in force) and written again; a cap whose
  * figures did not change is written unchanged. The caps are copied out of
  * the module first: gantry_qos_for_each() holds its lock during the walk.
+ *
+ * The informer's first list after a start delivers every PVC as ADDED: a
+ * class marked in force while the plugin was down (or while it rewrote one
+ * pod's cap of several when it crashed) is only in that list, and the
+ * records the reconcile re-applies hold the figures of before. So the first
+ * PVC listed in a namespace where this node holds caps computes them all
+ * again, once per namespace and start; later ADDED events (claims created
+ * since) cannot change a running pod's cap and are left alone.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,8 +30,13 @@
 #include "qos_follow.h"
 
 #define FOLLOW_MAX 256 /* caps rewritten for one PVC event; a node holds far fewer */
+#define CAUGHT_UP_MAX 64 /* namespaces remembered as caught up; past it, each ADDED recomputes */
 
 static struct gantry_kube_informer *informer;
+
+/* The namespaces whose caps were computed again since the start (informer thread only). */
+static char caught_up[CAUGHT_UP_MAX][GANTRY_QOS_NAME_MAX + 1];
+static size_t n_caught_up;
 
 /* One cap to compute again: the identity gantry_qos_api_apply() needs. */
 struct follow_cap {
@@ -69,6 +82,14 @@ static int collect(const struct gantry_qos_entry *e, void *userdata)
         return 0;
 }
 
+static bool is_caught_up(const char *ns)
+{
+        for (size_t i = 0; i < n_caught_up; i++)
+                if (!strcmp(caught_up[i], ns))
+                        return true;
+        return false;
+}
+
 static void on_pvc(void *ctx, enum gantry_kube_kind kind, enum gantry_kube_event event,
                    const json_t *obj)
 {
@@ -77,12 +98,17 @@ static void on_pvc(void *ctx, enum gantry_kube_kind kind, enum gantry_kube_event
         struct follow_walk w = { .namespace = ns };
 
         (void)kind;
-        if (event != GANTRY_KUBE_MODIFIED || !ns)
+        if (!ns || (event != GANTRY_KUBE_MODIFIED && event != GANTRY_KUBE_ADDED))
+                return;
+        if (event == GANTRY_KUBE_ADDED && is_caught_up(ns))
                 return;
         w.caps = calloc(FOLLOW_MAX, sizeof(*w.caps));
         if (!w.caps)
                 return;
         gantry_qos_for_each(collect, &w);
+        /* a namespace without caps here needs no catching up: a publish reads the API afresh */
+        if (event == GANTRY_KUBE_ADDED && w.n > 0 && n_caught_up < CAUGHT_UP_MAX)
+                copy_str(caught_up[n_caught_up++], sizeof(caught_up[0]), ns);
         for (size_t i = 0; i < w.n; i++) {
                 struct follow_cap *c = &w.caps[i];
                 struct gantry_qos_request who = {
@@ -107,6 +133,7 @@ int gantry_qos_follow_start(struct gantry_kube_client *kube, struct gantry_error
 {
         if (informer || !kube)
                 return 0;
+        n_caught_up = 0;
         return gantry_kube_informer_start(kube, GANTRY_KUBE_PVC, NULL, on_pvc, kube, &informer, err);
 }
 

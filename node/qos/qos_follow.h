@@ -3,8 +3,11 @@
  * changes (external-resizer marks a new VolumeAttributesClass in force once
  * ControllerModifyVolume succeeded), every cap this node holds for a pod in
  * that PVC's namespace is computed again through the API and rewritten in
- * the pod's io.max, without any re-publish. The periodic reconcile stays
- * the backstop for what a watch misses (the informer re-lists after a gap).
+ * the pod's io.max, without any re-publish. What a watch misses comes in
+ * the informer's lists: a re-list after a gap gives the changed PVCs as
+ * MODIFIED, and the first list after a start catches up every namespace
+ * where this node holds caps (a class marked in force while the plugin was
+ * down). The periodic reconcile only re-applies the recorded figures.
  */
 #pragma once
 

@@ -142,23 +142,30 @@ class NodeQosApiTest(unittest.TestCase):
             time.sleep(0.05)
         return self.iomax()
 
+    CLAIM = {"metadata": {"name": "data", "namespace": "ml"},
+             "spec": {"storageClassName": "fast", "volumeName": "pv-q"}}
+
+    def publish_with_a_class_at_hand(self, target, vac, read_iops):
+        """Makes VolumeAttributesClass @vac (policy cap, @read_iops read IOs/s)
+        and publishes @target to pod p under its StorageClass alone; returns
+        the claim as it is once @vac is marked in force."""
+        self.assertEqual(self.api.post("/fake/objects/volumeattributesclasses", {
+            "metadata": {"name": vac}, "driverName": "csi.gantry.io",
+            "parameters": {"bandwidthPolicy": "cap", "bandwidthReadIOPS": str(read_iops)}}), 200)
+        self.publish(target, "p", UID)
+        self.assertEqual(self.iomax(), "%s rbps=1500000000 wbps=max riops=7500 wiops=max"
+                         % self.majmin)
+        return dict(self.CLAIM, spec=dict(self.CLAIM["spec"], volumeAttributesClassName=vac),
+                    status={"currentVolumeAttributesClassName": vac})
+
     def test_1b_class_changed_live_rewrites_iomax(self):
         """A VolumeAttributesClass marked in force on the PVC (as external-resizer
         does once ControllerModifyVolume succeeded) reaches the running pod's
         io.max through the node's PVC watch: no re-publish, well before the
         reconcile (its period here is the default 60 s)."""
         target = os.path.join(self.dir, "pods", "p1b", "mount")
-        pvc = {"metadata": {"name": "data", "namespace": "ml"},
-               "spec": {"storageClassName": "fast", "volumeName": "pv-q"}}
-        self.assertEqual(self.api.post("/fake/objects/volumeattributesclasses", {
-            "metadata": {"name": "slow"}, "driverName": "csi.gantry.io",
-            "parameters": {"bandwidthPolicy": "cap", "bandwidthReadIOPS": "800"}}), 200)
-        self.publish(target, "p", UID)
         try:
-            self.assertEqual(self.iomax(), "%s rbps=1500000000 wbps=max riops=7500 wiops=max"
-                             % self.majmin)
-            live = dict(pvc, spec=dict(pvc["spec"], volumeAttributesClassName="slow"),
-                        status={"currentVolumeAttributesClassName": "slow"})
+            live = self.publish_with_a_class_at_hand(target, "slow", 800)
             self.assertEqual(self.api.post("/fake/objects/persistentvolumeclaims", live), 200)
             # the class's policy (cap: no burst factor) and IOPS, the pod's declared 8 Gbps
             self.assertEqual(self.wait_iomax("%s rbps=1000000000 wbps=max riops=800 wiops=max"
@@ -167,7 +174,26 @@ class NodeQosApiTest(unittest.TestCase):
             self.assertIn("/apis/storage.k8s.io/v1/volumeattributesclasses/slow",
                           {r["path"] for r in self.api.get("/fake/requests") if r["method"] == "GET"})
         finally:
-            self.assertEqual(self.api.post("/fake/objects/persistentvolumeclaims", pvc), 200)
+            self.assertEqual(self.api.post("/fake/objects/persistentvolumeclaims", self.CLAIM),
+                             200)
+            self.unpublish(target)
+
+    def test_1c_class_marked_while_the_node_was_down(self):
+        """A class marked in force while the plugin was down (or crashed
+        between two pods' rewrites) reaches the running pod when the plugin
+        starts again: its records hold the figures of before, which the
+        reconcile re-applies; the PVC watch's first list catches them up."""
+        target = os.path.join(self.dir, "pods", "p1c", "mount")
+        try:
+            live = self.publish_with_a_class_at_hand(target, "slower", 600)
+            self.assertEqual(self.plugin.stop(), 0)
+            self.assertEqual(self.api.post("/fake/objects/persistentvolumeclaims", live), 200)
+            self.plugin.start()
+            want = "%s rbps=1000000000 wbps=max riops=600 wiops=max" % self.majmin
+            self.assertEqual(self.wait_iomax(want), want)
+        finally:
+            self.assertEqual(self.api.post("/fake/objects/persistentvolumeclaims", self.CLAIM),
+                             200)
             self.unpublish(target)
 
     def test_2_no_pod_info_no_cap(self):
