@@ -14,6 +14,9 @@ tests/fakeapi (a real kube-apiserver does not fit in this VM); everything
 else -- io.max, blk-throttle, krbd -- is the kernel's. After the pods read,
 `gantryctl usage` reads the plugin's /metrics as a user would and must show
 the pods' jobs (the key the scheduler gangs them by) with their figures.
+Then the claim two of the pods share is given another VolumeAttributesClass
+while they read, as external-resizer marks it after ControllerModifyVolume:
+both pods' io.max and read rates follow, down and back up, with no restart.
 """
 import json
 import os
@@ -22,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -48,6 +52,11 @@ READ_SECONDS = 12.0  # > the usage window (10 s, its minimum): gantryctl sees a 
 # name -> the pod's labels: its job as gantry-scheduler gangs it
 JOBS = {"a": {"gantry.io/job": "llama"}, "b": {"gantry.io/job": "llama"},
         "c": {"jobset.sigs.k8s.io/jobset-name": "eval"}, "d": {}}
+# name -> its GPUs: a and b declare no rate, they get the class's per-GPU
+# figure for each (b twice a's); c and d declare theirs in an annotation
+GPUS = {"a": 1, "b": 2}
+# name -> the claim its volume is: a and b, one job, share one ROX claim
+CLAIMS = {"a": "data-llama", "b": "data-llama", "c": "data-c", "d": "data-d"}
 
 
 def read_share(name):
@@ -101,6 +110,73 @@ def rate_in(cgroup_dir, path, seconds, write=False):
                          capture_output=True, text=True, check=True, timeout=seconds + 60).stdout
     m = re.search(r"bytes=(\d+) seconds=([\d.]+)", out)
     return int(m.group(1)) / float(m.group(2))
+
+
+def gbps(bytes_per_s):
+    return "%g" % (bytes_per_s * 8 / 1e9)
+
+
+class FollowedReader:
+    """qos_reader.py in progress mode in a container cgroup: one process, one
+    open of the device, reading flat out until stop(); its progress lines give
+    its rate over any recent window, on the guest's CLOCK_MONOTONIC (the
+    test's time.monotonic())."""
+
+    def __init__(self, cgroup_dir, path, threads=4, max_seconds=300):
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "qos_reader.py"), cgroup_dir, path,
+             str(max_seconds), "read", str(threads), "progress"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.samples = []  # (monotonic, bytes so far)
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._follow, daemon=True)
+        self.thread.start()
+
+    def _follow(self):
+        for ln in self.proc.stdout:
+            m = re.match(r"at=([\d.]+) total=(\d+)", ln)  # the last line: its totals
+            if m:
+                with self.lock:
+                    self.samples.append((float(m.group(1)), int(m.group(2))))
+
+    def windows(self, window, since=0.0, until=float("inf")):
+        """(bytes/s, end) of each window of @window seconds of progress seen
+        between @since and @until, in order of their ends."""
+        with self.lock:
+            s = [x for x in self.samples if since <= x[0] <= until]
+        j = 0
+        for end in s:
+            while j + 1 < len(s) and s[j + 1][0] <= end[0] - window:
+                j += 1
+            if end[0] - s[j][0] >= window:
+                yield (end[1] - s[j][1]) / (end[0] - s[j][0]), end[0]
+
+    def first_near(self, cap, since, window):
+        """The first window of @window seconds of progress, all of it after
+        @since, whose rate is within 10 % of @cap: (its bytes/s, its end), or
+        None as yet; and the rate of the last window seen (None: none yet)."""
+        last = None
+        for rate, end in self.windows(window, since):
+            last = rate
+            if abs(rate / cap - 1) < 0.10:
+                return (rate, end), rate
+        return None, last
+
+    def rate_until(self, until, window):
+        """Bytes/s over the last window of @window seconds before @until."""
+        return list(self.windows(window, until=until))[-1][0]
+
+    def stop(self):
+        """Closes its stdin (it stops), reaps it; its exit status."""
+        if self.proc.stdin and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        try:
+            rc = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()  # our own child
+            rc = self.proc.wait(timeout=30)
+        self.thread.join(timeout=30)
+        return rc
 
 
 def wait_for(what, pred, timeout=30.0):
@@ -229,30 +305,33 @@ class QosTest(unittest.TestCase):
     @classmethod
     def seed(cls):
         """The classes, PVs, PVCs and pods the node reads through the API."""
-        gbps = {cls.cap1: "%g" % (cls.cap1 * 8 / 1e9), cls.cap2: "%g" % (cls.cap2 * 8 / 1e9)}
         objs = [("storageclasses", {"metadata": {"name": "bw-cap"}, "provisioner": "csi.gantry.io",
-                                    "parameters": {"tier": "dataset", "clusterID": "test"}}),
+                                    "parameters": {"tier": "dataset", "clusterID": "test",
+                                                   "gantry.io/read-gbps-per-gpu": gbps(cls.cap1)}}),
                 ("storageclasses", {"metadata": {"name": "bw-none"},
                                     "provisioner": "csi.gantry.io",
                                     "parameters": {"tier": "dataset", "clusterID": "test",
                                                    "bandwidthPolicy": "none"}})]
-        for name, (pod_uid, _, _, sc) in PODS.items():
-            rate = cls.cap2 if name == "b" else cls.cap1
+        for claim, sc in {CLAIMS[n]: PODS[n][3] for n in PODS}.items():
             objs += [
-                ("persistentvolumes", {"metadata": {"name": "pv-" + name}, "spec": {
+                ("persistentvolumes", {"metadata": {"name": "pv-" + claim}, "spec": {
                     "storageClassName": sc, "csi": {
                         "driver": "csi.gantry.io", "volumeHandle": VOL,
                         "volumeAttributes": {"tier": "dataset", "clusterID": "test"}}}}),
-                ("persistentvolumeclaims", {"metadata": {"name": "data-" + name, "namespace": "ml"},
+                ("persistentvolumeclaims", {"metadata": {"name": claim, "namespace": "ml"},
                                             "spec": {"storageClassName": sc,
-                                                     "volumeName": "pv-" + name}}),
-                ("pods", {"metadata": {"name": name, "namespace": "ml", "uid": pod_uid,
-                                       "labels": JOBS[name],
-                                       "annotations": {"gantry.io/dataset-read-gbps": gbps[rate]}},
-                          "spec": {"nodeName": "vm-node", "containers": [{"name": "train"}],
-                                   "volumes": [{"name": "data", "persistentVolumeClaim":
-                                                {"claimName": "data-" + name}}]}}),
-            ]
+                                                     "volumeName": "pv-" + claim}})]
+        for name, (pod_uid, _, _, _) in PODS.items():
+            train = {"name": "train"}
+            meta = {"name": name, "namespace": "ml", "uid": pod_uid, "labels": JOBS[name]}
+            if name in GPUS:
+                train["resources"] = {"requests": {"nvidia.com/gpu": str(GPUS[name])}}
+            else:
+                meta["annotations"] = {"gantry.io/dataset-read-gbps": gbps(cls.cap1)}
+            objs.append(("pods", {"metadata": meta, "spec": {
+                "nodeName": "vm-node", "containers": [train],
+                "volumes": [{"name": "data", "persistentVolumeClaim":
+                             {"claimName": CLAIMS[name]}}]}}))
         for res, obj in objs:
             assert cls.api.post("/fake/objects/" + res, obj) == 200
 
@@ -354,6 +433,107 @@ class QosTest(unittest.TestCase):
         self.call("NodeUnpublishVolume", volume_id=VOL, target_path=target("b"))
         self.assertIsNone(self.line("b"))
         self.assertEqual(len(self.records()), 1)
+
+    # ---- a class changed live (runs after the scenario above: a, b unpublished) ----
+
+    def reader_identity(self, name, reader):
+        """What a restart would change: the reader's PID, start time and open
+        descriptors of the device, its container's cgroup and the pod's."""
+        pid = reader.proc.pid
+        pod_cg = os.path.join(CG, PODS[name][1])
+        ctr = os.path.join(pod_cg, PODS[name][2])
+        with open(os.path.join(ctr, "cgroup.procs")) as f:
+            self.assertIn(str(pid), f.read().split())
+        with open("/proc/%d/stat" % pid) as f:
+            started = f.read().rsplit(")", 1)[1].split()[19]
+        fds = sorted(fd for fd in os.listdir("/proc/%d/fd" % pid)
+                     if os.readlink("/proc/%d/fd/%s" % (pid, fd)) == target(name))
+        self.assertEqual(len(fds), 1)
+        return pid, started, fds, os.stat(pod_cg).st_ino, os.stat(ctr).st_ino
+
+    @staticmethod
+    def wait_rate(reader, cap, since, window):
+        """Waits (bounded) until @reader read at @cap within 10 % over
+        @window seconds, all after @since; returns (rate, the window's end)."""
+        got = [None, None]
+
+        def near():
+            got[:] = reader.first_near(cap, since, window)
+            return got[0]
+        try:
+            return wait_for("a rate within 10 %% of %d B/s" % cap, near, window + 30)
+        except AssertionError as e:
+            raise AssertionError("%s (last window: %s B/s)" % (e, got[1]))
+
+    def test_class_changed_live_while_reading(self):
+        """The claim a and b share gets another VolumeAttributesClass while
+        they read it flat out, marked in force on the PVC as external-resizer
+        does once ControllerModifyVolume succeeded: the node's PVC watch
+        rewrites both pods' io.max and their reads follow, down and then back
+        up, in the same reader processes and cgroups, the device never reopened."""
+        for name in ("a", "b"):
+            self.publish(name)
+        base = {"a": self.cap1, "b": self.cap2}
+        for name in base:
+            self.assertEqual(self.line(name), self.want(base[name]))
+        # a VolumeAttributesClass is immutable: a new figure is a new class
+        for vac, per_gpu in (("llama-half", self.cap1 // 2), ("llama-full", self.cap1)):
+            self.assertEqual(self.api.post("/fake/objects/volumeattributesclasses", {
+                "metadata": {"name": vac}, "driverName": "csi.gantry.io",
+                "parameters": {"gantry.io/read-gbps-per-gpu": gbps(per_gpu)}}), 200)
+        # 32 of the followed reader's 64 KiB requests at the lowest rate a
+        # window sees: one request more or less is 3 %
+        window = max(3.0, 32 * (64 << 10) / (self.cap1 / 2))
+        readers = {}
+        try:
+            for name in base:
+                readers[name] = FollowedReader(os.path.join(CG, PODS[name][1], PODS[name][2]),
+                                               target(name))
+            since = time.monotonic()
+            for n in base:
+                self.wait_rate(readers[n], base[n], since, window)
+            ident = {n: self.reader_identity(n, readers[n]) for n in base}
+            step("live class: readers at their caps")
+            spec = {"storageClassName": "bw-cap", "volumeName": "pv-data-llama"}
+            figures = []
+            for vac, factor in (("llama-half", 0.5), ("llama-full", 1.0)):
+                want = {n: int(base[n] * factor) for n in base}
+                pvc = {"metadata": {"name": "data-llama", "namespace": "ml"},
+                       "spec": dict(spec, volumeAttributesClassName=vac)}
+                # the user's change, and the resizer's mark while it calls the driver
+                self.assertEqual(self.api.post("/fake/objects/persistentvolumeclaims", dict(
+                    pvc, status={"modifyVolumeStatus": {"targetVolumeAttributesClassName": vac,
+                                                        "status": "InProgress"}})), 200)
+                changed = time.monotonic()  # ControllerModifyVolume succeeded: in force
+                before = {n: readers[n].rate_until(changed, window) for n in base}
+                self.assertEqual(self.api.post("/fake/objects/persistentvolumeclaims", dict(
+                    pvc, status={"currentVolumeAttributesClassName": vac})), 200)
+                at_iomax = {}  # pod -> when its io.max was first seen rewritten
+
+                def rewritten():
+                    for n in base:
+                        if n not in at_iomax and self.line(n) == self.want(want[n]):
+                            at_iomax[n] = time.monotonic()
+                    return len(at_iomax) == len(base)
+                try:
+                    wait_for("a's and b's io.max under " + vac, rewritten, 30)
+                except AssertionError as e:
+                    raise AssertionError("%s: a %s, b %s" % (e, self.line("a"), self.line("b")))
+                for n in base:
+                    rate, at = self.wait_rate(readers[n], want[n], at_iomax[n], window)
+                    self.assertIsNone(readers[n].proc.poll())
+                    figures.append((vac, n, before[n], want[n], rate, at_iomax[n] - changed,
+                                    at - changed))
+                step("live class: %s followed" % vac)
+            for n in base:
+                self.assertEqual(self.reader_identity(n, readers[n]), ident[n])
+        finally:
+            rcs = {n: r.stop() for n, r in readers.items()}
+        self.assertEqual(rcs, {"a": 0, "b": 0})
+        for vac, n, was, cap, rate, t_iomax, t_rate in figures:
+            print("live class: %s %s: %.0f B/s before; io.max %.2f s after the PVC, rate within"
+                  " 10 %% %.2f s after (window %.1f s): %.0f B/s, cap %d (x%.3f)"
+                  % (vac, n, was, t_iomax, t_rate, window, rate, cap, rate / cap))
 
 
 class CheckpointQosTest(unittest.TestCase):
