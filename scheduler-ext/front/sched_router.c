@@ -93,8 +93,8 @@ int gantry_sched_route_head(struct gantry_sched_router *r, const char *method, c
         slash = strrchr(path, '/');
         if (gantry_extender_verb_parse(slash ? slash + 1 : path, ret_verb) < 0) {
                 set_reply(ret_reply, 404, "application/json",
-                          "{\"Error\":\"no such verb: POST to .../filter, .../prioritize "
-                          "or .../bind\"}", false);
+                          "{\"Error\":\"no such verb: POST to .../filter, .../prioritize, "
+                          ".../bind or .../modify\"}", false);
                 return GANTRY_SCHED_ROUTE_REPLY;
         }
         return GANTRY_SCHED_ROUTE_BODY;

@@ -15,7 +15,18 @@
 struct gantry_sched_cache {
         pthread_mutex_t lock;                       /* guards objs */
         struct strmap *objs[GANTRY_OBJ_KIND_COUNT]; /* key -> json_t * (owned) */
+        struct gantry_pending_classes *pending;     /* borrowed; may be NULL */
 };
+
+void gantry_sched_cache_set_pending(struct gantry_sched_cache *c, struct gantry_pending_classes *p)
+{
+        c->pending = p;
+}
+
+struct gantry_pending_classes *gantry_sched_cache_pending(struct gantry_sched_cache *c)
+{
+        return c ? c->pending : NULL;
+}
 
 static const char *const kind_names[GANTRY_OBJ_KIND_COUNT] = {
         [GANTRY_OBJ_NODE] = "Node",

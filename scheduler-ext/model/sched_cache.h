@@ -54,3 +54,10 @@ int gantry_sched_cache_apply(struct gantry_sched_cache *c, enum gantry_obj_kind 
  */
 json_t *gantry_sched_cache_get(struct gantry_sched_cache *c, enum gantry_obj_kind kind,
                                const char *namespace, const char *name);
+
+struct gantry_pending_classes;
+/* The bandwidth changes admitted but not yet in force (pending_class.h) that
+ * demands computed from this cache count (borrowed; NULL: none). Set before
+ * the informers start. */
+void gantry_sched_cache_set_pending(struct gantry_sched_cache *c, struct gantry_pending_classes *p);
+struct gantry_pending_classes *gantry_sched_cache_pending(struct gantry_sched_cache *c);

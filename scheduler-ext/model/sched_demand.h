@@ -17,7 +17,9 @@
  *             then replaces the job key, so the ledger groups members by it
  *
  * An annotation with no Gantry volume of its tier makes one flow with no
- * backend (NIC and leaf uplink only).
+ * backend (NIC and leaf uplink only). A volume with a bandwidth change
+ * admitted and not yet in force (pending_class.h) counts at the admitted
+ * rate.
  */
 #pragma once
 
@@ -45,6 +47,8 @@ struct gantry_sched_demand {
         char name[2 * GANTRY_PLACEMENT_NAME_MAX + 2];  /* namespace/name */
         char job[2 * GANTRY_PLACEMENT_NAME_MAX + 34];   /* namespace/Kind/name */
         char backend[GANTRY_PLACEMENT_MAX_FLOWS][GANTRY_PLACEMENT_NAME_MAX + 1];
+        /* the PV volumeHandle each flow serves; "" for a flow of no volume */
+        char volume_handle[GANTRY_PLACEMENT_MAX_FLOWS][GANTRY_BW_NAME_MAX + 1];
         int gang_size;     /* members of its gang; 0: not in a gang */
         bool gang_spread;  /* gantry.io/gang-spread: may span spines */
 };
@@ -57,3 +61,15 @@ struct gantry_sched_demand {
  */
 int gantry_sched_demand_from_pod(struct gantry_sched_cache *cache, const json_t *pod,
                                  struct gantry_sched_demand *ret_demand, struct gantry_error *err);
+/* Whether @d has a flow of the volume with PV volumeHandle @handle. */
+bool gantry_sched_demand_uses(const struct gantry_sched_demand *d, const char *handle);
+
+/*
+ * The same with volume @handle's VolumeAttributesClass parameters taken as
+ * @parameters (an object of strings), as if that change were in force: what
+ * the pod would take after a live change. @handle NULL: the demand now
+ * (changes admitted but not yet in force count as in force: pending_class.h).
+ */
+int gantry_sched_demand_whatif(struct gantry_sched_cache *cache, const char *handle,
+                               const json_t *parameters, const json_t *pod,
+                               struct gantry_sched_demand *ret_demand, struct gantry_error *err);

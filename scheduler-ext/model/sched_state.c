@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "gang.h"
+#include "pending_class.h"
 #include "sched_demand.h"
 #include "sched_state.h"
 #include "strmap.h"
@@ -44,6 +45,10 @@ struct gantry_sched_state {
         pthread_mutex_t waiting_lock;
         struct gantry_gangs *gangs; /* borrowed; may be NULL */
         struct gantry_sched_backends *backends; /* borrowed; may be NULL */
+        /* bound pods with a PVC the watch showed: uid -> pod, so that a
+         * volume's live bandwidth change finds the pods it applies to */
+        json_t *bound_pods;
+        struct gantry_pending_classes *pending; /* changes admitted, not yet in force */
 };
 
 void gantry_sched_state_set_backends(struct gantry_sched_state *st, struct gantry_sched_backends *b)
@@ -76,10 +81,14 @@ int gantry_sched_state_new(struct gantry_cluster *cluster, struct gantry_sched_s
         r |= strmap_new(&st->deleted_pods);
         r |= strmap_new(&st->waiting_pods);
         r |= gantry_sched_cache_new(&st->cache);
+        r |= gantry_pending_classes_new(&st->pending);
+        if (!r && !(st->bound_pods = json_object()))
+                r = -ENOMEM;
         if (r) {
                 gantry_sched_state_free(st);
                 return -ENOMEM;
         }
+        gantry_sched_cache_set_pending(st->cache, st->pending);
         *ret_state = st;
         return 0;
 }
@@ -94,6 +103,8 @@ void gantry_sched_state_free(struct gantry_sched_state *st)
         if (!st)
                 return;
         gantry_sched_cache_free(st->cache);
+        gantry_pending_classes_free(st->pending);
+        json_decref(st->bound_pods);
         strmap_free_with(st->remembered_pods, value_decref);
         strmap_free(st->deleted_pods);
         for (size_t i = 0; i < DELETED_PODS_MAX; i++)
@@ -352,6 +363,31 @@ static bool pod_finished(const json_t *pod)
         return phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
 }
 
+/* Whether @pod mounts a PersistentVolumeClaim (of any driver). */
+static bool has_claim(const json_t *pod)
+{
+        const json_t *vols = json_object_get(json_object_get(pod, "spec"), "volumes"), *v;
+        size_t i;
+
+        json_array_foreach(vols, i, v)
+                if (json_object_get(v, "persistentVolumeClaim"))
+                        return true;
+        return false;
+}
+
+/* Keeps (@pod with a claim) or forgets (NULL, or no claim) bound pod @uid. */
+static void set_bound_pod(struct gantry_sched_state *st, const char *uid, const json_t *pod)
+{
+        json_t *copy = pod && has_claim(pod) ? json_deep_copy(pod) : NULL;
+
+        pthread_mutex_lock(&st->lock);
+        if (copy)
+                json_object_set_new(st->bound_pods, uid, copy);
+        else
+                json_object_del(st->bound_pods, uid);
+        pthread_mutex_unlock(&st->lock);
+}
+
 static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *obj,
                      struct gantry_error *err)
 {
@@ -363,6 +399,7 @@ static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *
         if (!uid || !*uid)
                 return gantry_error_set(err, EINVAL, "Pod: metadata.uid: must be a non-empty string");
         if (deleted || pod_finished(obj)) {
+                set_bound_pod(st, uid, NULL);
                 pthread_mutex_lock(&st->waiting_lock);
                 if (node && *node)
                         set_waiting_pod(st, node, uid, NULL);
@@ -384,6 +421,7 @@ static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *
         if ((r = gantry_sched_demand_from_pod(st->cache, obj, &d, err)) < 0)
                 return r;
         r = gantry_cluster_record(st->cluster, &d.d, node, err);
+        set_bound_pod(st, uid, obj);
         if (r == 0 && st->gangs)
                 gantry_gangs_pod_bound(st->gangs,
                                        d.gang_size > 1 && d.d.job
@@ -402,6 +440,49 @@ static int apply_pod(struct gantry_sched_state *st, bool deleted, const json_t *
         return 0;
 }
 
+/* The class external-resizer marks in force on @pvc ("" none). */
+static const char *class_in_force(const json_t *pvc)
+{
+        const char *v = json_string_value(
+                json_object_get(json_object_get(pvc, "status"), "currentVolumeAttributesClassName"));
+
+        return v ? v : "";
+}
+
+/*
+ * A PVC: kept in the cache; when its class in force changed, a change
+ * admitted for its volume has taken effect (or been replaced): the pending
+ * entry goes and the bound pods using the volume are charged what the
+ * class in force now says (a decrease frees capacity here).
+ */
+static int apply_claim(struct gantry_sched_state *st, bool deleted, const json_t *obj,
+                       struct gantry_error *err)
+{
+        const json_t *md = json_object_get(obj, "metadata");
+        json_t *old = gantry_sched_cache_get(st->cache, GANTRY_OBJ_PVC,
+                                             json_string_value(json_object_get(md, "namespace")),
+                                             json_string_value(json_object_get(md, "name")));
+        const char *pv_name = json_string_value(json_object_get(json_object_get(obj, "spec"), "volumeName"));
+        bool changed = !deleted && old && strcmp(class_in_force(old), class_in_force(obj)) != 0;
+        json_t *pv = NULL;
+        const char *handle;
+        int r;
+
+        json_decref(old);
+        if ((r = gantry_sched_cache_apply(st->cache, GANTRY_OBJ_PVC, deleted, obj, err)) < 0 || !changed)
+                return r;
+        if (pv_name && *pv_name)
+                pv = gantry_sched_cache_get(st->cache, GANTRY_OBJ_PV, NULL, pv_name);
+        handle = json_string_value(json_object_get(json_object_get(json_object_get(pv, "spec"), "csi"),
+                                                   "volumeHandle"));
+        if (handle && *handle) {
+                gantry_pending_classes_settle(st->pending, handle, class_in_force(obj));
+                gantry_sched_state_rerecord_volume(st, handle);
+        }
+        json_decref(pv);
+        return 0;
+}
+
 int gantry_sched_state_apply(struct gantry_sched_state *st, enum gantry_obj_kind kind,
                              bool deleted, const json_t *obj, struct gantry_error *err)
 {
@@ -413,6 +494,7 @@ int gantry_sched_state_apply(struct gantry_sched_state *st, enum gantry_obj_kind
         case GANTRY_OBJ_POD:
                 return apply_pod(st, deleted, obj, err);
         case GANTRY_OBJ_PVC:
+                return apply_claim(st, deleted, obj, err);
         case GANTRY_OBJ_PV:
         case GANTRY_OBJ_STORAGE_CLASS:
         case GANTRY_OBJ_JOB:
@@ -546,4 +628,66 @@ int gantry_sched_state_load_file(struct gantry_sched_state *st, const char *path
 out:
         json_decref(root);
         return r;
+}
+
+struct gantry_pending_classes *gantry_sched_state_pending(struct gantry_sched_state *st)
+{
+        return st->pending;
+}
+
+json_t *gantry_sched_state_pods_of_volume(struct gantry_sched_state *st, const char *handle)
+{
+        json_t *pods, *out = json_array(), *pod;
+        struct gantry_error err;
+        const char *uid;
+
+        pthread_mutex_lock(&st->lock);
+        pods = json_copy(st->bound_pods); /* the pods are shared, never changed in place */
+        pthread_mutex_unlock(&st->lock);
+        if (!pods || !out) {
+                json_decref(pods);
+                json_decref(out);
+                return NULL;
+        }
+        json_object_foreach(pods, uid, pod) {
+                struct gantry_sched_demand d;
+
+                /* the volume's handle is in its demand: the one resolution of pod -> PVC -> PV */
+                if (gantry_sched_demand_from_pod(st->cache, pod, &d, &err) < 0)
+                        continue;
+                if (gantry_sched_demand_uses(&d, handle))
+                        json_array_append(out, pod);
+        }
+        json_decref(pods);
+        return out;
+}
+
+size_t gantry_sched_state_rerecord_volume(struct gantry_sched_state *st, const char *handle)
+{
+        json_t *pods = gantry_sched_state_pods_of_volume(st, handle), *pod;
+        struct gantry_sched_demand d;
+        struct gantry_error err;
+        size_t i, n = 0;
+
+        json_array_foreach(pods, i, pod) {
+                const char *node = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+
+                if (gantry_sched_demand_from_pod(st->cache, pod, &d, &err) == 0 && node &&
+                    gantry_cluster_record(st->cluster, &d.d, node, &err) == 0)
+                        n++;
+        }
+        json_decref(pods);
+        return n;
+}
+
+size_t gantry_sched_state_expire_pending(struct gantry_sched_state *st, double now)
+{
+        json_t *gone = gantry_pending_classes_expire(st->pending, now), *h;
+        size_t i;
+
+        json_array_foreach(gone, i, h)
+                gantry_sched_state_rerecord_volume(st, json_string_value(h));
+        i = json_array_size(gone);
+        json_decref(gone);
+        return i;
 }

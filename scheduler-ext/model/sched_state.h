@@ -142,3 +142,20 @@ int gantry_sched_parse_count(const char *field, const json_t *q, int *ret, struc
 /* Node spec from a Node object (strings borrowed from @node). 0 or -EINVAL. */
 int gantry_sched_node_spec(const json_t *node, const struct gantry_sched_defaults *defaults,
                            struct gantry_node_spec *ret_spec, struct gantry_error *err);
+
+struct gantry_pending_classes;
+/* The bandwidth changes admitted but not yet in force (pending_class.h;
+ * owned by the state, which counts them in every demand it computes). */
+struct gantry_pending_classes *gantry_sched_state_pending(struct gantry_sched_state *st);
+/*
+ * The bound pods (as the watch last showed them) that use the volume with
+ * PV volumeHandle @handle: a new array of Pod objects (json_decref it), NULL
+ * when out of memory.
+ */
+json_t *gantry_sched_state_pods_of_volume(struct gantry_sched_state *st, const char *handle);
+/* Charges the bound pods using volume @handle their demand now (the class in
+ * force, or a change admitted), without a capacity check. How many. */
+size_t gantry_sched_state_rerecord_volume(struct gantry_sched_state *st, const char *handle);
+/* Drops the admitted changes expired at @now and charges their pods the
+ * class in force again. How many went. */
+size_t gantry_sched_state_expire_pending(struct gantry_sched_state *st, double now);

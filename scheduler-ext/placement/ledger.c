@@ -430,6 +430,16 @@ static void bound_apply(struct gantry_cluster *c, const struct gp_entry *e, int 
                 c->backends[e->charge.backend[k]].bound += sign * e->charge.backend_gbps[k];
 }
 
+void gp_ledger_recharge_locked(struct gantry_cluster *c, struct gp_entry *e,
+                               const struct gp_charge *charge)
+{
+        gp_charge_apply(c, &e->charge, -1);
+        bound_apply(c, e, -1);
+        e->charge = *charge;
+        gp_charge_apply(c, &e->charge, 1);
+        bound_apply(c, e, 1);
+}
+
 /* Unlinks @e from the ledger and gives back its charge; does not free it. */
 static void entry_unlink(struct gantry_cluster *c, struct gp_entry *e)
 {

@@ -329,6 +329,24 @@ int gantry_cluster_reserve(struct gantry_cluster *c, const struct gantry_pod_dem
 int gantry_cluster_record(struct gantry_cluster *c, const struct gantry_pod_demand *d,
                           const char *node, struct gantry_error *err);
 
+/*
+ * A live change of the demands of pods already in the ledger (a volume's
+ * bandwidth changed while they run, placement/recharge.c): each of the @n
+ * pods (by uid) is charged @demands[i] on the node its entry is on, in one
+ * step under the write lock, if every link that would carry more has the
+ * extra free now; links whose share falls are not checked, so a decrease
+ * always succeeds. A pod without an entry is skipped. On success returns 0
+ * and how many entries changed in *@ret_changed (may be NULL); when a link
+ * is short, nothing changes and the answer is -ENOSPC with @err naming the
+ * link, its free and total Gbps and the extra the change needs:
+ *   "leaf uplink leaf-3: 4.0 of 100.0 Gbps free, the change needs 8.0 more"
+ *   "storage backend ceph-a: 2.0 of 26.0 Gbps free (effective 26.0,
+ *    recovering), the change needs 4.0 more"
+ * -EINVAL for a bad demand (uid required), -ENOMEM.
+ */
+int gantry_cluster_recharge(struct gantry_cluster *c, const struct gantry_pod_demand *const *demands,
+                            size_t n, size_t *ret_changed, struct gantry_error *err);
+
 /* Drops the entry of @uid and gives back its charge. Returns 0 or -ENOENT. */
 int gantry_cluster_release(struct gantry_cluster *c, const char *uid);
 

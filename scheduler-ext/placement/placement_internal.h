@@ -167,6 +167,10 @@ size_t gp_ledger_release_node(struct gantry_cluster *c, int node);
 int gp_ledger_add_locked(struct gantry_cluster *c, const struct gantry_pod_demand *d, int node,
                          double expires_at, bool check, uint64_t *ret_token,
                          struct gantry_error *err);
+/* Replaces entry @e's charge (same node) with @charge, giving back the old
+ * one: the bookkeeping of gantry_cluster_recharge(), no capacity check. */
+void gp_ledger_recharge_locked(struct gantry_cluster *c, struct gp_entry *e,
+                               const struct gp_charge *charge);
 /* Drops @uid's entry under the held write lock. 0 or -ENOENT. */
 int gp_ledger_release_locked(struct gantry_cluster *c, const char *uid);
 /*

@@ -23,6 +23,7 @@
 #include "sched_backends.h"
 #include "sched_demand.h"
 #include "status.h"
+#include "volume_modify.h"
 
 #define MAX_EXTENDER_PRIORITY 10 /* kube-scheduler's MaxExtenderPriority */
 /* A log value of a name the request carries (a pod "ns/name", a gang, a node), quoted */
@@ -40,7 +41,8 @@ struct gantry_extender {
         char not_ready_why[128];
 };
 
-static const char *const verb_names[GANTRY_VERB_COUNT] = { "filter", "prioritize", "bind" };
+static const char *const verb_names[GANTRY_VERB_COUNT] = { "filter", "prioritize", "bind",
+                                                             "modify" };
 
 int gantry_extender_verb_parse(const char *name, enum gantry_extender_verb *ret_verb)
 {
@@ -105,6 +107,9 @@ static void expire_reservations(struct gantry_extender *ext)
                 n = gantry_cluster_expire(gantry_sched_state_cluster(ext->state), now);
                 if (n)
                         log_info("sched.reservations_expired", "count=%zu", n);
+                n = gantry_sched_state_expire_pending(ext->state, now);
+                if (n)
+                        log_info("sched.admitted_changes_expired", "volumes=%zu", n);
                 n = ext->opts.gangs ? gantry_gangs_expire(ext->opts.gangs, now) : 0;
                 if (n)
                         log_info("sched.gang_reservations_expired", "gangs=%zu", n);
@@ -698,6 +703,8 @@ int gantry_extender_handle(struct gantry_extender *ext, enum gantry_extender_ver
         }
         if (verb == GANTRY_VERB_BIND)
                 return handle_bind(ext, body, len, ret_reply);
+        if (verb == GANTRY_VERB_MODIFY)
+                return gantry_volume_modify_handle(ext->state, body, len, ret_reply);
         if (verb == GANTRY_VERB_FILTER || verb == GANTRY_VERB_PRIORITIZE) {
                 expire_reservations(ext);
                 return handle_args(ext, verb, body, len, ret_reply);

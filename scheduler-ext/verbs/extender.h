@@ -8,6 +8,8 @@
  *   prioritize  ExtenderArgs -> HostPriorityList [{Host, Score 0..10}]
  *   bind        ExtenderBindingArgs {PodName, PodNamespace, PodUID, Node}
  *               -> ExtenderBindingResult {Error}
+ *   modify      not kube-scheduler's: the CSI controller's check of a volume's
+ *               live bandwidth change (volume_modify.h)
  *
  * Keys are kube-scheduler's Go field names (capitalised), as it sends them.
  * With nodeCacheCapable false the request carries whole Node objects: they
@@ -31,6 +33,7 @@ enum gantry_extender_verb {
         GANTRY_VERB_FILTER = 0,
         GANTRY_VERB_PRIORITIZE,
         GANTRY_VERB_BIND,
+        GANTRY_VERB_MODIFY, /* a volume's live bandwidth change (volume_modify.h) */
         GANTRY_VERB_COUNT,
 };
 
@@ -70,7 +73,7 @@ int gantry_extender_new(struct gantry_sched_state *state, const struct gantry_ex
                         struct gantry_extender **ret_extender);
 void gantry_extender_free(struct gantry_extender *ext);
 
-/* "filter", "prioritize", "bind"; -EINVAL for anything else. */
+/* "filter", "prioritize", "bind", "modify"; -EINVAL for anything else. */
 int gantry_extender_verb_parse(const char *name, enum gantry_extender_verb *ret_verb);
 const char *gantry_extender_verb_name(enum gantry_extender_verb verb);
 
