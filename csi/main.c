@@ -4,7 +4,7 @@
  *   gantry-csi --mode controller|node|all --endpoint unix:///PATH
  *              [--node-id NAME] [--config FILE] [--metrics-addr HOST:PORT]
  *              [--log-level LEVEL] [--workers N] [--drain-timeout SECONDS]
- *              [--max-call-seconds SECONDS]
+ *              [--max-call-seconds SECONDS] [--scheduler-url URL ...]
  *
  * Parses and validates the command line and the config file before anything
  * is bound, registers the services the mode needs, serves until SIGTERM or
@@ -33,6 +33,7 @@
 #include "identity.h"
 #include "log.h"
 #include "metrics.h"
+#include "modify_admission.h"
 #include "node.h"
 #include "server.h"
 #include "services.h"
@@ -58,6 +59,7 @@ struct args {
         const char *cgroup_root;
         int qos_interval;
         int backend_poll;
+        struct gantry_modify_admission_options scheduler; /* controller: the bandwidth check */
 };
 
 static void usage(FILE *f)
@@ -87,6 +89,13 @@ static void usage(FILE *f)
                 "  --qos-interval S        node: seconds between cap reconciles (default 60)\n"
                 "  --backend-poll-seconds S  controller: seconds between two polls of each\n"
                 "                          storage backend by the observer; 0: off (default 2)\n"
+                "  --scheduler-url URL     controller: ask gantry-scheduler (its base URL,\n"
+                "                          https://HOST:PORT) before recording a bandwidth\n"
+                "                          change that may raise a rate (ControllerModifyVolume);\n"
+                "                          unset: no check (logged once)\n"
+                "  --scheduler-client-cert FILE  controller: PEM client certificate for it\n"
+                "  --scheduler-client-key FILE   controller: its key\n"
+                "  --scheduler-ca FILE     controller: PEM CA of its serving certificate\n"
                 "  --version               print the version and exit\n"
                 "  --help                  print this help and exit\n",
                 GANTRY_CSI_DRIVER_NAME);
@@ -157,6 +166,10 @@ static int parse_args(int argc, char **argv, struct args *a)
                 { "cgroup-root", required_argument, NULL, 'G' },
                 { "qos-interval", required_argument, NULL, 'I' },
                 { "backend-poll-seconds", required_argument, NULL, 'B' },
+                { "scheduler-url", required_argument, NULL, 'S' },
+                { "scheduler-client-cert", required_argument, NULL, 'C' },
+                { "scheduler-client-key", required_argument, NULL, 'K' },
+                { "scheduler-ca", required_argument, NULL, 'A' },
                 { "version", no_argument, NULL, 'V' },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -180,6 +193,10 @@ static int parse_args(int argc, char **argv, struct args *a)
                         if (parse_int("--backend-poll-seconds", optarg, 0, 3600, &a->backend_poll) < 0)
                                 return -EINVAL;
                         break;
+                case 'S': a->scheduler.url = optarg; break;
+                case 'C': a->scheduler.client_cert = optarg; break;
+                case 'K': a->scheduler.client_key = optarg; break;
+                case 'A': a->scheduler.ca_file = optarg; break;
                 case 'M': a->metrics_addr = optarg; break;
                 case 'l': a->log_level = optarg; break;
                 case 'w':
@@ -286,6 +303,10 @@ int main(int argc, char **argv)
         if (controller) {
                 gantry_controller_set_metrics(metrics);
                 gantry_controller_set_backend_poll(a.backend_poll);
+                if (gantry_modify_admission_configure(&a.scheduler, &err) < 0) {
+                        fprintf(stderr, "gantry-csi: %s\n", err.msg);
+                        goto out;
+                }
         }
         r = gantry_services_init(config, a.node_id, a.kubeconfig, controller, node, &idopts, &err);
         if (atomic_load(&control.stop))

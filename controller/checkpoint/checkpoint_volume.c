@@ -27,6 +27,7 @@
 #include "bandwidth_class.h"
 #include "checkpoint_internal.h"
 #include "log.h"
+#include "modify_admission.h"
 #include "target_client.h"
 
 struct ckpt_params {
@@ -865,6 +866,10 @@ int gantry_checkpoint_modify_volume(struct gantry_csi_call *call,
         if ((r = ckpt_lock_try(ref.uuid, err)) < 0)
                 return r;
         r = gantry_checkpoint_check_exists(call, req->volume_id, err);
+        /* nothing recorded on the target to compare with: every change is
+         * asked of gantry-scheduler, which admits a decrease at once */
+        if (r == 0)
+                r = gantry_modify_admission_ask(req, NULL, err);
         if (r == 0)
                 log_info("checkpoint.volume_modified", "uuid=%s parameters=%zu", ref.uuid,
                          req->n_mutable_parameters);

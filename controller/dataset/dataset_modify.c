@@ -10,8 +10,10 @@
  * removed the record meanwhile does not get it back. Nothing else changes
  * on Ceph: the cap pods get is the node plugin's (io.max) and the charge
  * is gantry-scheduler's, both read from the class external-resizer marks in
- * force on the PVC once this call has succeeded. The same call again finds
- * the same text recorded and writes nothing.
+ * force on the PVC once this call has succeeded. A change that may raise a
+ * rate is first admitted by gantry-scheduler (modify_admission.h), which
+ * refuses one the pods' links cannot carry: nothing is recorded then. The
+ * same call again finds the same text recorded and writes nothing.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,6 +24,7 @@
 
 #include "dataset_internal.h"
 #include "log.h"
+#include "modify_admission.h"
 
 /* @req's mutable_parameters as compact JSON with sorted keys, into @buf. */
 static int bandwidth_text(const Csi__V1__ControllerModifyVolumeRequest *req, char *buf, size_t size,
@@ -85,6 +88,10 @@ int gantry_dataset_modify_volume(struct gantry_csi_call *call,
         }
         if (strcmp(e.bandwidth, bw) == 0)
                 goto out; /* recorded already: the same call again */
+        /* a rate that may rise: gantry-scheduler admits it (and charges the
+         * pods) or refuses it; nothing is recorded unless admitted */
+        if ((r = gantry_modify_admission_ask(req, e.bandwidth, err)) < 0)
+                goto out;
         memcpy(e.bandwidth, bw, sizeof(bw));
         r = e.legacy ? gantry_journal_write(t.io, GANTRY_JOURNAL_VOLUME, &e)
                      : gantry_journal_write_named(t.io, GANTRY_JOURNAL_VOLUME, e.name, &e);
