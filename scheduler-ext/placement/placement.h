@@ -340,8 +340,9 @@ int gantry_cluster_record(struct gantry_cluster *c, const struct gantry_pod_dema
  * is short, nothing changes and the answer is -ENOSPC with @err naming the
  * link, its free and total Gbps and the extra the change needs:
  *   "leaf uplink leaf-3: 4.0 of 100.0 Gbps free, the change needs 8.0 more"
- *   "storage backend ceph-a: 2.0 of 26.0 Gbps free (effective 26.0,
- *    recovering), the change needs 4.0 more"
+ *   "storage backend ceph-a: 2.0 of 40.0 Gbps free (effective 26.0,
+ *    recovering), the change needs 4.0 more" (free of the effective
+ *    capacity, out of the nominal)
  * -EINVAL for a bad demand (uid required), -ENOMEM.
  */
 int gantry_cluster_recharge(struct gantry_cluster *c, const struct gantry_pod_demand *const *demands,

@@ -52,14 +52,14 @@ static const char *gbps(double v, bool up, char *buf, size_t size)
 }
 
 /* The refusal "leaf uplink leaf-3: 4.0 of 100.0 Gbps free, the change needs 8.0 more". */
-static int refuse(enum gantry_refusal_cause cause, const char *where, double cap, double used,
-                  double need, const char *extra, struct gantry_error *err)
+static int refuse(enum gantry_refusal_cause cause, const char *where, double free_gbps,
+                  double total, double need, const char *extra, struct gantry_error *err)
 {
         char f[32], c[32], n[32];
 
         return gantry_error_set(err, ENOSPC, "%s %s: %s of %s Gbps free%s, the change needs %s more",
                                 gantry_refusal_cause_words(cause), where,
-                                gbps(cap - used, false, f, sizeof(f)), gbps(cap, false, c, sizeof(c)),
+                                gbps(free_gbps, false, f, sizeof(f)), gbps(total, false, c, sizeof(c)),
                                 extra, gbps(need, true, n, sizeof(n)));
 }
 
@@ -77,15 +77,15 @@ static int check_deltas(const struct gantry_cluster *c, const struct link_deltas
                 const struct gp_node *n = &c->nodes[i];
 
                 if (!takes(n->nic_gbps, n->nic_used, d->nic[i]))
-                        return refuse(GANTRY_REFUSAL_NIC, n->name, n->nic_gbps, n->nic_used,
-                                      d->nic[i], "", err);
+                        return refuse(GANTRY_REFUSAL_NIC, n->name, n->nic_gbps - n->nic_used,
+                                      n->nic_gbps, d->nic[i], "", err);
         }
         for (size_t i = 0; i < c->n_leaves; i++) {
                 const struct gp_leaf *l = &c->leaves[i];
                 double cap = gp_leaf_uplink_capacity(l);
 
                 if (!takes(cap, l->uplink_used, d->uplink[i]))
-                        return refuse(GANTRY_REFUSAL_UPLINK, l->name, cap, l->uplink_used,
+                        return refuse(GANTRY_REFUSAL_UPLINK, l->name, cap - l->uplink_used, cap,
                                       d->uplink[i], "", err);
         }
         for (size_t i = 0; i < c->n_backends; i++) {
@@ -102,7 +102,8 @@ static int check_deltas(const struct gantry_cluster *c, const struct link_deltas
                                  v.condition ? v.condition : "");
                 else
                         extra[0] = '\0';
-                return refuse(v.cause, b->name, v.capacity, b->used, d->backend[i], extra, err);
+                /* free of the effective capacity, out of the nominal */
+                return refuse(v.cause, b->name, v.free, v.nominal, d->backend[i], extra, err);
         }
         return 0;
 }
