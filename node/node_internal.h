@@ -52,11 +52,13 @@ int gantry_node_paths_record(const char *volume_id, const char *nguid,
 void gantry_node_paths_forget(const char *volume_id);
 
 /*
- * Re-checks @volume_id's connected paths in sysfs and writes "1 of 2 NVMe
- * paths missing: ADDR (why), ..." to @buf ("" when none is, or the volume
- * has no record). Returns the number missing.
+ * Re-checks @volume_id's connected paths in sysfs (controller state, path
+ * device) and writes "1 of 2 NVMe paths missing: ADDR (why), ..." to @buf
+ * ("" when none is, or the volume has no record); the number of paths the
+ * volume has goes to @ret_paths (may be NULL; untouched without a record).
+ * Returns the number missing.
  */
-size_t gantry_node_paths_condition(const char *volume_id, char *buf, size_t size);
+size_t gantry_node_paths_condition(const char *volume_id, char *buf, size_t size, size_t *ret_paths);
 
 /* Frees every record. */
 void gantry_node_paths_shutdown(void);

@@ -3,8 +3,10 @@
  * what it got, so a degraded multipath attach is reported rather than
  * silent. NodeStageVolume records the attach report (nvmf.h) here;
  * NodeGetVolumeStats turns it into the volume condition, re-checking in
- * sysfs each path whose controller connected (its path device may come
- * later, or go); NodeUnstageVolume forgets it. Two metrics follow it:
+ * sysfs each path whose controller connected (the controller may have lost
+ * its connection since and be reconnecting, or have been given up after
+ * ctrl_loss_tmo; its path device may come later, or go); NodeUnstageVolume
+ * forgets it. Two metrics follow it:
  * gantry_node_nvmf_degraded_stages_total (stages that returned with fewer
  * live paths than asked) and gantry_node_nvmf_missing_paths (paths missing
  * now, over all staged checkpoint volumes).
@@ -117,7 +119,7 @@ void gantry_node_paths_forget(const char *volume_id)
         pthread_mutex_unlock(&lock);
 }
 
-size_t gantry_node_paths_condition(const char *volume_id, char *buf, size_t size)
+size_t gantry_node_paths_condition(const char *volume_id, char *buf, size_t size, size_t *ret_paths)
 {
         struct record *r;
         size_t missing = 0;
@@ -129,21 +131,13 @@ size_t gantry_node_paths_condition(const char *volume_id, char *buf, size_t size
         if (r) {
                 struct gantry_nvmf_attach_report *rep = &r->report;
 
-                /* a connected controller's path device may have come since, or gone */
+                /* a connected controller may have lost its connection since, or got its path device */
                 rep->n_missing = 0;
-                for (size_t i = 0; i < rep->n_paths; i++) {
-                        struct gantry_nvmf_path_report *p = &rep->paths[i];
-                        if (p->state == GANTRY_NVMF_PATH_NO_CONNECT) {
+                for (size_t i = 0; i < rep->n_paths; i++)
+                        if (!gantry_nvmf_path_refresh(&rep->paths[i], r->nguid))
                                 rep->n_missing++;
-                                continue;
-                        }
-                        if (gantry_nvmf_path_present(p->ctrl, r->nguid)) {
-                                p->state = GANTRY_NVMF_PATH_LIVE;
-                                continue;
-                        }
-                        p->state = GANTRY_NVMF_PATH_NO_DEVICE;
-                        rep->n_missing++;
-                }
+                if (ret_paths)
+                        *ret_paths = rep->n_paths;
                 missing = gantry_nvmf_report_describe(rep, buf, size);
                 publish_missing();
         }

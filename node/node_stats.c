@@ -4,8 +4,9 @@
  * volume's condition: abnormal when the block device under the mount is
  * gone (force-unmapped, or its cluster connection torn down), or when a
  * checkpoint volume has fewer live NVMe paths than it was staged with
- * (node_paths.c). Expansion waits for krbd to see the image's new size,
- * then grows ext4 (resize2fs) or xfs (xfs_growfs) online.
+ * (node_paths.c: each missing path named, with its controller's state when
+ * the controller lost its connection). Expansion waits for krbd to see the
+ * image's new size, then grows ext4 (resize2fs) or xfs (xfs_growfs) online.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -61,6 +62,7 @@ static int stats(struct gantry_csi_call *call, const char *volume_id, const char
         Csi__V1__VolumeCondition *cond = gantry_csi_call_alloc(call, sizeof(*cond));
         Csi__V1__VolumeUsage **u = gantry_csi_call_alloc(call, 2 * sizeof(*u));
         char device[64], missing[512];
+        size_t n_missing, n_paths = 0;
         struct stat st;
         dev_t dev;
         int r;
@@ -84,16 +86,27 @@ static int stats(struct gantry_csi_call *call, const char *volume_id, const char
                                  kerr.msg);
         }
         csi__v1__volume_condition__init(cond);
-        if (gantry_node_dev_path(dev, device, sizeof(device)) < 0) {
+        /*
+         * A checkpoint volume's paths first: when every controller is lost the
+         * namespace goes too, and which controllers and why is what the
+         * operator needs, not only that the device is gone.
+         */
+        if (gantry_nvmf_is_volume_id(volume_id) &&
+            (n_missing = gantry_node_paths_condition(volume_id, missing, sizeof(missing), &n_paths)) > 0) {
+                cond->abnormal = 1;
+                if (n_missing == n_paths)
+                        cond->message = gantry_csi_call_printf(call, "%s (no live path: I/O fails)", missing);
+                else if (gantry_node_dev_path(dev, device, sizeof(device)) == 0)
+                        cond->message = gantry_csi_call_printf(call, "%s (%s is attached on the others)",
+                                                               missing, device);
+                else
+                        cond->message = gantry_csi_call_printf(call, "%s (block device %u:%u is gone)", missing,
+                                                               major(dev), minor(dev));
+        } else if (gantry_node_dev_path(dev, device, sizeof(device)) < 0) {
                 cond->abnormal = 1;
                 cond->message = gantry_csi_call_printf(call,
                                                        "block device %u:%u is gone (unmapped or detached)",
                                                        major(dev), minor(dev));
-        } else if (gantry_nvmf_is_volume_id(volume_id) &&
-                   gantry_node_paths_condition(volume_id, missing, sizeof(missing)) > 0) {
-                cond->abnormal = 1;
-                cond->message = gantry_csi_call_printf(call, "%s (%s is attached on the others)", missing,
-                                                       device);
         } else {
                 cond->message = gantry_csi_call_printf(call, "%s is attached", device);
         }

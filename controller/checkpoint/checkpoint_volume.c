@@ -28,6 +28,7 @@
 #include "checkpoint_internal.h"
 #include "log.h"
 #include "modify_admission.h"
+#include "nvmf_timeouts.h"
 #include "target_client.h"
 
 struct ckpt_params {
@@ -35,10 +36,14 @@ struct ckpt_params {
         bool thin;
         const char *fs_type;
         const char *auth; /* dhchap (default), dhchap-bidirectional, none */
+        /* NVMe-oF controller timeouts for the node's attach; NULL: the node's defaults */
+        const char *ctrl_loss_tmo, *reconnect_delay;
 };
 
 static int parse_params(void *const *entries, size_t n, struct ckpt_params *p, struct gantry_error *err)
 {
+        struct gantry_nvmf_timeouts timeouts;
+
         memset(p, 0, sizeof(*p));
         p->lvs = CKPT_DEFAULT_LVS;
         p->auth = "dhchap";
@@ -67,11 +72,16 @@ static int parse_params(void *const *entries, size_t n, struct ckpt_params *p, s
                         if (strcmp(v, "ext4") != 0 && strcmp(v, "xfs") != 0)
                                 return gantry_error_set(err, EINVAL, "parameters.fsType: ext4 or xfs");
                         p->fs_type = v;
+                } else if (strcmp(k, "ctrlLossTmoSeconds") == 0) {
+                        p->ctrl_loss_tmo = v;
+                } else if (strcmp(k, "reconnectDelaySeconds") == 0) {
+                        p->reconnect_delay = v;
                 } else if (strncmp(k, "csi.storage.k8s.io/", 19) != 0 && !gantry_bw_class_is_param(k)) {
                         return gantry_error_set(err, EINVAL, "parameters.%s: unknown parameter", k);
                 }
         }
-        return 0;
+        /* the node checks them again from the volume_context; a bad one fails here, before any volume */
+        return gantry_nvmf_timeouts_parse(p->ctrl_loss_tmo, p->reconnect_delay, "parameters", &timeouts, err);
 }
 
 /* Free bytes a new volume may take on @t. */
@@ -393,7 +403,7 @@ static int add_context(struct gantry_csi_call *call, Csi__V1__Volume *v, const c
 }
 
 static int fill_volume(struct gantry_csi_call *call, const struct ckpt_ref *ref, int64_t size,
-                       const char *fs_type, const char *auth, Csi__V1__CreateVolumeResponse *resp,
+                       const char *fs_type, const struct ckpt_params *p, Csi__V1__CreateVolumeResponse *resp,
                        struct gantry_error *err)
 {
         const struct gantry_target_config *t = ref->target;
@@ -410,13 +420,15 @@ static int fill_volume(struct gantry_csi_call *call, const struct ckpt_ref *ref,
                                         t->addresses[i].trsvcid);
         v->volume_id = gantry_csi_call_strdup(call, id);
         v->capacity_bytes = size;
-        v->volume_context = gantry_csi_call_alloc(call, 8 * sizeof(*v->volume_context));
+        v->volume_context = gantry_csi_call_alloc(call, 10 * sizeof(*v->volume_context));
         if (!v->volume_id || !v->volume_context || add_context(call, v, "tier", "checkpoint") < 0 ||
             add_context(call, v, "targetID", t->id) < 0 || add_context(call, v, "nqn", ref->nqn) < 0 ||
             add_context(call, v, "addresses", addrs) < 0 || add_context(call, v, "nguid", ref->nguid) < 0 ||
             add_context(call, v, "uuid", ref->uuid) < 0 ||
             add_context(call, v, "fsType", fs_type ? fs_type : "ext4") < 0 ||
-            add_context(call, v, "auth", auth) < 0)
+            add_context(call, v, "auth", p->auth) < 0 ||
+            (p->ctrl_loss_tmo && add_context(call, v, "ctrlLossTmoSeconds", p->ctrl_loss_tmo) < 0) ||
+            (p->reconnect_delay && add_context(call, v, "reconnectDelaySeconds", p->reconnect_delay) < 0))
                 return gantry_error_set(err, ENOMEM, "out of memory");
         resp->volume = v;
         return 0;
@@ -585,7 +597,7 @@ int gantry_checkpoint_create_volume(struct gantry_csi_call *call, const Csi__V1_
         ckpt_ref_init(best, uuid, &ref);
         if ((r = ensure_volume(call, &ref, &p, req->volume_content_source ? &src : NULL, restore, size, err)) < 0)
                 goto out;
-        r = fill_volume(call, &ref, size, fs_type, p.auth, resp, err);
+        r = fill_volume(call, &ref, size, fs_type, &p, resp, err);
         if (r == 0)
                 resp->volume->content_source = req->volume_content_source; /* the request outlives the answer */
         if (r == 0)

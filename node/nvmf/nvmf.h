@@ -18,19 +18,9 @@
 #include "dhchap_key.h"
 #include "error.h"
 #include "nvmf_names.h"
+#include "nvmf_timeouts.h"
 
 #define GANTRY_NVMF_MAX_PATHS 8
-
-/*
- * Controller timeouts chosen for checkpoints: a checkpoint burst blocks the
- * whole job, so a path that drops is retried every 2 s, I/O fails over (or
- * fails) after 10 s instead of queueing, and a controller that stays lost
- * for 60 s is given up so the job sees an error within a minute rather than
- * hanging for the kernel's default 10 minutes.
- */
-#define GANTRY_NVMF_RECONNECT_DELAY_S 2
-#define GANTRY_NVMF_FAST_IO_FAIL_TMO_S 10
-#define GANTRY_NVMF_CTRL_LOSS_TMO_S 60
 
 struct gantry_nvmf_path {
         char transport[8]; /* tcp, rdma */
@@ -50,6 +40,7 @@ struct gantry_nvmf_volume {
         /* DH-HMAC-CHAP (secrets: never logged; "" when the volume has auth: none) */
         char dhchap_key[GANTRY_DHCHAP_KEY_TEXT_MAX + 1];      /* the host's key */
         char dhchap_ctrl_key[GANTRY_DHCHAP_KEY_TEXT_MAX + 1]; /* the controller's: bidirectional */
+        struct gantry_nvmf_timeouts timeouts; /* volume_context ctrlLossTmoSeconds, reconnectDelaySeconds */
 };
 
 /*
@@ -101,6 +92,7 @@ enum gantry_nvmf_path_state {
         GANTRY_NVMF_PATH_LIVE = 0,   /* controller connected (or reused), path device present */
         GANTRY_NVMF_PATH_NO_CONNECT, /* the connect failed: no controller */
         GANTRY_NVMF_PATH_NO_DEVICE,  /* connected, but its path device never appeared */
+        GANTRY_NVMF_PATH_CTRL_DOWN,  /* its controller is not live (reconnecting, or gone) */
 };
 
 struct gantry_nvmf_path_report {
@@ -108,6 +100,7 @@ struct gantry_nvmf_path_report {
         char addr[80]; /* "traddr:trsvcid", how logs and the volume condition name the path */
         char ctrl[32]; /* the controller ("nvme2"); "" when the connect failed */
         char why[96];  /* NO_CONNECT: the connect error; else "" */
+        char ctrl_state[16]; /* CTRL_DOWN: the kernel's state ("connecting"), or "gone" */
 };
 
 /* Every path an attach asked for, in volume_context order. */
@@ -142,9 +135,17 @@ int gantry_nvmf_attach(const struct gantry_nvmf_volume *v, int64_t deadline_ms, 
 bool gantry_nvmf_path_present(const char *ctrl, const char *nguid);
 
 /*
+ * Re-checks path @p (of a volume with @nguid) in sysfs: a controller that is
+ * not live makes it CTRL_DOWN with the controller's state, a live one
+ * without the path device NO_DEVICE, else LIVE; a path that never connected
+ * stays NO_CONNECT. Returns whether it is LIVE.
+ */
+bool gantry_nvmf_path_refresh(struct gantry_nvmf_path_report *p, const char *nguid);
+
+/*
  * "1 of 2 NVMe paths missing: 127.0.0.1:4421 (connect failed: Connection
- * refused)" for @report into @buf; "" when none is missing. Returns
- * n_missing.
+ * refused)" or "...: 127.0.0.1:4420 (controller nvme1 state connecting)" for
+ * @report into @buf; "" when none is missing. Returns n_missing.
  */
 size_t gantry_nvmf_report_describe(const struct gantry_nvmf_attach_report *report, char *buf,
                                    size_t size);

@@ -178,9 +178,9 @@ static size_t connect_paths(const struct gantry_nvmf_volume *v, struct gantry_nv
                 if (v->dhchap_ctrl_key[0])
                         nvme_ctrl_set_dhchap_key(c, v->dhchap_ctrl_key);
                 nvmf_default_config(&cfg);
-                cfg.reconnect_delay = GANTRY_NVMF_RECONNECT_DELAY_S;
-                cfg.fast_io_fail_tmo = GANTRY_NVMF_FAST_IO_FAIL_TMO_S;
-                cfg.ctrl_loss_tmo = GANTRY_NVMF_CTRL_LOSS_TMO_S;
+                cfg.reconnect_delay = v->timeouts.reconnect_delay_s;
+                cfg.fast_io_fail_tmo = v->timeouts.fast_io_fail_tmo_s;
+                cfg.ctrl_loss_tmo = v->timeouts.ctrl_loss_tmo_s;
                 if (nvmf_add_ctrl(host, c, &cfg) < 0) {
                         int e = errno;
                         const char *what = connect_error(e);
@@ -204,8 +204,9 @@ static size_t connect_paths(const struct gantry_nvmf_volume *v, struct gantry_nv
                         nvme_free_ctrl(c);
                         continue;
                 }
-                log_info("node.nvmf_connected", "nqn=%s ctrl=%s path=%s host=%s", v->nqn,
-                         nvme_ctrl_get_name(c), pr->addr, v->host_nqn);
+                log_info("node.nvmf_connected",
+                         "nqn=%s ctrl=%s path=%s host=%s ctrl_loss_tmo=%d reconnect_delay=%d", v->nqn,
+                         nvme_ctrl_get_name(c), pr->addr, v->host_nqn, cfg.ctrl_loss_tmo, cfg.reconnect_delay);
                 snprintf(pr->ctrl, sizeof(pr->ctrl), "%s", nvme_ctrl_get_name(c) ?: "");
                 live++;
         }
@@ -242,6 +243,33 @@ bool gantry_nvmf_path_present(const char *ctrl, const char *nguid)
         }
         closedir(d);
         return found;
+}
+
+bool gantry_nvmf_path_refresh(struct gantry_nvmf_path_report *p, const char *nguid)
+{
+        char path[96], state[32];
+
+        if (p->state == GANTRY_NVMF_PATH_NO_CONNECT)
+                return false;
+        p->ctrl_state[0] = '\0';
+        /*
+         * A controller that lost its connection keeps its path device while
+         * the kernel reconnects (state connecting), and is deleted once
+         * ctrl_loss_tmo runs out: either way I/O cannot go this way now.
+         */
+        snprintf(path, sizeof(path), "/sys/class/nvme/%.31s/state", p->ctrl);
+        if (!p->ctrl[0] || strchr(p->ctrl, '/') || gantry_attr_read(path, state, sizeof(state)) < 0) {
+                p->state = GANTRY_NVMF_PATH_CTRL_DOWN;
+                snprintf(p->ctrl_state, sizeof(p->ctrl_state), "gone");
+                return false;
+        }
+        if (strcmp(state, "live") != 0) {
+                p->state = GANTRY_NVMF_PATH_CTRL_DOWN;
+                snprintf(p->ctrl_state, sizeof(p->ctrl_state), "%.15s", state);
+                return false;
+        }
+        p->state = gantry_nvmf_path_present(p->ctrl, nguid) ? GANTRY_NVMF_PATH_LIVE : GANTRY_NVMF_PATH_NO_DEVICE;
+        return p->state == GANTRY_NVMF_PATH_LIVE;
 }
 
 /*
@@ -359,6 +387,14 @@ size_t gantry_nvmf_report_describe(const struct gantry_nvmf_attach_report *repor
                 if (pr->state == GANTRY_NVMF_PATH_NO_CONNECT)
                         n += (size_t)snprintf(buf + n, size - n, "%s%s (connect failed: %s)",
                                               first ? " " : ", ", pr->addr, pr->why);
+                else if (pr->state == GANTRY_NVMF_PATH_CTRL_DOWN && strcmp(pr->ctrl_state, "gone") == 0)
+                        n += (size_t)snprintf(buf + n, size - n,
+                                              "%s%s (controller %s gone: deleted after ctrl_loss_tmo, or "
+                                              "disconnected)",
+                                              first ? " " : ", ", pr->addr, pr->ctrl);
+                else if (pr->state == GANTRY_NVMF_PATH_CTRL_DOWN)
+                        n += (size_t)snprintf(buf + n, size - n, "%s%s (controller %s state %s)",
+                                              first ? " " : ", ", pr->addr, pr->ctrl, pr->ctrl_state);
                 else
                         n += (size_t)snprintf(buf + n, size - n, "%s%s (%s connected, no path device)",
                                               first ? " " : ", ", pr->addr, pr->ctrl);

@@ -4,7 +4,7 @@
  *
  *   tier=checkpoint targetID=tgt-a nqn=nqn.2026-11.io.gantry:vol:<uuid>
  *   addresses=tcp:10.0.1.5:4420,tcp:10.0.2.5:4420 nguid=<32 hex> uuid=<uuid>
- *   fsType=ext4
+ *   fsType=ext4 [ctrlLossTmoSeconds=60 reconnectDelaySeconds=2]
  *
  * An address is transport:traddr:trsvcid; an IPv6 traddr keeps its colons
  * (the transport is before the first colon, the port after the last).
@@ -66,6 +66,8 @@ int gantry_nvmf_volume_parse(const char *const *keys, const char *const *values,
         const char *uuid = ctx_get(keys, values, n, "uuid");
         const char *addrs = ctx_get(keys, values, n, "addresses");
         const char *fs = ctx_get(keys, values, n, "fsType");
+        const char *loss = ctx_get(keys, values, n, "ctrlLossTmoSeconds");
+        const char *delay = ctx_get(keys, values, n, "reconnectDelaySeconds");
         char want_nqn[GANTRY_NQN_MAX + 1], want_nguid[33];
         int r;
 
@@ -81,6 +83,8 @@ int gantry_nvmf_volume_parse(const char *const *keys, const char *const *values,
                 return gantry_error_set(err, EINVAL, "volume_context.nguid: must be %s", want_nguid);
         if (fs && strcmp(fs, "ext4") != 0 && strcmp(fs, "xfs") != 0)
                 return gantry_error_set(err, EINVAL, "volume_context.fsType: must be ext4 or xfs");
+        if ((r = gantry_nvmf_timeouts_parse(loss, delay, "volume_context", &v.timeouts, err)) < 0)
+                return r;
         if (!addrs || !*addrs)
                 return gantry_error_set(err, EINVAL, "volume_context.addresses: required");
         for (const char *p = addrs; *p;) {

@@ -43,6 +43,7 @@ class CheckpointControllerTest(TargetsTestCase):
         self.assertEqual(ctx["nqn"], "nqn.2026-11.io.gantry:vol:" + ctx["uuid"])
         self.assertEqual(ctx["nguid"], ctx["uuid"].replace("-", ""))
         self.assertEqual(v1.capacity_bytes, 16 << 20)
+        self.assertNotIn("ctrlLossTmoSeconds", ctx, "unset: the node's default")
         subs = self.b.call("nvmf_get_subsystems", nqn=ctx["nqn"])
         self.assertFalse(subs[0]["allow_any_host"])
         self.assertEqual(subs[0]["hosts"], [])
@@ -52,6 +53,12 @@ class CheckpointControllerTest(TargetsTestCase):
         # the same name with a larger size is another volume: refused
         code, msg = self.code_of("CreateVolume", create_req("pvc-leaf2", size=64 << 20, leaf="leaf-2"))
         self.assertEqual(code, grpc.StatusCode.ALREADY_EXISTS, msg)
+        # a StorageClass's NVMe-oF timeouts go to the node in the volume_context
+        v3 = self.call("CreateVolume", create_req("pvc-short-tmo", leaf="leaf-2", ctrlLossTmoSeconds="30",
+                                                  reconnectDelaySeconds="3")).volume
+        self.addCleanup(self.delete, v3.volume_id)
+        self.assertEqual((v3.volume_context["ctrlLossTmoSeconds"], v3.volume_context["reconnectDelaySeconds"]),
+                         ("30", "3"))
 
     def test_caller_strings_are_quoted_in_the_log(self):
         """A name or ID from the CO reaches the log as one quoted value: a
@@ -270,6 +277,15 @@ class CheckpointControllerTest(TargetsTestCase):
         code, msg = self.code_of("CreateVolume", req)
         self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT)
         self.assertIn("parameters.bandwidthWriteIOPS", msg)
+        # the node's NVMe-oF timeouts too: no "retry forever", no delay past the loss; nothing made
+        lvols = [len(os.listdir(t.lvs)) for t in (self.a, self.b, self.c)]
+        for params, field in (({"ctrlLossTmoSeconds": "-1"}, "parameters.ctrlLossTmoSeconds"),
+                              ({"ctrlLossTmoSeconds": "2", "reconnectDelaySeconds": "5"},
+                               "parameters.reconnectDelaySeconds: 5 is longer than ctrlLossTmoSeconds 2")):
+            code, msg = self.code_of("CreateVolume", create_req("pvc-bad", **params))
+            self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn(field, msg)
+        self.assertEqual([len(os.listdir(t.lvs)) for t in (self.a, self.b, self.c)], lvols)
         req = create_req("pvc-bad")
         req.volume_capabilities[0].access_mode.mode = \
             csi_pb2.VolumeCapability.AccessMode.MULTI_NODE_MULTI_WRITER

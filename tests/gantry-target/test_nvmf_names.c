@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -110,6 +111,70 @@ static void test_volume_context_parse(void **state)
         assert_int_equal(gantry_nvmf_volume_parse(keys, vals, 6, NULL, "gpu-1", &v, &err), -EINVAL);
 }
 
+static void test_volume_context_timeouts(void **state)
+{
+        const char *keys[] = { "nqn", "nguid", "uuid", "addresses", "ctrlLossTmoSeconds", "reconnectDelaySeconds" };
+        const char *vals[] = { "nqn.2026-11.io.gantry:vol:11111111-2222-4333-8444-555555555555",
+                               "11111111222243338444555555555555", "11111111-2222-4333-8444-555555555555",
+                               "tcp:10.0.0.1:4420", "5", "1" };
+        struct gantry_error err = { 0 };
+        struct gantry_nvmf_volume v;
+
+        (void)state;
+        /* none given: the defaults */
+        assert_int_equal(gantry_nvmf_volume_parse(keys, vals, 4, NULL, "gpu-1", &v, &err), 0);
+        assert_int_equal(v.timeouts.ctrl_loss_tmo_s, GANTRY_NVMF_CTRL_LOSS_TMO_S);
+        assert_int_equal(v.timeouts.reconnect_delay_s, GANTRY_NVMF_RECONNECT_DELAY_S);
+        assert_int_equal(v.timeouts.fast_io_fail_tmo_s, GANTRY_NVMF_FAST_IO_FAIL_TMO_S);
+        /* a short ctrl_loss_tmo shortens fast_io_fail_tmo with it */
+        assert_int_equal(gantry_nvmf_volume_parse(keys, vals, 6, NULL, "gpu-1", &v, &err), 0);
+        assert_int_equal(v.timeouts.ctrl_loss_tmo_s, 5);
+        assert_int_equal(v.timeouts.reconnect_delay_s, 1);
+        assert_int_equal(v.timeouts.fast_io_fail_tmo_s, 5);
+        /* the default reconnect delay follows a ctrl_loss_tmo shorter than it */
+        vals[4] = "1";
+        assert_int_equal(gantry_nvmf_volume_parse(keys, vals, 5, NULL, "gpu-1", &v, &err), 0);
+        assert_int_equal(v.timeouts.reconnect_delay_s, 1);
+        /* refused, naming the field: no "forever", no units, no sign, a delay past the loss */
+        static const char *const bad_loss[] = { "-1", "0", "3601", "10s", " 5", "+5", "" };
+        for (size_t i = 0; i < sizeof(bad_loss) / sizeof(bad_loss[0]); i++) {
+                vals[4] = bad_loss[i];
+                assert_int_equal(gantry_nvmf_volume_parse(keys, vals, 5, NULL, "gpu-1", &v, &err), -EINVAL);
+                assert_non_null(strstr(err.msg, "volume_context.ctrlLossTmoSeconds"));
+        }
+        vals[4] = "5";
+        vals[5] = "6";
+        assert_int_equal(gantry_nvmf_volume_parse(keys, vals, 6, NULL, "gpu-1", &v, &err), -EINVAL);
+        assert_non_null(strstr(err.msg, "volume_context.reconnectDelaySeconds: 6 is longer than ctrlLossTmoSeconds 5"));
+        vals[5] = "0";
+        assert_int_equal(gantry_nvmf_volume_parse(keys, vals, 6, NULL, "gpu-1", &v, &err), -EINVAL);
+        assert_non_null(strstr(err.msg, "volume_context.reconnectDelaySeconds"));
+}
+
+static void test_report_names_lost_controllers(void **state)
+{
+        struct gantry_nvmf_attach_report rep = { .n_paths = 3, .n_missing = 2 };
+        char buf[512];
+
+        (void)state;
+        snprintf(rep.paths[0].addr, sizeof(rep.paths[0].addr), "10.0.0.11:4420");
+        snprintf(rep.paths[0].ctrl, sizeof(rep.paths[0].ctrl), "nvme1");
+        rep.paths[1] = rep.paths[0];
+        rep.paths[2] = rep.paths[0];
+        rep.paths[1].state = GANTRY_NVMF_PATH_CTRL_DOWN;
+        snprintf(rep.paths[1].addr, sizeof(rep.paths[1].addr), "10.0.0.12:4421");
+        snprintf(rep.paths[1].ctrl, sizeof(rep.paths[1].ctrl), "nvme2");
+        snprintf(rep.paths[1].ctrl_state, sizeof(rep.paths[1].ctrl_state), "connecting");
+        rep.paths[2].state = GANTRY_NVMF_PATH_CTRL_DOWN;
+        snprintf(rep.paths[2].addr, sizeof(rep.paths[2].addr), "10.0.0.13:4422");
+        snprintf(rep.paths[2].ctrl, sizeof(rep.paths[2].ctrl), "nvme3");
+        snprintf(rep.paths[2].ctrl_state, sizeof(rep.paths[2].ctrl_state), "gone");
+        assert_int_equal(gantry_nvmf_report_describe(&rep, buf, sizeof(buf)), 2);
+        assert_string_equal(buf, "2 of 3 NVMe paths missing: 10.0.0.12:4421 (controller nvme2 state connecting), "
+                                 "10.0.0.13:4422 (controller nvme3 gone: deleted after ctrl_loss_tmo, or "
+                                 "disconnected)");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -117,6 +182,8 @@ int main(void)
                 cmocka_unit_test(test_nqns),
                 cmocka_unit_test(test_volume_id_round_trip),
                 cmocka_unit_test(test_volume_context_parse),
+                cmocka_unit_test(test_volume_context_timeouts),
+                cmocka_unit_test(test_report_names_lost_controllers),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
