@@ -36,6 +36,7 @@ def create_req(*args, **kw):  # noqa: F811
     kw.setdefault("auth", "none")
     return _create_req(*args, **kw)
 
+import checkpoint_burst as burst  # noqa: E402
 from csi_client import BUILD_DIR, Plugin, csi_pb2  # noqa: E402
 from targetproc import Target  # noqa: E402
 
@@ -83,6 +84,30 @@ def controllers(nqn):
         with open("/sys/class/nvme/%s/address" % c) as f:
             out[c] = dict(kv.split("=", 1) for kv in f.read().strip().split(","))["trsvcid"]
     return out
+
+
+def ctrl_states(nqn):
+    """trsvcid -> state of the NVMe controllers of subsystem @nqn."""
+    out = {}
+    for c, trsvcid in controllers(nqn).items():
+        try:
+            with open("/sys/class/nvme/%s/state" % c) as f:
+                out[trsvcid] = f.read().strip()
+        except OSError:
+            pass  # deleted meanwhile
+    return out
+
+
+def wait_for(what, cond, timeout):
+    """Polls @cond until it returns something true (returned) or @timeout s pass (AssertionError)."""
+    end = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > end:
+            raise AssertionError("%s: not within %ss" % (what, timeout))
+        time.sleep(0.2)
 
 
 def wipe_nvmet():
@@ -163,9 +188,9 @@ class CheckpointVmTest(unittest.TestCase):
         self.assertIsNotNone(m, "%s not in /metrics:\n%s" % (name, text))
         return float(m.group(1))
 
-    def new_mp_volume(self, name):
+    def new_mp_volume(self, name, size=32 << 20, **params):
         """A multipath volume (two listeners), published to this node; cleaned up after the test."""
-        vol = self.plugin.call("CreateVolume", create_req(name, size=32 << 20, leaf="leaf-mp"),
+        vol = self.plugin.call("CreateVolume", create_req(name, size=size, leaf="leaf-mp", **params),
                                timeout=60).volume
         self.addCleanup(self.plugin.call, "DeleteVolume",
                         csi_pb2.DeleteVolumeRequest(volume_id=vol.volume_id), timeout=60)
@@ -364,6 +389,97 @@ class CheckpointVmTest(unittest.TestCase):
         self.assertEqual(self.metric("gantry_node_nvmf_missing_paths"), 0)
         self.plugin.call("NodeUnstageVolume", unstage, timeout=120)
         self.assertFalse(controllers(nqn))
+
+    def stage_mp(self, vol, host):
+        """Stages @vol over both paths; returns the stats and unstage requests."""
+        self.plugin.call("NodeStageVolume", self.stage_req(host, vol), timeout=120)
+        self.assertEqual(sorted(ctrl_states(vol.volume_context["nqn"]).items()),
+                         [("4420", "live"), ("4421", "live")])
+        return (csi_pb2.NodeGetVolumeStatsRequest(volume_id=vol.volume_id, volume_path=self.stage),
+                csi_pb2.NodeUnstageVolumeRequest(volume_id=vol.volume_id, staging_target_path=self.stage))
+
+    def wait_condition(self, stats, pattern, timeout, seen):
+        """Polls NodeGetVolumeStats until its condition is abnormal with a message matching
+        @pattern (returned); every message seen goes to @seen."""
+        def matches():
+            cond = self.plugin.call("NodeGetVolumeStats", stats, timeout=60).volume_condition
+            seen.append(cond.message)
+            return cond.abnormal and re.search(pattern, cond.message) and cond.message
+        return wait_for("condition %r (seen: %s)" % (pattern, seen[-3:]), matches, timeout)
+
+    def test_7b_one_path_cut_mid_burst(self):
+        """A checkpoint burst loses one of its two paths halfway: it completes on the
+        other, the condition names the lost controller's state, and once the path is
+        back every acknowledged byte reads back equal."""
+        vol, host = self.new_mp_volume("pvc-vm-mp-cut", size=96 << 20)
+        nqn = vol.volume_context["nqn"]
+        stats, unstage = self.stage_mp(vol, host)
+        self.addCleanup(self.plugin.call, "NodeUnstageVolume", unstage, timeout=120)
+        n = 24
+        healthy = burst.Burst(os.path.join(self.stage, "healthy.bin"), n, "healthy").start().join(300)
+        self.assertIsNone(healthy.error)
+        b = burst.Burst(os.path.join(self.stage, "cut.bin"), n, "cut").start()
+        self.assertTrue(b.wait_acked(n // 3, 120))
+        links = burst.cut(nqn, ["4421"])
+        self.addCleanup(burst.restore, nqn, links)
+        b.join(300)
+        self.assertIsNone(b.error, "one live path: the burst completes")
+        self.assertEqual(b.acked, n)
+        message = self.wait_condition(
+            stats, r"^1 of 2 NVMe paths missing: 127\.0\.0\.1:4421 \(controller nvme[0-9]+ state "
+                   r"(connecting|resetting)\) \(/dev/nvme[0-9]+n[0-9]+ is attached on the others\)$", 60, [])
+        print("one path cut: %s" % message, file=sys.stderr)
+        burst.restore(nqn, links)
+        wait_for("both paths live again", lambda: ctrl_states(nqn) == {"4420": "live", "4421": "live"}, 60)
+        wait_for("the condition normal again", lambda: not self.plugin.call(
+            "NodeGetVolumeStats", stats, timeout=60).volume_condition.abnormal, 30)
+        compared = lost = 0
+        for name, seed in (("healthy.bin", "healthy"), ("cut.bin", "cut")):
+            c, l = burst.verify(os.path.join(self.stage, name), seed, n)
+            compared, lost = compared + c, lost + l
+        self.assertEqual((compared, lost), (2 * n * burst.CHUNK, 0))
+        print("burst %d MiB: healthy %.2f s, one path cut %.2f s (x%.2f); %d bytes compared, %d lost"
+              % (n, healthy.seconds, b.seconds, b.seconds / healthy.seconds, compared, lost), file=sys.stderr)
+
+    def test_7c_both_paths_cut_past_ctrl_loss_tmo(self):
+        """Both paths gone for longer than ctrl_loss_tmo (the StorageClass's, short
+        here): the writer gets EIO, never a silent loss; the condition names each
+        controller's state, then that the kernel gave them up; once the target is
+        back a new stage reads every acknowledged byte back equal."""
+        vol, host = self.new_mp_volume("pvc-vm-mp-lost", size=64 << 20, ctrlLossTmoSeconds="5",
+                                       reconnectDelaySeconds="1")
+        nqn = vol.volume_context["nqn"]
+        self.assertEqual(vol.volume_context["ctrlLossTmoSeconds"], "5")
+        stats, unstage = self.stage_mp(vol, host)
+        self.assertRegex(self.plugin.read_log(), r"event=node.nvmf_connected nqn=%s .*ctrl_loss_tmo=5 "
+                                                 r"reconnect_delay=1" % re.escape(nqn))
+        b = burst.Burst(os.path.join(self.stage, "lost.bin"), 48, "lost").start()
+        self.assertTrue(b.wait_acked(4, 120))
+        links = burst.cut(nqn, ["4420", "4421"])
+        cut_at = time.monotonic()
+        self.addCleanup(burst.restore, nqn, links)
+        seen = []
+        self.wait_condition(stats, (
+            r"^2 of 2 NVMe paths missing: 127\.0\.0\.1:4420 \(controller nvme[0-9]+ state (connecting|resetting)\), "
+            r"127\.0\.0\.1:4421 \(controller nvme[0-9]+ state (connecting|resetting)\) \(no live path: I/O fails\)$"),
+            60, seen)
+        b.join(120)
+        self.assertTrue(burst.is_eio(b.error), "the writer is told: %r after %d chunks" % (b.error, b.acked))
+        self.assertLess(b.acked, 48)
+        self.wait_condition(stats, (
+            r"^2 of 2 NVMe paths missing: 127\.0\.0\.1:4420 \(controller nvme[0-9]+ gone: deleted after "
+            r"ctrl_loss_tmo, or disconnected\), 127\.0\.0\.1:4421 \(controller nvme[0-9]+ gone"), 120, seen)
+        self.assertFalse(controllers(nqn))
+        print("both paths cut: EIO after %.2f s (%d chunks acknowledged); conditions: %s"
+              % (b.error_at - cut_at, b.acked, " | ".join(dict.fromkeys(seen))), file=sys.stderr)
+        # the target is back: unstage what is left, stage again, read back what fsync acknowledged
+        burst.restore(nqn, links)
+        self.plugin.call("NodeUnstageVolume", unstage, timeout=120)
+        self.assertFalse(mounted(self.stage))
+        self.stage_mp(vol, host)
+        self.addCleanup(self.plugin.call, "NodeUnstageVolume", unstage, timeout=120)
+        compared, lost = burst.verify(os.path.join(self.stage, "lost.bin"), "lost", b.acked)
+        self.assertEqual((compared, lost), (b.acked * burst.CHUNK, 0))
 
     def test_8_delete_leaves_nothing(self):
         self.plugin.call("DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=self.vol.volume_id), timeout=60)
