@@ -411,6 +411,7 @@ class CheckpointVmTest(unittest.TestCase):
         """A checkpoint burst loses one of its two paths halfway: it completes on the
         other, the condition names the lost controller's state, and once the path is
         back every acknowledged byte reads back equal."""
+        t0 = time.monotonic()
         vol, host = self.new_mp_volume("pvc-vm-mp-cut", size=96 << 20)
         nqn = vol.volume_context["nqn"]
         stats, unstage = self.stage_mp(vol, host)
@@ -438,14 +439,16 @@ class CheckpointVmTest(unittest.TestCase):
             c, l = burst.verify(os.path.join(self.stage, name), seed, n)
             compared, lost = compared + c, lost + l
         self.assertEqual((compared, lost), (2 * n * burst.CHUNK, 0))
-        print("burst %d MiB: healthy %.2f s, one path cut %.2f s (x%.2f); %d bytes compared, %d lost"
-              % (n, healthy.seconds, b.seconds, b.seconds / healthy.seconds, compared, lost), file=sys.stderr)
+        print("burst %d MiB: healthy %.2f s, one path cut %.2f s (x%.2f); %d bytes compared, %d lost; "
+              "case %.1f s" % (n, healthy.seconds, b.seconds, b.seconds / healthy.seconds, compared, lost,
+                               time.monotonic() - t0), file=sys.stderr)
 
     def test_7c_both_paths_cut_past_ctrl_loss_tmo(self):
         """Both paths gone for longer than ctrl_loss_tmo (the StorageClass's, short
         here): the writer gets EIO, never a silent loss; the condition names each
         controller's state, then that the kernel gave them up; once the target is
         back a new stage reads every acknowledged byte back equal."""
+        t0 = time.monotonic()
         vol, host = self.new_mp_volume("pvc-vm-mp-lost", size=64 << 20, ctrlLossTmoSeconds="5",
                                        reconnectDelaySeconds="1")
         nqn = vol.volume_context["nqn"]
@@ -480,6 +483,8 @@ class CheckpointVmTest(unittest.TestCase):
         self.addCleanup(self.plugin.call, "NodeUnstageVolume", unstage, timeout=120)
         compared, lost = burst.verify(os.path.join(self.stage, "lost.bin"), "lost", b.acked)
         self.assertEqual((compared, lost), (b.acked * burst.CHUNK, 0))
+        print("both paths cut, then back: %d bytes compared, %d lost; case %.1f s"
+              % (compared, lost, time.monotonic() - t0), file=sys.stderr)
 
     def test_8_delete_leaves_nothing(self):
         self.plugin.call("DeleteVolume", csi_pb2.DeleteVolumeRequest(volume_id=self.vol.volume_id), timeout=60)
