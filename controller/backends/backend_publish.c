@@ -13,28 +13,6 @@
 
 #define API_PATH "/apis/gantry.io/v1alpha1/storagebackends"
 
-int gantry_backend_object_name(const char *id, char *buf, size_t size)
-{
-        size_t n = 0, start = 0, len = id ? strlen(id) : 0;
-
-        if (len == 0 || len > GANTRY_BACKEND_NAME_MAX || size <= len)
-                return -EINVAL;
-        while (start < len && (id[start] == '-' || id[start] == '.' || id[start] == '_'))
-                start++;
-        for (size_t i = start; i < len; i++) {
-                char c = id[i];
-                if (c >= 'A' && c <= 'Z')
-                        c = (char)(c - 'A' + 'a');
-                else if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.'))
-                        c = '-';
-                buf[n++] = c;
-        }
-        while (n > 0 && (buf[n - 1] == '-' || buf[n - 1] == '.'))
-                n--;
-        buf[n] = '\0';
-        return n ? 0 : -EINVAL;
-}
-
 json_t *gantry_backend_status_new(const struct gantry_backend_view *view, const char *observed_at,
                                   const char *observer)
 {

@@ -11,20 +11,11 @@
 
 #include <jansson.h>
 
+#include "backend_name.h"
 #include "backend_state.h"
 #include "error.h"
 
 struct gantry_kube_client;
-
-#define GANTRY_BACKEND_NAME_MAX 64
-
-/*
- * The object name of backend @id (a clusterID or targetID): lower-cased,
- * every character outside [a-z0-9.-] made '-', leading and trailing '-'
- * and '.' dropped -- a DNS-1123 subdomain. Returns 0, or -EINVAL when
- * nothing is left or @id is longer than GANTRY_BACKEND_NAME_MAX.
- */
-int gantry_backend_object_name(const char *id, char *buf, size_t size);
 
 /*
  * The status object of @view: state, reason, the three rates, degradedRatio,
