@@ -60,6 +60,7 @@ struct args {
         int qos_interval;
         int backend_poll;
         struct gantry_modify_admission_options scheduler; /* controller: the bandwidth check */
+        int io_stall_seconds;
 };
 
 static void usage(FILE *f)
@@ -87,6 +88,9 @@ static void usage(FILE *f)
                 "                          (default " DEFAULT_QOS_STATE_DIR ")\n"
                 "  --cgroup-root DIR       node: the cgroup v2 mount (default /sys/fs/cgroup)\n"
                 "  --qos-interval S        node: seconds between cap reconciles (default 60)\n"
+                "  --io-stall-seconds S    node: a pod whose IO to a volume stalls this long\n"
+                "                          (io.pressure, no IO moving) gets one IOStalled\n"
+                "                          event; 0: none (default 5)\n"
                 "  --backend-poll-seconds S  controller: seconds between two polls of each\n"
                 "                          storage backend by the observer; 0: off (default 2)\n"
                 "  --scheduler-url URL     controller: ask gantry-scheduler (its base URL,\n"
@@ -170,6 +174,7 @@ static int parse_args(int argc, char **argv, struct args *a)
                 { "scheduler-client-cert", required_argument, NULL, 'C' },
                 { "scheduler-client-key", required_argument, NULL, 'K' },
                 { "scheduler-ca", required_argument, NULL, 'A' },
+                { "io-stall-seconds", required_argument, NULL, 'T' },
                 { "version", no_argument, NULL, 'V' },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -197,6 +202,10 @@ static int parse_args(int argc, char **argv, struct args *a)
                 case 'C': a->scheduler.client_cert = optarg; break;
                 case 'K': a->scheduler.client_key = optarg; break;
                 case 'A': a->scheduler.ca_file = optarg; break;
+                case 'T':
+                        if (parse_int("--io-stall-seconds", optarg, 0, 3600, &a->io_stall_seconds) < 0)
+                                return -EINVAL;
+                        break;
                 case 'M': a->metrics_addr = optarg; break;
                 case 'l': a->log_level = optarg; break;
                 case 'w':
@@ -245,7 +254,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 
 int main(int argc, char **argv)
 {
-        struct args a = { .backend_poll = 2 };
+        struct args a = { .backend_poll = 2, .io_stall_seconds = -1 };
         struct gantry_config *config = NULL;
         struct gantry_metrics *metrics = NULL;
         struct gantry_metrics_server *metrics_server = NULL;
@@ -297,8 +306,10 @@ int main(int argc, char **argv)
         metrics = gantry_metrics_new();
         if (!metrics)
                 goto out;
-        if (node)
+        if (node) {
                 gantry_node_set_metrics(metrics);
+                gantry_node_set_io_stall_seconds(a.io_stall_seconds);
+        }
         idopts.controller_service = controller;
         if (controller) {
                 gantry_controller_set_metrics(metrics);

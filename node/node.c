@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "node_internal.h"
 #include "nvmf.h"
+#include "io_stall.h"
 #include "usage_service.h"
 
 int gantry_node_stage(struct gantry_csi_call *call, const ProtobufCMessage *request,
@@ -37,6 +38,7 @@ int gantry_node_expand(struct gantry_csi_call *call, const ProtobufCMessage *req
                        ProtobufCMessage *response, struct gantry_error *err);
 
 static struct gantry_metrics *node_metrics; /* the bandwidth sampler's too */
+static int io_stall_seconds = GANTRY_IO_STALL_DEFAULT_SECONDS;
 
 static int get_info(struct gantry_csi_call *call, const ProtobufCMessage *request,
                     ProtobufCMessage *response, struct gantry_error *err)
@@ -169,6 +171,7 @@ int gantry_node_init(const struct gantry_config *config, const char *node_id,
                         .metrics = node_metrics, .node = node_id,
                         .interval_ms = (unsigned)config->node.bandwidth_sample_seconds * 1000,
                         .window_s = (unsigned)config->node.bandwidth_window_seconds,
+                        .io_stall_seconds = (unsigned)io_stall_seconds,
                 };
 
                 int r = gantry_kube_process_open(kubeconfig, node_metrics, err);
@@ -178,6 +181,11 @@ int gantry_node_init(const struct gantry_config *config, const char *node_id,
                 uo.kube = gantry_kube_process_client();
                 return gantry_usage_service_start(&uo, err);
         }
+}
+
+void gantry_node_set_io_stall_seconds(int seconds)
+{
+        io_stall_seconds = seconds >= 0 ? seconds : GANTRY_IO_STALL_DEFAULT_SECONDS;
 }
 
 void gantry_node_set_metrics(struct gantry_metrics *m)

@@ -40,6 +40,14 @@ struct gantry_metrics;
  */
 void gantry_node_set_metrics(struct gantry_metrics *m);
 
+/*
+ * The IO stall that makes an IOStalled event on a pod (--io-stall-seconds;
+ * node/qos/io_stall.h): @seconds of io.pressure stall with no IO moving on
+ * the volume; 0 turns stall events off; < 0 the default (5). Call before
+ * gantry_node_init().
+ */
+void gantry_node_set_io_stall_seconds(int seconds);
+
 /* Releases what gantry_node_init() set up. */
 /* From the signal thread, at any point of start-up: the process's API
  * requests in flight are aborted and later ones fail at once. */

@@ -1,5 +1,6 @@
 # node/qos/ measuring half: io.stat/io.pressure reader, the per (pod, volume)
-# usage window, the sampler that turns them into metrics and pod events.
+# usage window, the IO stall detector, the sampler that turns them into
+# metrics and pod events.
 # Included from the top-level CMakeLists.txt after node/; a library of its own so that gantryctl's
 # tests, the fuzz target and the node plugin link the same code.
 add_library(gantry_qos_measure STATIC
@@ -7,6 +8,7 @@ add_library(gantry_qos_measure STATIC
   ${CMAKE_CURRENT_LIST_DIR}/usage_window.c
   ${CMAKE_CURRENT_LIST_DIR}/usage_sampler.c
   ${CMAKE_CURRENT_LIST_DIR}/usage_targets.c
+  ${CMAKE_CURRENT_LIST_DIR}/io_stall.c
 )
 target_include_directories(gantry_qos_measure PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(gantry_qos_measure PUBLIC gantry_common Threads::Threads)
@@ -14,7 +16,7 @@ target_link_libraries(gantry_qos_measure PUBLIC gantry_common Threads::Threads)
 # The pod events go through the project's Kubernetes client (optional at
 # run time: without API access they are log lines).
 add_library(gantry_qos_events STATIC ${CMAKE_CURRENT_LIST_DIR}/pod_event.c
-  ${CMAKE_CURRENT_LIST_DIR}/usage_service.c)
+  ${CMAKE_CURRENT_LIST_DIR}/stall_cause.c ${CMAKE_CURRENT_LIST_DIR}/usage_service.c)
 target_include_directories(gantry_qos_events PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(gantry_qos_events PUBLIC gantry_qos_measure gantry_kube)
 

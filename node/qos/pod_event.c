@@ -19,17 +19,26 @@
 
 #include "clock.h"
 #include "kube_client.h"
+#include "io_stall.h"
 #include "log.h"
 
-int gantry_pod_event_post(const struct gantry_pod_events *pe, const struct gantry_usage_target *t,
-                          const char *type, const char *reason, const char *message,
-                          struct gantry_error *err)
+/* Now, as an Event's timestamps spell it. */
+static void timestamp(char *buf, size_t size)
 {
-        char now[32], path[400], gen[300];
         struct tm tm;
         time_t secs = time(NULL);
+
+        gmtime_r(&secs, &tm);
+        strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* The Event object for @t's pod in *@ret_ev (every string borrowed). Returns 0 or -errno with @err. */
+static int event_new(const struct gantry_pod_events *pe, const struct gantry_usage_target *t,
+                     const char *type, const char *reason, const char *message, json_t **ret_ev,
+                     struct gantry_error *err)
+{
+        char now[32], gen[300];
         json_t *ev;
-        int r;
 
         if (!pe || !pe->kube)
                 return gantry_error_set(err, ENOTCONN, "no Kubernetes API access: event logged only");
@@ -37,8 +46,7 @@ int gantry_pod_event_post(const struct gantry_pod_events *pe, const struct gantr
                 return gantry_error_set(err, EINVAL, "event: the pod's namespace and name are required");
         if (strlen(t->pod_namespace) > 253 || strlen(t->pod_name) > 253)
                 return gantry_error_set(err, EINVAL, "event: pod namespace or name longer than 253");
-        gmtime_r(&secs, &tm);
-        strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        timestamp(now, sizeof(now));
         snprintf(gen, sizeof(gen), "%s.", t->pod_name);
         ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, s:s, s:s, s:s,"
                        " s:{s:s, s:s}, s:s, s:s, s:i}",
@@ -51,8 +59,62 @@ int gantry_pod_event_post(const struct gantry_pod_events *pe, const struct gantr
                        "firstTimestamp", now, "lastTimestamp", now, "count", 1);
         if (!ev)
                 return gantry_error_set(err, ENOMEM, "event: cannot build the object");
+        *ret_ev = ev;
+        return 0;
+}
+
+int gantry_pod_event_post(const struct gantry_pod_events *pe, const struct gantry_usage_target *t,
+                          const char *type, const char *reason, const char *message,
+                          struct gantry_error *err)
+{
+        char path[400];
+        json_t *ev;
+        int r = event_new(pe, t, type, reason, message, &ev, err);
+
+        if (r < 0)
+                return r;
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", t->pod_namespace);
         r = gantry_kube_create(pe->kube, path, "events", ev, err);
+        json_decref(ev);
+        return r;
+}
+
+int gantry_pod_event_stall(const struct gantry_pod_events *pe, const struct gantry_usage_target *t,
+                           const char *message, char *event_name, size_t size,
+                           struct gantry_error *err)
+{
+        char path[700], now[32];
+        json_t *ev, *made = NULL;
+        const char *name;
+        int r;
+
+        if (!event_name || size == 0)
+                return gantry_error_set(err, EINVAL, "event: no room for its name");
+        if (!event_name[0]) {
+                r = event_new(pe, t, "Warning", GANTRY_IO_STALL_REASON, message, &ev, err);
+                if (r < 0)
+                        return r;
+                snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", t->pod_namespace);
+                r = gantry_kube_write(pe->kube, "POST", path, "events", ev, &made, err);
+                json_decref(ev);
+                if (r < 0)
+                        return r;
+                name = json_string_value(json_object_get(json_object_get(made, "metadata"), "name"));
+                if (name && strlen(name) < size && strlen(name) <= 253)
+                        snprintf(event_name, size, "%s", name);
+                json_decref(made);
+                return 0;
+        }
+        if (!pe || !pe->kube)
+                return gantry_error_set(err, ENOTCONN, "no Kubernetes API access: event logged only");
+        if (!t || !t->pod_namespace || strlen(t->pod_namespace) > 253)
+                return gantry_error_set(err, EINVAL, "event: the pod's namespace is required");
+        timestamp(now, sizeof(now));
+        if (!(ev = json_pack("{s:s, s:s}", "message", message, "lastTimestamp", now)))
+                return gantry_error_set(err, ENOMEM, "event: cannot build the patch");
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events/%s", t->pod_namespace,
+                 event_name);
+        r = gantry_kube_merge_patch(pe->kube, path, "events", ev, err);
         json_decref(ev);
         return r;
 }

@@ -1,7 +1,8 @@
 /*
  * Posts a core/v1 Event on a pod through the Kubernetes API: the node
- * plugin's way to tell a job's owner that a pod sits at its bandwidth cap or
- * pulls far less than it declared (`kubectl describe pod` shows it). The
+ * plugin's way to tell a job's owner that a pod sits at its bandwidth cap,
+ * pulls far less than it declared, or that its IO stalled and why
+ * (`kubectl describe pod` shows it). The
  * client is optional: a node plugin without API access (no kubeconfig, not
  * in a cluster) only logs the event.
  */
@@ -29,6 +30,19 @@ struct gantry_pod_events {
 int gantry_pod_event_post(const struct gantry_pod_events *pe, const struct gantry_usage_target *t,
                           const char *type, const char *reason, const char *message,
                           struct gantry_error *err);
+
+/*
+ * Tells the pod of @t that its IO stalled (a Warning with reason
+ * IOStalled, @message from gantry_io_stall_message): when @event_name is
+ * "" it posts a new Event and writes the name the API server gave it to
+ * @event_name (@size bytes; left "" when the answer names none); else it
+ * merge-patches that Event's message and lastTimestamp (the stall's end:
+ * one Event per stall). Returns 0, -ENOTCONN when there is no client, or
+ * -errno with @err from the API.
+ */
+int gantry_pod_event_stall(const struct gantry_pod_events *pe, const struct gantry_usage_target *t,
+                           const char *message, char *event_name, size_t size,
+                           struct gantry_error *err);
 
 /*
  * Tells the pod of @t (and its volume_id) that its bandwidth cap is not enforced, and why (@why:

@@ -3,8 +3,12 @@
  * (pod uid, volume id) it saw in the last walk: the usage window, the last
  * counters (the metrics are counters fed by differences, so a restarted
  * plugin's first pass adds the cgroup's whole history, as a fresh
- * Prometheus counter should), and when each event was last sent. The pass
- * runs on the sampler's own thread; the metrics registry locks itself.
+ * Prometheus counter should), when each event was last sent, and its IO
+ * stall detector with the stall event's name (to finish the one event when
+ * the stall ends). The pass runs on the sampler's own thread; the metrics
+ * registry locks itself. Telling a stall costs API calls (a GET of the
+ * backend's state, the event's post or patch) on this thread, bounded by the
+ * client's timeout, and only at a stall's start and end.
  */
 #include "usage_sampler.h"
 
@@ -16,6 +20,8 @@
 #include <time.h>
 
 #include "clock.h"
+#include "backend_name.h"
+#include "io_stall.h"
 #include "io_usage.h"
 #include "log.h"
 #include "metrics.h"
@@ -39,6 +45,11 @@ struct entry {
         bool read_failed; /* logged already */
         uint64_t last_event_ms[EV_N];
         bool event_sent[EV_N];
+        struct gantry_io_stall stall;
+        time_t stall_started_at;  /* wall clock of the stall's start */
+        char stall_event[254];    /* the told stall's event ("": none made) */
+        char stall_state[32];     /* the backend's state when the stall was told */
+        char stall_reason[384];
 };
 
 struct pod_stall {
@@ -98,6 +109,10 @@ static const char *const vol_gauge_help[] = {
 #define ERRORS_HELP "Pod cgroups the bandwidth sampler could not read"
 #define EVENTS "gantry_node_bandwidth_events_total"
 #define EVENTS_HELP "Bandwidth events about pods, by reason and result (posted, logged, failed)"
+#define STALLS "gantry_node_io_stalls_total"
+#define STALLS_HELP "IO stalls of a pod on a volume that reached --io-stall-seconds (each told by one IOStalled event)"
+#define STALLS_SECONDS "gantry_node_io_stalls_seconds_total"
+#define STALLS_SECONDS_HELP "Length of those stalls, seconds, added when each ends"
 #define TARGETS "gantry_node_bandwidth_targets"
 #define TARGETS_HELP "Pod and volume pairs the bandwidth sampler follows"
 
@@ -303,6 +318,77 @@ static void send_event(struct gantry_usage_sampler *s, struct entry *e,
         }
 }
 
+/* The backend state to tell for @e's stall: the state now when it is not
+ * Healthy (what hung the IO often shows only once the stall ends, as when
+ * Ceph marks a stopped OSD down), else the one seen when the stall was told. */
+static void stall_cause(struct gantry_usage_sampler *s, struct entry *e, const char *backend,
+                        bool ending, struct gantry_io_stall_backend *ret)
+{
+        char state[sizeof(e->stall_state)] = "", reason[sizeof(e->stall_reason)] = "";
+
+        *ret = (struct gantry_io_stall_backend){ .name = backend };
+        if (!s->o.backend_state || !*backend)
+                return;
+        if (s->o.backend_state(s->o.stall_ctx, backend, state, sizeof(state), reason,
+                               sizeof(reason)) < 0)
+                state[0] = '\0';
+        if (state[0] && (!ending || strcmp(state, "Healthy") != 0 || !e->stall_state[0])) {
+                memcpy(e->stall_state, state, sizeof(state));
+                memcpy(e->stall_reason, reason, sizeof(reason));
+        }
+        ret->state = e->stall_state;
+        ret->reason = e->stall_reason;
+}
+
+/* Tells @e's stall: at its start (@change STARTED) a new event, at its end the same one finished. */
+static void tell_stall(struct gantry_usage_sampler *s, struct entry *e,
+                       const struct gantry_usage_target *t, enum gantry_io_stall_change change)
+{
+        const bool ending = change == GANTRY_IO_STALL_ENDED;
+        char backend[GANTRY_BACKEND_NAME_MAX + 1] = "", msg[1024], quoted[1100];
+        struct gantry_io_stall_report rep = {
+                .writes = e->stall.writes, .volume_id = t->volume_id,
+                .stalled_ms = gantry_io_stall_length_ms(&e->stall), .ongoing = !ending,
+        };
+        const char *result = "logged";
+
+        if (!ending) {
+                time_t now = time(NULL);
+
+                e->stall_started_at = now - (time_t)((s->now_ms - e->stall.start_ms) / 1000);
+                e->stall_event[0] = e->stall_state[0] = e->stall_reason[0] = '\0';
+                if (s->o.metrics)
+                        gantry_metrics_counter_add(s->o.metrics, STALLS, STALLS_HELP, e->labels, 1);
+        } else if (s->o.metrics) {
+                gantry_metrics_counter_add(s->o.metrics, STALLS_SECONDS, STALLS_SECONDS_HELP,
+                                           e->labels, (double)rep.stalled_ms / 1000);
+        }
+        rep.started_at = e->stall_started_at;
+        if (gantry_backend_of_volume(t->volume_id, backend, sizeof(backend), &rep.tier) < 0)
+                backend[0] = '\0';
+        stall_cause(s, e, backend, ending, &rep.backend);
+        gantry_io_stall_message(&rep, msg, sizeof(msg));
+        if (s->o.tell_stall && (!ending || e->stall_event[0]))
+                result = s->o.tell_stall(s->o.stall_ctx, t, msg, e->stall_event,
+                                         sizeof(e->stall_event)) < 0 ? "failed" : "posted";
+        if (ending)
+                log_info("qos.io_stall_ended", "namespace=%s pod=%s volume=%s seconds=%.1f "
+                         "result=%s message=%s", t->pod_namespace, t->pod_name, t->volume_id,
+                         (double)rep.stalled_ms / 1000, result,
+                         gantry_log_quote(msg, quoted, sizeof(quoted)));
+        else
+                log_warn("qos.io_stalled", "namespace=%s pod=%s volume=%s result=%s message=%s",
+                         t->pod_namespace, t->pod_name, t->volume_id, result,
+                         gantry_log_quote(msg, quoted, sizeof(quoted)));
+        if (s->o.metrics && !ending) {
+                char labels[160];
+
+                snprintf(labels, sizeof(labels), "reason=\"%s\",result=\"%s\"",
+                         GANTRY_IO_STALL_REASON, result);
+                gantry_metrics_counter_add(s->o.metrics, EVENTS, EVENTS_HELP, labels, 1);
+        }
+}
+
 static void update_gauges(struct gantry_metrics *m, const struct entry *e,
                           const struct gantry_usage_target *t,
                           const struct gantry_usage_summary *sum)
@@ -374,6 +460,14 @@ static int visit(void *ctx, const struct gantry_usage_target *t)
                 if (u.has_pressure)
                         count_stall(s, e, &u);
         }
+        if (u.has_pressure) {
+                const struct gantry_io_stall_config sc = { .threshold_ms = s->o.io_stall_ms };
+                enum gantry_io_stall_change c = gantry_io_stall_feed(
+                        &e->stall, &sc, s->now_ms, u.pressure.some_us, u.stat.rios, u.stat.wios);
+
+                if (c != GANTRY_IO_STALL_NONE)
+                        tell_stall(s, e, t, c);
+        }
         e->last = u;
         e->have_last = true;
         smp = (struct gantry_usage_sample){
@@ -415,6 +509,8 @@ static void forget_unseen(struct gantry_usage_sampler *s)
                                 gantry_metrics_remove(m, vol_counters[k], e->vol_prefix);
                                 gantry_metrics_remove(m, vol_gauges[k], e->vol_prefix);
                         }
+                        gantry_metrics_remove(m, STALLS, e->vol_prefix);
+                        gantry_metrics_remove(m, STALLS_SECONDS, e->vol_prefix);
                         pod_left = true;
                         for (size_t j = 0; j < s->n; j++)
                                 if (j != i && strcmp(s->entries[j].pod_uid, e->pod_uid) == 0 &&
@@ -499,8 +595,9 @@ int gantry_usage_sampler_start(struct gantry_usage_sampler *s)
         if (r != 0)
                 return -r;
         s->started = true;
-        log_info("qos.sampler_started", "interval_ms=%u window_ms=%llu events=%s", s->o.interval_ms,
-                 (unsigned long long)s->o.window.window_ms, s->o.post_event ? "posted" : "logged");
+        log_info("qos.sampler_started", "interval_ms=%u window_ms=%llu io_stall_ms=%u events=%s",
+                 s->o.interval_ms, (unsigned long long)s->o.window.window_ms, s->o.io_stall_ms,
+                 s->o.post_event ? "posted" : "logged");
         return 0;
 }
 

@@ -6,12 +6,18 @@
  * gantry_node_volume_* / gantry_node_pod_* metrics. When a window's verdict
  * says a pod sits at its cap most of the window, or uses far less than it
  * declared, it hands an event to the event function (posted on the pod), at
- * most once per window per pod, volume and reason. What goes away (a pod
- * unpublished) loses its window and its series at the next pass.
+ * most once per window per pod, volume and reason. It also watches each
+ * pod and volume for IO stalls (io_stall.h): a stall that reaches the
+ * threshold is told once, as one IOStalled event on the pod naming the
+ * volume, the stall's length, when it started and -- where the backend's
+ * live state is known -- the backend's state; the same event is finished
+ * when the stall ends. What goes away (a pod unpublished) loses its window
+ * and its series at the next pass.
  */
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -45,6 +51,16 @@ typedef int (*gantry_usage_iterate_fn)(void *ctx, gantry_usage_visit_fn visit, v
 typedef int (*gantry_usage_event_fn)(void *ctx, const struct gantry_usage_target *t,
                                      const char *type, const char *reason, const char *message);
 
+/* Tells an IO stall (see gantry_pod_event_stall): @event_name "" posts a new
+ * event and fills its name (@size bytes), else updates that event. Returns 0
+ * or -errno (then the stall is only logged). */
+typedef int (*gantry_usage_stall_fn)(void *ctx, const struct gantry_usage_target *t,
+                                     const char *message, char *event_name, size_t size);
+/* The live state of backend @backend (a clusterID / targetID): fills
+ * @state and @reason; returns 0, or < 0 when it is not known. */
+typedef int (*gantry_usage_backend_fn)(void *ctx, const char *backend, char *state,
+                                       size_t state_size, char *reason, size_t reason_size);
+
 struct gantry_usage_sampler_options {
         gantry_usage_iterate_fn iterate; /* required */
         void *iterate_ctx;
@@ -53,6 +69,10 @@ struct gantry_usage_sampler_options {
         struct gantry_metrics *metrics;   /* borrowed; NULL: none */
         struct gantry_usage_window_config window; /* window_ms 0: the defaults */
         unsigned interval_ms;             /* between passes; 0: 10000 */
+        unsigned io_stall_ms;             /* a stall this long is told; 0: no stall events */
+        gantry_usage_stall_fn tell_stall; /* NULL: stalls are log lines only */
+        gantry_usage_backend_fn backend_state; /* NULL: stalls are told without a cause */
+        void *stall_ctx;                  /* for both */
 };
 
 struct gantry_usage_sampler;

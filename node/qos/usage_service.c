@@ -7,10 +7,13 @@
 #include "usage_service.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "io_stall.h"
 #include "log.h"
 #include "pod_event.h"
+#include "stall_cause.h"
 #include "usage_sampler.h"
 #include "usage_targets.h"
 #ifdef GANTRY_USAGE_FROM_QOS
@@ -22,6 +25,42 @@
 
 static struct gantry_usage_sampler *sampler;
 static struct gantry_pod_events events;
+
+/* A gantry_usage_stall_fn over gantry_pod_event_stall; failures are logged. */
+static int stall_sink(void *ctx, const struct gantry_usage_target *t, const char *message,
+                      char *event_name, size_t size)
+{
+        struct gantry_error err = { 0 };
+        char quoted[GANTRY_ERROR_MSG_MAX + 8];
+        int r = gantry_pod_event_stall(ctx, t, message, event_name, size, &err);
+
+        if (r < 0)
+                log_warn("qos.event_post_failed", "namespace=%s pod=%s reason=%s error=%s",
+                         t->pod_namespace, t->pod_name, GANTRY_IO_STALL_REASON,
+                         gantry_log_quote(err.msg, quoted, sizeof(quoted)));
+        return r;
+}
+
+/* A gantry_usage_backend_fn over gantry_stall_cause_get: a backend whose
+ * state cannot be read (no CRD, no RBAC, stale) is logged, and has no cause. */
+static int backend_state(void *ctx, const char *backend, char *state, size_t state_size,
+                         char *reason, size_t reason_size)
+{
+        const struct gantry_pod_events *pe = ctx;
+        struct gantry_stall_cause c;
+        struct gantry_error err = { 0 };
+        char quoted[GANTRY_ERROR_MSG_MAX + 8];
+        int r = gantry_stall_cause_get(pe->kube, backend, &c, &err);
+
+        if (r < 0) {
+                log_info("qos.backend_state_unknown", "backend=%s error=%s", backend,
+                         gantry_log_quote(err.msg, quoted, sizeof(quoted)));
+                return r;
+        }
+        snprintf(state, state_size, "%s", c.state);
+        snprintf(reason, reason_size, "%s", c.reason);
+        return 0;
+}
 
 int gantry_usage_service_start(const struct gantry_usage_service_options *o,
                                struct gantry_error *err)
@@ -38,6 +77,10 @@ int gantry_usage_service_start(const struct gantry_usage_service_options *o,
         so.event_ctx = &events;
         so.metrics = o->metrics;
         so.interval_ms = o->interval_ms;
+        so.io_stall_ms = o->io_stall_seconds * 1000;
+        so.tell_stall = o->kube ? stall_sink : NULL;
+        so.backend_state = o->kube ? backend_state : NULL;
+        so.stall_ctx = &events;
         if (o->window_s) {
                 gantry_usage_window_config_default(&so.window);
                 so.window.window_ms = (uint64_t)o->window_s * 1000;

@@ -3,7 +3,9 @@
  * service: the sampler (usage_sampler.h) over the caps in force
  * (usage_targets.h), its metrics in the plugin's registry, and the events
  * posted on pods through the node plugin's one Kubernetes API client when
- * it has one (kube/kube_process.h), else log lines only.
+ * it has one (kube/kube_process.h), else log lines only; an IO stall's
+ * event names its backend's state read with the same client
+ * (stall_cause.h).
  */
 #pragma once
 
@@ -18,6 +20,7 @@ struct gantry_usage_service_options {
         const char *node;               /* the node's name (events' source.host) */
         unsigned interval_ms;           /* 0: 10 s */
         unsigned window_s;              /* 0: 600 s */
+        unsigned io_stall_seconds;      /* an IO stall this long is told (IOStalled); 0: off */
 };
 
 /* Starts the loop. Returns 0 or -errno with @err filled. */

@@ -14,8 +14,10 @@ Kubernetes client is linked into it) have no role bound and no token
 mounted. The node plugin's client (the process's one, kube/kube_process.c,
 opened by node/node.c), lent to
 node/qos/qos_api.c (GETs of a
-publishing pod and its volumes, for bandwidth caps) and node/qos/pod_event.c
-(Events on pods about their bandwidth), is granted exactly their calls
+publishing pod and its volumes, for bandwidth caps), node/qos/pod_event.c
+(Events on pods about their bandwidth and IO stalls: made, and an IO
+stall's patched when it ends) and node/qos/stall_cause.c (a GET of the
+StorageBackend a stalled volume lives on), is granted exactly their calls
 (NODE_CALLS).
 
 Without the client in the tree (the kube branch not merged yet) the test
@@ -127,14 +129,15 @@ NO_API = ("gantry-target",)
 # node/node_qos.c lends them (checked against their source below).
 NODE_CLIENT = ("node/node.c", "node/node_qos.c", "node/qos/qos_api.c", "node/qos/qos_api.h",
                "node/qos/qos_follow.c", "node/qos/qos_follow.h",
-               "node/qos/pod_event.c",
+               "node/qos/pod_event.c", "node/qos/stall_cause.c", "node/qos/stall_cause.h",
                "node/qos/pod_event.h", "node/qos/usage_service.c", "node/qos/usage_service.h", "node/qos/measure.cmake",
                "node/qos/CMakeLists.txt")
 NODE_CALLS = {("", "pods", "get"), ("", "persistentvolumeclaims", "get"),
               ("", "persistentvolumes", "get"), ("storage.k8s.io", "storageclasses", "get"),
               ("storage.k8s.io", "volumeattributesclasses", "get"),
               ("", "persistentvolumeclaims", "list"), ("", "persistentvolumeclaims", "watch"),
-              ("", "events", "create")}
+              ("", "events", "create"), ("", "events", "patch"),
+              ("gantry.io", "storagebackends", "get")}
 # gantry-csi's only API clients are in the controller: the node registry
 # (CSINode objects), the eviction of promoted copies (VolumeAttachments, a
 # PVC's PV for `gantryctl tier demote`) and the copy-state annotation of PVs
@@ -251,8 +254,18 @@ class NodeRbacTest(unittest.TestCase):
         with open(os.path.join(ROOT, "node", "qos", "pod_event.c")) as f:
             text = f.read()
         self.assertIn('gantry_kube_create(pe->kube, path, "events"', text)
+        self.assertIn('gantry_kube_write(pe->kube, "POST", path, "events"', text)
         self.assertIn('"/api/v1/namespaces/%s/events"', text)
-        for needle in ("gantry_kube_get(", "gantry_kube_merge_patch", "gantry_kube_bind_pod"):
+        self.assertIn('gantry_kube_merge_patch(pe->kube, path, "events"', text)
+        self.assertIn('"/api/v1/namespaces/%s/events/%s"', text)
+        for needle in ("gantry_kube_get(", "gantry_kube_bind_pod", '"PUT"'):
+            self.assertNotIn(needle, text)
+        with open(os.path.join(ROOT, "node", "qos", "stall_cause.c")) as f:
+            text = f.read()
+        self.assertIn('"/apis/gantry.io/v1alpha1/storagebackends/%s"', text)
+        self.assertIn('"get", "storagebackends"', text)
+        self.assertEqual(text.count("gantry_kube_get("), 1, "stall_cause.c makes one GET")
+        for needle in ("gantry_kube_create", "gantry_kube_write", "gantry_kube_merge_patch"):
             self.assertNotIn(needle, text)
         sources = [("manifests/", manifest_docs())]
         if STANDIN:

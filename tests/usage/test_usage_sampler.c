@@ -3,7 +3,8 @@
  * as plain directories holding io.stat and io.pressure (the sampler only
  * reads those two files), at made-up times. Checks the metrics it renders
  * (counters from differences, gauges per direction, the stall counted once
- * per pod), the events (at cap, underused, once per window), a pod that
+ * per pod), the events (at cap, underused, once per window; an IO stall
+ * told once and finished once, with its backend's state), a pod that
  * goes away (its series go too) and a cgroup that cannot be read.
  */
 #include <errno.h>
@@ -280,6 +281,113 @@ static void test_stall_once_per_pod(void **state)
         setup(NULL); /* the next test starts from the initial layout */
 }
 
+/* what the stall function was given: "new <message>" or "update <name> <message>" */
+static char stalls[8][700];
+static unsigned n_stalls;
+static const char *backend_now = "Healthy";
+
+static int tell_stall(void *ctx, const struct gantry_usage_target *t, const char *message,
+                      char *event_name, size_t size)
+{
+        (void)ctx;
+        (void)t;
+        if (n_stalls < 8)
+                snprintf(stalls[n_stalls++], sizeof(stalls[0]), "%s %s%s%s",
+                         event_name[0] ? "update" : "new", event_name, event_name[0] ? " " : "",
+                         message);
+        if (!event_name[0])
+                snprintf(event_name, size, "train-0.%u", n_stalls);
+        return 0;
+}
+
+static int backend_state(void *ctx, const char *backend, char *state, size_t state_size,
+                         char *reason, size_t reason_size)
+{
+        (void)ctx;
+        if (strcmp(backend, "ceph-a") != 0)
+                return -ENOENT;
+        snprintf(state, state_size, "%s", backend_now);
+        snprintf(reason, reason_size, "%s",
+                 strcmp(backend_now, "Healthy") ? "OSD_DOWN: 1 osds down" : "all 40 PGs active+clean");
+        return 0;
+}
+
+/* One pass @dt_s after @t_s: @stall_s more io.pressure stall, @bytes more read. */
+static void stall_pass(struct gantry_usage_sampler *s, uint64_t *t_s, unsigned dt_s,
+                       unsigned stall_s, uint64_t bytes)
+{
+        *t_s += dt_s;
+        pods[0].stall_us += stall_s * 1000000ull;
+        vols[0].rbytes += bytes;
+        write_cgroups();
+        assert_int_equal(gantry_usage_sampler_pass(s, *t_s * 1000), 1);
+}
+
+/* A hang of a pod's reads: one IOStalled event when it reaches the
+ * threshold, the same one finished when it ends (the backend's state then,
+ * not Healthy, is the cause), counted; a new hang is a new event. */
+static void test_io_stall_event(void **state)
+{
+        struct gantry_metrics *m = gantry_metrics_new();
+        struct gantry_usage_sampler_options o = {
+                .iterate = iterate, .metrics = m, .io_stall_ms = 5000, .tell_stall = tell_stall,
+                .backend_state = backend_state,
+        };
+        struct gantry_usage_sampler *s = NULL;
+        uint64_t t_s = 0;
+        char *text;
+
+        (void)state;
+        vols[0] = (struct vol){ &pods[0], "0001-0006-ceph-a-0000000000000001-ds", 251, 0,
+                                0, 0, 0, 0, 0, 0, true };
+        vols[1].present = vols[2].present = false;
+        write_cgroups();
+        assert_int_equal(gantry_usage_sampler_new(&o, &s), 0);
+        assert_int_equal(gantry_usage_sampler_pass(s, 0), 1);
+        for (int i = 0; i < 3; i++)
+                stall_pass(s, &t_s, 1, 1, 8 << 20); /* flat out: waiting, but moving */
+        for (int i = 0; i < 4; i++)
+                stall_pass(s, &t_s, 1, 1, 0);
+        assert_int_equal(n_stalls, 0);
+        stall_pass(s, &t_s, 1, 1, 0); /* 5 s */
+        assert_int_equal(n_stalls, 1);
+        assert_non_null(strstr(stalls[0], "new dataset reads stalled since "));
+        assert_non_null(strstr(stalls[0], " on volume 0001-0006-ceph-a-0000000000000001-ds, 5 s so "
+                                          "far: backend ceph-a is Healthy (all 40 PGs active+clean)"));
+        backend_now = "Degraded";
+        for (int i = 0; i < 17; i++)
+                stall_pass(s, &t_s, 1, 1, 0);
+        assert_int_equal(n_stalls, 1); /* never one per sample */
+        stall_pass(s, &t_s, 1, 0, 8 << 20);
+        assert_int_equal(n_stalls, 2);
+        assert_non_null(strstr(stalls[1], "update train-0.1 dataset reads stalled 22 s at "));
+        assert_non_null(strstr(stalls[1], ": backend ceph-a was Degraded (OSD_DOWN: 1 osds down)"));
+        text = render(m);
+        assert_non_null(strstr(text, "gantry_node_io_stalls_total{namespace=\"ml\",pod=\"train-0\","
+                                     "volume=\"0001-0006-ceph-a-0000000000000001-ds\",job=\"train\"} 1\n"));
+        assert_non_null(strstr(text, "gantry_node_io_stalls_seconds_total{namespace=\"ml\",pod=\"train-0\","
+                                     "volume=\"0001-0006-ceph-a-0000000000000001-ds\",job=\"train\"} 22\n"));
+        assert_non_null(strstr(text, "gantry_node_bandwidth_events_total{reason=\"IOStalled\","
+                                     "result=\"posted\"} 1\n"));
+        free(text);
+        /* recovered, then a new hang: a new event */
+        for (int i = 0; i < 3; i++)
+                stall_pass(s, &t_s, 1, 0, 8 << 20);
+        for (int i = 0; i < 6; i++)
+                stall_pass(s, &t_s, 1, 1, 0);
+        assert_int_equal(n_stalls, 3);
+        assert_non_null(strstr(stalls[2], "new dataset reads stalled since "));
+        /* the pod goes: its stall series go too */
+        vols[0].present = false;
+        assert_int_equal(gantry_usage_sampler_pass(s, (t_s + 1) * 1000), 0);
+        text = render(m);
+        assert_null(strstr(text, "gantry_node_io_stalls_total{"));
+        free(text);
+        gantry_usage_sampler_free(s);
+        gantry_metrics_free(m);
+        setup(NULL);
+}
+
 static int walk_fails(void *ctx, gantry_usage_visit_fn visit, void *vctx)
 {
         (void)ctx;
@@ -313,6 +421,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_stall_once_per_pod),
+                cmocka_unit_test(test_io_stall_event),
                 cmocka_unit_test(test_sampler),
                 cmocka_unit_test(test_thread_and_bad_options),
         };
