@@ -25,6 +25,7 @@ part gantry-scheduler talks to, with the same wire shapes:
        -> sets spec.nodeName (404 no pod, 409 already bound or UID mismatch)
   POST /api/v1/namespaces/NS/events -> 201, the Event kept (named from its
        generateName; listed as any namespaced resource)
+  PATCH /api/v1/namespaces/NS/events/NAME (merge patch) -> the Event updated
   POST /apis/coordination.k8s.io/v1/namespaces/NS/leases  -> create (409 exists)
   PUT  .../leases/NAME   -> replace; a metadata.resourceVersion other than the
                             stored one is refused with 409 Conflict, as the
@@ -450,7 +451,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(201, st.upsert("events", ev))
         if verb == "patch" and resource == "persistentvolumes" and sub is None and name and ns is None:
             return self.merge_patch(resource, name)
-        if verb == "patch" and resource == "pods" and sub is None and name and ns:
+        if verb == "patch" and resource in ("pods", "events") and sub is None and name and ns:
             return self.merge_patch(resource, name, ns)
         if verb in ("create", "update") and resource == "leases":
             return self.write(verb, resource, ns, name)

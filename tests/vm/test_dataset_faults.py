@@ -18,23 +18,39 @@ waits on the cluster's own view (the osdmap, HEALTH_OK and every PG
 active+clean). The reads must go on and complete with 0 errors and 0 wrong
 bytes; the figures per phase are printed (fault_phases.py).
 
+The plugin samples the pods' real cgroups meanwhile (its bandwidth sampler,
+once a second): the pods, their PVCs, PVs and StorageClass (bandwidthPolicy
+none: nothing is capped) come from the FAKE API server of tests/fakeapi (a
+real kube-apiserver does not fit in this VM), and so do the Events it posts.
+The hang must give each pod it hung exactly one IOStalled event naming the
+volume, finished when the reads resume, whose stall length matches the
+longest gap between the pod's completed reads. No controller runs here, so
+no StorageBackend exists: the events carry no cause (the node's GET of it is
+answered 404, as in a cluster without the CRD).
+
 GANTRY_FAULTS_PHASE_S sets how long each steady phase is read (default 6 s;
 bench/faults uses more).
 """
+import calendar
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
+sys.path.insert(0, os.path.join(HERE, "..", "scheduler"))
 from csi_client import Plugin  # noqa: E402
+import sched_harness  # noqa: E402
 import csi_pb2  # noqa: E402
 import fault_phases  # noqa: E402
+from pod_objects import dataset_pod, pod_info  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 from figure import figure  # noqa: E402
 
@@ -45,6 +61,8 @@ VOL = "0001-0004-test-0000000000000001-ds"
 MODE = csi_pb2.VolumeCapability.AccessMode.Mode
 PHASE_S = float(os.environ.get("GANTRY_FAULTS_PHASE_S", "6"))
 AGENT_WAIT_S = 240  # the agent's own waits are bounded at 180 s
+STALL_S = 5  # --io-stall-seconds (the default)
+TOKEN = "tok-node"
 
 
 def uid(n):
@@ -118,8 +136,22 @@ class DatasetFaultsTest(unittest.TestCase):
         for _, rel, ctr, _, _ in PODS.values():
             os.makedirs(os.path.join(CG, rel, ctr), exist_ok=True)
         cls.workdir = tempfile.mkdtemp(prefix="gantry-faults-vm-")
+        cls.api = sched_harness.FakeAPI(TOKEN, max_seconds=1200)
+        cls.seed()
+        config = os.path.join(cls.workdir, "gantry.json")
+        with open(config, "w") as f:  # a sample a second, the shortest window
+            json.dump({"node": {"bandwidthSampleSeconds": 1, "bandwidthWindowSeconds": 10}}, f)
         cls.plugin = Plugin(mode="node", node_id="vm-node", workdir=cls.workdir,
-                            ready_timeout=60.0).start()
+                            ready_timeout=60.0, config=config,
+                            extra=["--kubeconfig",
+                                   cls.api.write_kubeconfig(os.path.join(cls.workdir, "kc")),
+                                   "--cgroup-root", CG, "--io-stall-seconds", str(STALL_S),
+                                   "--qos-state-dir", os.path.join(cls.workdir, "qos")])
+        try:
+            cls.plugin.start()
+        except BaseException:
+            cls.api.stop()
+            raise
         step("plugin up")
         cls.call("NodeStageVolume", volume_id=VOL, staging_target_path=cls.staging(),
                  volume_capability=cls.cap(), volume_context=cls.context(),
@@ -127,7 +159,7 @@ class DatasetFaultsTest(unittest.TestCase):
         for name in PODS:
             cls.call("NodePublishVolume", volume_id=VOL, staging_target_path=cls.staging(),
                      target_path=target(name), volume_capability=cls.cap(), readonly=True,
-                     volume_context=cls.context())
+                     volume_context=cls.context(name))
         step("staged read-only and published to %d pods" % len(PODS))
 
     @classmethod
@@ -141,6 +173,7 @@ class DatasetFaultsTest(unittest.TestCase):
                 raise AssertionError("plugin exit %s:\n%s" % (rc, cls.plugin.read_log()[-4000:]))
         finally:
             cls.plugin.kill()
+            cls.api.stop()
             shutil.rmtree(cls.workdir, ignore_errors=True)
 
     @classmethod
@@ -160,9 +193,32 @@ class DatasetFaultsTest(unittest.TestCase):
         return c
 
     @classmethod
-    def context(cls):
-        return {"tier": "dataset", "clusterID": "test", "monitors": cls.env["MONITORS"],
-                "pool": "rbd", "imageName": "ds", "mapOptions": "ms_mode=crc"}
+    def context(cls, pod=None):
+        ctx = {"tier": "dataset", "clusterID": "test", "monitors": cls.env["MONITORS"],
+               "pool": "rbd", "imageName": "ds", "mapOptions": "ms_mode=crc"}
+        if pod:  # podInfoOnMount, as kubelet adds it
+            ctx.update(pod_info(pod, PODS[pod][0]))
+        return ctx
+
+    @classmethod
+    def seed(cls):
+        """The objects the plugin reads for each pod's volume: nothing capped."""
+        objs = [("storageclasses", {"metadata": {"name": "ds"}, "provisioner": "csi.gantry.io",
+                                    "parameters": {"tier": "dataset", "clusterID": "test",
+                                                   "bandwidthPolicy": "none"}})]
+        for name, (pod_uid, *_) in PODS.items():
+            objs += dataset_pod(name, pod_uid, "ds", VOL)
+        for res, obj in objs:
+            assert cls.api.post("/fake/objects/" + res, obj) == 200
+
+    @classmethod
+    def stall_events(cls):
+        """The IOStalled Events on the pods, as the API has them."""
+        req = urllib.request.Request(cls.api.base + "/api/v1/namespaces/ml/events",
+                                     headers={"Authorization": "Bearer " + TOKEN})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            items = json.loads(r.read())["items"]
+        return [e for e in items if e.get("reason") == "IOStalled"]
 
     def start_readers(self):
         self.stopfile = os.path.join(self.workdir, "stop")
@@ -233,6 +289,56 @@ class DatasetFaultsTest(unittest.TestCase):
         for name, secs, rate, n, *_ in rows:
             if not name.startswith(("crash", "hang")):
                 self.assertGreater(n, 0, "no read completed in phase %r" % name)
+        self.check_stall_events(marks, results)
+
+    def check_stall_events(self, marks, results):
+        """One IOStalled event per pod the hang stalled, as long as its reads stopped."""
+        wall = time.time() - time.monotonic()  # monotonic -> wall clock
+        # every stall told is finished once reads went on (bounded: the next samples)
+        deadline = time.monotonic() + 30
+        while True:
+            events = self.stall_events()
+            if not any("so far" in e["message"] for e in events):
+                break
+            self.assertLess(time.monotonic(), deadline, "a stall event was never finished: %s"
+                            % [e["message"] for e in events])
+            time.sleep(0.5)
+        for e in events:
+            print("event %s on pod %s: %s" % (e["reason"], e["involvedObject"]["name"],
+                                               e["message"]))
+        hang_from, hang_to = marks["stop_req"], marks["clean2_resp"]
+        told = 0
+        for name, r in sorted(results.items()):
+            # the longest time no read of the pod completed, across the hang
+            done = sorted(t1 for t1 in r["t1"])
+            gap, gap_at = max(((b - a, a) for a, b in zip(done, done[1:])
+                               if b > hang_from and a < hang_to), default=(0.0, 0.0))
+            mine = []
+            for e in events:
+                m = re.match(r"dataset reads stalled (\d+) s at (\d\d):(\d\d):(\d\d) UTC "
+                             r"on volume (\S+)$", e["message"])
+                self.assertIsNotNone(m, "unexpected text: %r" % e["message"])
+                self.assertEqual(m.group(5), VOL, e["message"])
+                self.assertEqual(e["type"], "Warning")
+                if e["involvedObject"]["uid"] != PODS[name][0]:
+                    continue
+                # the start's wall clock: the event's day, the message's time
+                day = calendar.timegm(time.strptime(e["firstTimestamp"][:10], "%Y-%m-%d"))
+                start = day + 3600 * int(m.group(2)) + 60 * int(m.group(3)) + int(m.group(4))
+                if hang_from + wall - 2 <= start <= marks["stop_resp"] + wall:
+                    mine.append(int(m.group(1)))
+            print("pod %s: the reads' longest gap across the hang %.1f s (from %+.1f s); "
+                  "IOStalled events for it: %s" % (name, gap, gap_at - hang_from, mine))
+            if gap < STALL_S + 3:
+                continue  # this pod's reads did not hang long enough to be told for sure
+            told += 1
+            self.assertEqual(len(mine), 1, "pod %s: one IOStalled event for the hang" % name)
+            # sampled once a second: at most a sample short at each end
+            self.assertGreaterEqual(mine[0], gap - 3.5, "pod %s: stall %d s, gap %.1f s"
+                                    % (name, mine[0], gap))
+            self.assertLessEqual(mine[0], gap + 1.5, "pod %s: stall %d s, gap %.1f s"
+                                 % (name, mine[0], gap))
+        self.assertGreater(told, 0, "the hang stopped no pod's reads")
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from ckpt_helpers import create_req, publish_req, write_config  # noqa: E402
 from csi_client import BUILD_DIR, Plugin  # noqa: E402
 import csi_pb2  # noqa: E402
 from fake_api_proc import csinode  # noqa: E402
+from pod_objects import pod_info  # noqa: E402
 import sched_harness  # noqa: E402
 from targetproc import Target  # noqa: E402
 
@@ -296,10 +297,7 @@ class QosTest(unittest.TestCase):
         ctx = {"tier": "dataset", "clusterID": "test", "monitors": cls.env["MONITORS"],
                "pool": "rbd", "imageName": "bw", "mapOptions": "ms_mode=crc"}
         if pod:
-            ctx.update({"csi.storage.k8s.io/pod.name": pod,
-                        "csi.storage.k8s.io/pod.namespace": "ml",
-                        "csi.storage.k8s.io/pod.uid": PODS[pod][0],
-                        "csi.storage.k8s.io/ephemeral": "false"})
+            ctx.update(pod_info(pod, PODS[pod][0]))
         return ctx
 
     @classmethod
