@@ -8,7 +8,8 @@
  * the stall ends). The pass runs on the sampler's own thread; the metrics
  * registry locks itself. Telling a stall costs API calls (a GET of the
  * backend's state, the event's post or patch) on this thread, bounded by the
- * client's timeout, and only at a stall's start and end.
+ * client's timeout: at a stall's start, and at each pass from its end until
+ * its event is finished (at most GANTRY_IO_STALL_CAUSE_SETTLE_MS).
  */
 #include "usage_sampler.h"
 
@@ -27,6 +28,10 @@
 #include "metrics.h"
 
 #define LABELS_MAX 1200
+/* How long an ended stall's event waits for its backend's state to say
+ * why: the observer confirms a new state within two polls (~4 s at its
+ * default) and rewrites its status every 15 s. */
+#define GANTRY_IO_STALL_CAUSE_SETTLE_MS 15000
 #define MAX_ENTRIES 1024
 
 enum { EV_AT_CAP, EV_UNDERUSED, EV_N };
@@ -45,11 +50,18 @@ struct entry {
         bool read_failed; /* logged already */
         uint64_t last_event_ms[EV_N];
         bool event_sent[EV_N];
+        /* the stall told last (its event, what it names) */
         struct gantry_io_stall stall;
         time_t stall_started_at;  /* wall clock of the stall's start */
-        char stall_event[254];    /* the told stall's event ("": none made) */
-        char stall_state[32];     /* the backend's state when the stall was told */
+        uint64_t stall_ms;        /* its length, once ended */
+        bool stall_writes;
+        const char *stall_tier;   /* static string, or NULL */
+        char stall_backend[GANTRY_BACKEND_NAME_MAX + 1]; /* "": the volume ID names none */
+        char stall_event[254];    /* its event ("": none made) */
+        char stall_state[32];     /* the backend's state to tell ("": not known) */
         char stall_reason[384];
+        bool stall_finishing;     /* ended; its event waits for the cause a while */
+        uint64_t stall_finish_by_ms;
 };
 
 struct pod_stall {
@@ -318,75 +330,124 @@ static void send_event(struct gantry_usage_sampler *s, struct entry *e,
         }
 }
 
-/* The backend state to tell for @e's stall: the state now when it is not
- * Healthy (what hung the IO often shows only once the stall ends, as when
- * Ceph marks a stopped OSD down), else the one seen when the stall was told. */
-static void stall_cause(struct gantry_usage_sampler *s, struct entry *e, const char *backend,
-                        bool ending, struct gantry_io_stall_backend *ret)
+/* Reads the backend's state now into @e when it is known and (once the
+ * stall ended) not Healthy, or when @e has none yet. Returns 1 when @e now
+ * holds a state other than Healthy, 0 when the backend reads Healthy now,
+ * -1 when its state cannot be read (no CRD, no RBAC, stale, no backend). */
+static int read_cause(struct gantry_usage_sampler *s, struct entry *e, bool ending)
 {
         char state[sizeof(e->stall_state)] = "", reason[sizeof(e->stall_reason)] = "";
 
-        *ret = (struct gantry_io_stall_backend){ .name = backend };
-        if (!s->o.backend_state || !*backend)
-                return;
-        if (s->o.backend_state(s->o.stall_ctx, backend, state, sizeof(state), reason,
+        if (!s->o.backend_state || !e->stall_backend[0] ||
+            s->o.backend_state(s->o.stall_ctx, e->stall_backend, state, sizeof(state), reason,
                                sizeof(reason)) < 0)
                 state[0] = '\0';
         if (state[0] && (!ending || strcmp(state, "Healthy") != 0 || !e->stall_state[0])) {
                 memcpy(e->stall_state, state, sizeof(state));
                 memcpy(e->stall_reason, reason, sizeof(reason));
         }
-        ret->state = e->stall_state;
-        ret->reason = e->stall_reason;
+        if (e->stall_state[0] && strcmp(e->stall_state, "Healthy") != 0)
+                return 1;
+        return state[0] ? 0 : -1;
 }
 
-/* Tells @e's stall: at its start (@change STARTED) a new event, at its end the same one finished. */
-static void tell_stall(struct gantry_usage_sampler *s, struct entry *e,
-                       const struct gantry_usage_target *t, enum gantry_io_stall_change change)
+/* Posts or updates @e's stall event with the text of its state now, and logs it. */
+static void say_stall(struct gantry_usage_sampler *s, struct entry *e,
+                      const struct gantry_usage_target *t, bool ending)
 {
-        const bool ending = change == GANTRY_IO_STALL_ENDED;
-        char backend[GANTRY_BACKEND_NAME_MAX + 1] = "", msg[1024], quoted[1100];
+        char msg[1024], quoted[1100];
         struct gantry_io_stall_report rep = {
-                .writes = e->stall.writes, .volume_id = t->volume_id,
-                .stalled_ms = gantry_io_stall_length_ms(&e->stall), .ongoing = !ending,
+                .tier = e->stall_tier, .writes = e->stall_writes, .volume_id = t->volume_id,
+                .stalled_ms = ending ? e->stall_ms : gantry_io_stall_length_ms(&e->stall),
+                .started_at = e->stall_started_at, .ongoing = !ending,
+                .backend = { e->stall_backend, e->stall_state, e->stall_reason },
         };
         const char *result = "logged";
 
-        if (!ending) {
-                time_t now = time(NULL);
-
-                e->stall_started_at = now - (time_t)((s->now_ms - e->stall.start_ms) / 1000);
-                e->stall_event[0] = e->stall_state[0] = e->stall_reason[0] = '\0';
-                if (s->o.metrics)
-                        gantry_metrics_counter_add(s->o.metrics, STALLS, STALLS_HELP, e->labels, 1);
-        } else if (s->o.metrics) {
-                gantry_metrics_counter_add(s->o.metrics, STALLS_SECONDS, STALLS_SECONDS_HELP,
-                                           e->labels, (double)rep.stalled_ms / 1000);
-        }
-        rep.started_at = e->stall_started_at;
-        if (gantry_backend_of_volume(t->volume_id, backend, sizeof(backend), &rep.tier) < 0)
-                backend[0] = '\0';
-        stall_cause(s, e, backend, ending, &rep.backend);
         gantry_io_stall_message(&rep, msg, sizeof(msg));
         if (s->o.tell_stall && (!ending || e->stall_event[0]))
                 result = s->o.tell_stall(s->o.stall_ctx, t, msg, e->stall_event,
                                          sizeof(e->stall_event)) < 0 ? "failed" : "posted";
-        if (ending)
+        if (ending) {
                 log_info("qos.io_stall_ended", "namespace=%s pod=%s volume=%s seconds=%.1f "
                          "result=%s message=%s", t->pod_namespace, t->pod_name, t->volume_id,
                          (double)rep.stalled_ms / 1000, result,
                          gantry_log_quote(msg, quoted, sizeof(quoted)));
-        else
-                log_warn("qos.io_stalled", "namespace=%s pod=%s volume=%s result=%s message=%s",
-                         t->pod_namespace, t->pod_name, t->volume_id, result,
-                         gantry_log_quote(msg, quoted, sizeof(quoted)));
-        if (s->o.metrics && !ending) {
+                return;
+        }
+        log_warn("qos.io_stalled", "namespace=%s pod=%s volume=%s result=%s message=%s",
+                 t->pod_namespace, t->pod_name, t->volume_id, result,
+                 gantry_log_quote(msg, quoted, sizeof(quoted)));
+        if (s->o.metrics) {
                 char labels[160];
 
                 snprintf(labels, sizeof(labels), "reason=\"%s\",result=\"%s\"",
                          GANTRY_IO_STALL_REASON, result);
                 gantry_metrics_counter_add(s->o.metrics, EVENTS, EVENTS_HELP, labels, 1);
         }
+}
+
+/* A stall reached the threshold: a new event, with the backend's state now. */
+static void stall_started(struct gantry_usage_sampler *s, struct entry *e,
+                          const struct gantry_usage_target *t)
+{
+        e->stall_started_at = time(NULL) - (time_t)((s->now_ms - e->stall.start_ms) / 1000);
+        e->stall_writes = e->stall.writes;
+        e->stall_event[0] = e->stall_state[0] = e->stall_reason[0] = '\0';
+        if (gantry_backend_of_volume(t->volume_id, e->stall_backend, sizeof(e->stall_backend),
+                                     &e->stall_tier) < 0) {
+                e->stall_backend[0] = '\0';
+                e->stall_tier = NULL;
+        }
+        if (s->o.metrics)
+                gantry_metrics_counter_add(s->o.metrics, STALLS, STALLS_HELP, e->labels, 1);
+        (void)read_cause(s, e, false);
+        say_stall(s, e, t, false);
+}
+
+/* The told stall is over: counted, and its event finished -- at once when
+ * the backend's state says why or cannot be read, else (it reads Healthy)
+ * once a state other than Healthy shows or the settle time is up (the observer publishes what hung the IO a few
+ * seconds after it ended the stall, as when Ceph marks a stopped OSD down). */
+static void stall_ended(struct gantry_usage_sampler *s, struct entry *e)
+{
+        e->stall_ms = gantry_io_stall_length_ms(&e->stall);
+        if (s->o.metrics)
+                gantry_metrics_counter_add(s->o.metrics, STALLS_SECONDS, STALLS_SECONDS_HELP,
+                                           e->labels, (double)e->stall_ms / 1000);
+        e->stall_finishing = true;
+        e->stall_finish_by_ms = s->now_ms + GANTRY_IO_STALL_CAUSE_SETTLE_MS;
+}
+
+/* Finishes @e's ended stall when its cause is known or its time is up (@force: now). */
+static void stall_finish(struct gantry_usage_sampler *s, struct entry *e,
+                         const struct gantry_usage_target *t, bool force)
+{
+        /* wait only while the backend reads Healthy: one that cannot be read will not say more */
+        if (read_cause(s, e, true) == 0 && !force && s->now_ms < e->stall_finish_by_ms)
+                return;
+        e->stall_finishing = false;
+        say_stall(s, e, t, true);
+}
+
+/* Feeds @e's stall detector and tells what changed. */
+static void watch_stall(struct gantry_usage_sampler *s, struct entry *e,
+                        const struct gantry_usage_target *t, const struct gantry_io_usage *u)
+{
+        const struct gantry_io_stall_config sc = { .threshold_ms = s->o.io_stall_ms };
+        enum gantry_io_stall_change c = gantry_io_stall_feed(&e->stall, &sc, s->now_ms,
+                                                             u->pressure.some_us, u->stat.rios,
+                                                             u->stat.wios);
+
+        if (c == GANTRY_IO_STALL_STARTED) {
+                if (e->stall_finishing)
+                        stall_finish(s, e, t, true); /* the last one first */
+                stall_started(s, e, t);
+        } else if (c == GANTRY_IO_STALL_ENDED) {
+                stall_ended(s, e);
+        }
+        if (e->stall_finishing)
+                stall_finish(s, e, t, false);
 }
 
 static void update_gauges(struct gantry_metrics *m, const struct entry *e,
@@ -460,14 +521,8 @@ static int visit(void *ctx, const struct gantry_usage_target *t)
                 if (u.has_pressure)
                         count_stall(s, e, &u);
         }
-        if (u.has_pressure) {
-                const struct gantry_io_stall_config sc = { .threshold_ms = s->o.io_stall_ms };
-                enum gantry_io_stall_change c = gantry_io_stall_feed(
-                        &e->stall, &sc, s->now_ms, u.pressure.some_us, u.stat.rios, u.stat.wios);
-
-                if (c != GANTRY_IO_STALL_NONE)
-                        tell_stall(s, e, t, c);
-        }
+        if (u.has_pressure)
+                watch_stall(s, e, t, &u);
         e->last = u;
         e->have_last = true;
         smp = (struct gantry_usage_sample){

@@ -282,16 +282,16 @@ static void test_stall_once_per_pod(void **state)
 }
 
 /* what the stall function was given: "new <message>" or "update <name> <message>" */
-static char stalls[8][700];
+static char stalls[12][700];
 static unsigned n_stalls;
-static const char *backend_now = "Healthy";
+static const char *backend_now = "Healthy"; /* NULL: not readable */
 
 static int tell_stall(void *ctx, const struct gantry_usage_target *t, const char *message,
                       char *event_name, size_t size)
 {
         (void)ctx;
         (void)t;
-        if (n_stalls < 8)
+        if (n_stalls < 12)
                 snprintf(stalls[n_stalls++], sizeof(stalls[0]), "%s %s%s%s",
                          event_name[0] ? "update" : "new", event_name, event_name[0] ? " " : "",
                          message);
@@ -304,8 +304,8 @@ static int backend_state(void *ctx, const char *backend, char *state, size_t sta
                          char *reason, size_t reason_size)
 {
         (void)ctx;
-        if (strcmp(backend, "ceph-a") != 0)
-                return -ENOENT;
+        if (strcmp(backend, "ceph-a") != 0 || !backend_now)
+                return -ENOENT; /* NULL: as without the CRD, or forbidden */
         snprintf(state, state_size, "%s", backend_now);
         snprintf(reason, reason_size, "%s",
                  strcmp(backend_now, "Healthy") ? "OSD_DOWN: 1 osds down" : "all 40 PGs active+clean");
@@ -325,7 +325,8 @@ static void stall_pass(struct gantry_usage_sampler *s, uint64_t *t_s, unsigned d
 
 /* A hang of a pod's reads: one IOStalled event when it reaches the
  * threshold, the same one finished when it ends (the backend's state then,
- * not Healthy, is the cause), counted; a new hang is a new event. */
+ * not Healthy, is the cause; a Healthy one is waited on a while), counted;
+ * a new hang is a new event. */
 static void test_io_stall_event(void **state)
 {
         struct gantry_metrics *m = gantry_metrics_new();
@@ -371,12 +372,51 @@ static void test_io_stall_event(void **state)
                                      "result=\"posted\"} 1\n"));
         free(text);
         /* recovered, then a new hang: a new event */
+        backend_now = "Healthy";
         for (int i = 0; i < 3; i++)
                 stall_pass(s, &t_s, 1, 0, 8 << 20);
         for (int i = 0; i < 6; i++)
                 stall_pass(s, &t_s, 1, 1, 0);
         assert_int_equal(n_stalls, 3);
         assert_non_null(strstr(stalls[2], "new dataset reads stalled since "));
+        /* it ends while the backend still looks Healthy: the event waits for the
+         * observer to say why (as it does a few seconds after Ceph marks an OSD down) */
+        stall_pass(s, &t_s, 1, 0, 8 << 20);
+        stall_pass(s, &t_s, 1, 0, 8 << 20);
+        assert_int_equal(n_stalls, 3);
+        backend_now = "Degraded";
+        stall_pass(s, &t_s, 1, 0, 8 << 20);
+        assert_int_equal(n_stalls, 4);
+        assert_non_null(strstr(stalls[3], "update train-0.3 dataset reads stalled 6 s at "));
+        assert_non_null(strstr(stalls[3], ": backend ceph-a was Degraded (OSD_DOWN: 1 osds down)"));
+        /* Healthy throughout: finished once the settle time is up, as it was */
+        backend_now = "Healthy";
+        for (int i = 0; i < 7; i++)
+                stall_pass(s, &t_s, 1, 1, 0);
+        assert_int_equal(n_stalls, 5);
+        stall_pass(s, &t_s, 1, 0, 8 << 20);
+        stall_pass(s, &t_s, 14, 0, 8 << 20);
+        assert_int_equal(n_stalls, 5);
+        stall_pass(s, &t_s, 1, 0, 8 << 20);
+        assert_int_equal(n_stalls, 6);
+        assert_non_null(strstr(stalls[5], "update train-0.5 dataset reads stalled 7 s at "));
+        assert_non_null(strstr(stalls[5], ": backend ceph-a was Healthy (all 40 PGs active+clean)"));
+        /* a new stall while the last one waits: the last one is finished first */
+        for (int i = 0; i < 6; i++)
+                stall_pass(s, &t_s, 1, 1, 0);
+        stall_pass(s, &t_s, 1, 0, 8 << 20);
+        for (int i = 0; i < 6; i++)
+                stall_pass(s, &t_s, 1, 1, 0);
+        assert_int_equal(n_stalls, 9);
+        assert_non_null(strstr(stalls[6], "new dataset reads stalled since "));
+        assert_non_null(strstr(stalls[7], "update train-0.7 dataset reads stalled 6 s at "));
+        assert_non_null(strstr(stalls[8], "new dataset reads stalled since "));
+        /* a state that cannot be read now will not say more: finished at once */
+        backend_now = NULL;
+        stall_pass(s, &t_s, 1, 0, 8 << 20);
+        assert_int_equal(n_stalls, 10);
+        assert_non_null(strstr(stalls[9], "update train-0.9 dataset reads stalled 6 s at "));
+        backend_now = "Healthy";
         /* the pod goes: its stall series go too */
         vols[0].present = false;
         assert_int_equal(gantry_usage_sampler_pass(s, (t_s + 1) * 1000), 0);
