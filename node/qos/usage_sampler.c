@@ -493,6 +493,12 @@ static int visit(void *ctx, const struct gantry_usage_target *t)
                 if (entry_init(s, &s->entries[s->n], t) < 0)
                         return 0;
                 e = &s->entries[s->n++];
+                /* from 0, so that a rate or increase() sees the first stall too */
+                if (m && s->o.io_stall_ms) {
+                        gantry_metrics_counter_add(m, STALLS, STALLS_HELP, e->labels, 0);
+                        gantry_metrics_counter_add(m, STALLS_SECONDS, STALLS_SECONDS_HELP,
+                                                   e->labels, 0);
+                }
         }
         e->seen = true;
         if (gantry_io_usage_read(t->cgroup_dir, t->major, t->minor, &u, &err) < 0) {

@@ -345,6 +345,10 @@ static void test_io_stall_event(void **state)
         write_cgroups();
         assert_int_equal(gantry_usage_sampler_new(&o, &s), 0);
         assert_int_equal(gantry_usage_sampler_pass(s, 0), 1);
+        text = render(m); /* the counter starts at 0: increase() sees the first stall */
+        assert_non_null(strstr(text, "gantry_node_io_stalls_total{namespace=\"ml\",pod=\"train-0\","
+                                     "volume=\"0001-0006-ceph-a-0000000000000001-ds\",job=\"train\"} 0\n"));
+        free(text);
         for (int i = 0; i < 3; i++)
                 stall_pass(s, &t_s, 1, 1, 8 << 20); /* flat out: waiting, but moving */
         for (int i = 0; i < 4; i++)
