@@ -407,8 +407,9 @@ static void stall_started(struct gantry_usage_sampler *s, struct entry *e,
 
 /* The told stall is over: counted, and its event finished -- at once when
  * the backend's state says why or cannot be read, else (it reads Healthy)
- * once a state other than Healthy shows or the settle time is up (the observer publishes what hung the IO a few
- * seconds after it ended the stall, as when Ceph marks a stopped OSD down). */
+ * once a state other than Healthy shows or the settle time is up (the
+ * observer publishes what hung the IO a few seconds after it ended the
+ * stall, as when Ceph marks a stopped OSD down). */
 static void stall_ended(struct gantry_usage_sampler *s, struct entry *e)
 {
         e->stall_ms = gantry_io_stall_length_ms(&e->stall);
