@@ -22,11 +22,13 @@ The plugin samples the pods' real cgroups meanwhile (its bandwidth sampler,
 once a second): the pods, their PVCs, PVs and StorageClass (bandwidthPolicy
 none: nothing is capped) come from the FAKE API server of tests/fakeapi (a
 real kube-apiserver does not fit in this VM), and so do the Events it posts.
-The hang must give each pod it hung exactly one IOStalled event naming the
+A gantry-csi controller beside it runs the backend observer on the same
+cluster (Ceph's `status`, every 2 s) and publishes its live state as the
+StorageBackend "test" to that fake API server, where the node reads it. The
+hang must give each pod it hung exactly one IOStalled event naming the
 volume, finished when the reads resume, whose stall length matches the
-longest gap between the pod's completed reads. No controller runs here, so
-no StorageBackend exists: the events carry no cause (the node's GET of it is
-answered 404, as in a cluster without the CRD).
+longest gap between the pod's completed reads, and whose cause is the state
+the observer saw: not Healthy (Ceph marked the stopped OSD down).
 
 GANTRY_FAULTS_PHASE_S sets how long each steady phase is read (default 6 s;
 bench/faults uses more).
@@ -41,6 +43,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -147,12 +150,14 @@ class DatasetFaultsTest(unittest.TestCase):
                                    cls.api.write_kubeconfig(os.path.join(cls.workdir, "kc")),
                                    "--cgroup-root", CG, "--io-stall-seconds", str(STALL_S),
                                    "--qos-state-dir", os.path.join(cls.workdir, "qos")])
+        cls.observer = cls.start_observer()
         try:
             cls.plugin.start()
         except BaseException:
+            cls.observer.stop()
             cls.api.stop()
             raise
-        step("plugin up")
+        step("plugin and observer up")
         cls.call("NodeStageVolume", volume_id=VOL, staging_target_path=cls.staging(),
                  volume_capability=cls.cap(), volume_context=cls.context(),
                  secrets={"userID": "gantry", "userKey": cls.key})
@@ -173,6 +178,8 @@ class DatasetFaultsTest(unittest.TestCase):
                 raise AssertionError("plugin exit %s:\n%s" % (rc, cls.plugin.read_log()[-4000:]))
         finally:
             cls.plugin.kill()
+            cls.observer.stop()
+            cls.observer.kill()
             cls.api.stop()
             shutil.rmtree(cls.workdir, ignore_errors=True)
 
@@ -212,12 +219,60 @@ class DatasetFaultsTest(unittest.TestCase):
             assert cls.api.post("/fake/objects/" + res, obj) == 200
 
     @classmethod
-    def stall_events(cls):
-        """The IOStalled Events on the pods, as the API has them."""
-        req = urllib.request.Request(cls.api.base + "/api/v1/namespaces/ml/events",
+    def start_observer(cls):
+        """gantry-csi's controller observing the cluster, publishing to the fake API."""
+        keyfile = os.path.join(cls.workdir, "gantry.key")
+        with open(os.open(keyfile, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(cls.key)
+        config = os.path.join(cls.workdir, "controller.json")
+        with open(config, "w") as f:
+            json.dump({"clusters": [{"clusterID": "test", "monitors": [cls.env["MONITORS"]],
+                                     "userID": "gantry", "keyFile": keyfile,
+                                     "rbdTimeoutSeconds": 5}]}, f)
+        os.environ["POD_NAME"] = "controller-vm"  # the Lease holder
+        ctrl = Plugin(mode="controller", node_id=None, config=config, ready_timeout=60.0,
+                      workdir=os.path.join(cls.workdir, "controller"),
+                      extra=["--kubeconfig", os.path.join(cls.workdir, "kc"),
+                             "--backend-poll-seconds", "2"])
+        os.makedirs(ctrl.workdir, exist_ok=True)
+        try:
+            ctrl.start()
+            # bounded: its first status once it holds the Lease
+            deadline = time.monotonic() + 60
+            while cls.backend_state() is None:
+                if time.monotonic() > deadline:
+                    raise AssertionError("the observer published no StorageBackend:\n"
+                                         + ctrl.read_log()[-3000:])
+                time.sleep(0.5)
+        except BaseException:
+            ctrl.stop()
+            ctrl.kill()
+            cls.api.stop()
+            raise
+        return ctrl
+
+    @classmethod
+    def api_get(cls, path):
+        req = urllib.request.Request(cls.api.base + path,
                                      headers={"Authorization": "Bearer " + TOKEN})
         with urllib.request.urlopen(req, timeout=10) as r:
-            items = json.loads(r.read())["items"]
+            return json.loads(r.read())
+
+    @classmethod
+    def backend_state(cls):
+        """The state the observer published for the cluster, or None."""
+        try:
+            obj = cls.api_get("/apis/gantry.io/v1alpha1/storagebackends/test")
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return None
+            raise
+        return (obj.get("status") or {}).get("state")
+
+    @classmethod
+    def stall_events(cls):
+        """The IOStalled Events on the pods, as the API has them."""
+        items = cls.api_get("/api/v1/namespaces/ml/events")["items"]
         return [e for e in items if e.get("reason") == "IOStalled"]
 
     def start_readers(self):
@@ -316,7 +371,8 @@ class DatasetFaultsTest(unittest.TestCase):
             mine = []
             for e in events:
                 m = re.match(r"dataset reads stalled (\d+) s at (\d\d):(\d\d):(\d\d) UTC "
-                             r"on volume (\S+)$", e["message"])
+                             r"on volume (\S+?)(?:: backend test was (\w+) \((.*)\))?$",
+                             e["message"])
                 self.assertIsNotNone(m, "unexpected text: %r" % e["message"])
                 self.assertEqual(m.group(5), VOL, e["message"])
                 self.assertEqual(e["type"], "Warning")
@@ -326,18 +382,22 @@ class DatasetFaultsTest(unittest.TestCase):
                 day = calendar.timegm(time.strptime(e["firstTimestamp"][:10], "%Y-%m-%d"))
                 start = day + 3600 * int(m.group(2)) + 60 * int(m.group(3)) + int(m.group(4))
                 if hang_from + wall - 2 <= start <= marks["stop_resp"] + wall:
-                    mine.append(int(m.group(1)))
+                    mine.append((int(m.group(1)), m.group(6)))
             print("pod %s: the reads' longest gap across the hang %.1f s (from %+.1f s); "
                   "IOStalled events for it: %s" % (name, gap, gap_at - hang_from, mine))
             if gap < STALL_S + 3:
                 continue  # this pod's reads did not hang long enough to be told for sure
             told += 1
             self.assertEqual(len(mine), 1, "pod %s: one IOStalled event for the hang" % name)
+            secs, state = mine[0]
             # sampled once a second: at most a sample short at each end
-            self.assertGreaterEqual(mine[0], gap - 3.5, "pod %s: stall %d s, gap %.1f s"
-                                    % (name, mine[0], gap))
-            self.assertLessEqual(mine[0], gap + 1.5, "pod %s: stall %d s, gap %.1f s"
-                                 % (name, mine[0], gap))
+            self.assertGreaterEqual(secs, gap - 3.5, "pod %s: stall %d s, gap %.1f s"
+                                    % (name, secs, gap))
+            self.assertLessEqual(secs, gap + 1.5, "pod %s: stall %d s, gap %.1f s"
+                                 % (name, secs, gap))
+            # the cause: what the observer published once Ceph marked the OSD down
+            self.assertIsNotNone(state, "pod %s: the event names no cause" % name)
+            self.assertNotEqual(state, "Healthy", "pod %s: the cause" % name)
         self.assertGreater(told, 0, "the hang stopped no pod's reads")
 
 
