@@ -5,7 +5,9 @@ Serves the test fixtures with TLS and client certificates (the recommended
 setup, default limits) and measures filter latency from a client with the
 right certificate (127.0.0.1), quiet and then while crowds of idle
 connections that send nothing are held from other loopback addresses
-(tests/scheduler/hostile_clients.py): 10,000 from 127.0.0.2, then 1,000
+(tests/scheduler/hostile_clients.py; in a process of their own, as an
+attacker's are, so that the client's latency is not the wait for this
+interpreter's lock): 10,000 from 127.0.0.2, then 1,000
 each from 20 addresses (scaled down to the descriptors this process may
 open: the counts are printed). Two clients: one keeping its connection
 (kube-scheduler's h2 does), one opening a connection per call (a
@@ -41,7 +43,7 @@ sys.path.insert(0, TESTS)
 sys.path.insert(0, os.path.join(HERE, ".."))
 
 from figure import figure  # noqa: E402
-from hostile_clients import Crowd, fd_budget  # noqa: E402
+from hostile_clients import CrowdProcess, fd_budget  # noqa: E402
 import sched_harness as sh  # noqa: E402
 import test_sched_hostile as th  # noqa: E402
 
@@ -123,7 +125,7 @@ def attack(pki, name, sources, per_source):
             kind = "kept" if persistent else "new"
             quiet = Client(pki, s.port, persistent)
             q = quiet.run(QUIET_CALLS)
-            crowd = Crowd(s.port, sources, per_source, max_seconds=300).start()
+            crowd = CrowdProcess(s.port, sources, per_source, max_seconds=300).start()
             try:
                 crowd.filled.wait(120)
                 loud = Client(pki, s.port, persistent)
@@ -170,7 +172,7 @@ def attack_plain(per_source):
     try:
         quiet = PlainClient(s.port)
         q = quiet.run(QUIET_CALLS)
-        crowd = Crowd(s.port, ["127.0.0.2"], per_source, max_seconds=300).start()
+        crowd = CrowdProcess(s.port, ["127.0.0.2"], per_source, max_seconds=300).start()
         try:
             crowd.filled.wait(120)
             loud = PlainClient(s.port)

@@ -4,9 +4,13 @@ chosen loopback addresses (127.0.0.0/8 is all loopback on Linux, so each
 127.0.0.x is another source address), each reopened when the server closes
 it, and a slow sender that sends a byte a second. Everything is bounded:
 a Crowd holds at most its count and stops when told or at its deadline; it
-closes every socket it opened.
+closes every socket it opened. CrowdProcess is the same crowd in a process
+of its own: a latency measured beside it is not the wait for the Python
+interpreter lock that a crowd thread in the measuring process holds (a
+switch interval, 5 ms, at a time).
 """
 import errno
+import multiprocessing
 import resource
 import select
 import socket
@@ -94,6 +98,49 @@ class Crowd:
     def stop(self):
         self._stop.set()
         self._thread.join(30)
+
+
+def _crowd_main(port, sources, per_source, max_seconds, filled, stop, opened, closed):
+    crowd = Crowd(port, sources, per_source, max_seconds).start()
+    try:
+        crowd.filled.wait(max_seconds)
+        filled.set()
+        stop.wait(max(0.0, crowd.deadline - time.monotonic()))
+    finally:
+        crowd.stop()
+        opened.value, closed.value = crowd.opened, crowd.closed_by_server
+
+
+class CrowdProcess:
+    """A Crowd in a child process (spawned, so no thread of this one is
+    copied): filled, stop(), opened and closed_by_server as a Crowd's."""
+
+    def __init__(self, port, sources, per_source, max_seconds=120):
+        ctx = multiprocessing.get_context("spawn")
+        self.filled, self._stop = ctx.Event(), ctx.Event()
+        self._opened, self._closed = ctx.Value("q", 0), ctx.Value("q", 0)
+        self._proc = ctx.Process(target=_crowd_main, daemon=True,
+                                 args=(port, list(sources), per_source, max_seconds, self.filled,
+                                       self._stop, self._opened, self._closed))
+
+    def start(self):
+        self._proc.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._proc.join(60)
+        if self._proc.is_alive():  # our own child: it did not end in time
+            self._proc.kill()
+            self._proc.join(10)
+
+    @property
+    def opened(self):
+        return self._opened.value
+
+    @property
+    def closed_by_server(self):
+        return self._closed.value
 
 
 def slow_sender(port, source, data, max_seconds):
