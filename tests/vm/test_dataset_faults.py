@@ -51,17 +51,15 @@ sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
 sys.path.insert(0, os.path.join(HERE, "..", "scheduler"))
 from csi_client import Plugin  # noqa: E402
 import sched_harness  # noqa: E402
-import csi_pb2  # noqa: E402
 import fault_phases  # noqa: E402
-from pod_objects import dataset_pod, pod_info  # noqa: E402
+from dataset_calls import DatasetCalls  # noqa: E402
+from pod_objects import dataset_pod  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 from figure import figure  # noqa: E402
 
 SHARE = "/vm"
 CG = "/sys/fs/cgroup"
-KUBELET = "/var/lib/kubelet/plugins/kubernetes.io/csi/csi.gantry.io"
 VOL = "0001-0004-test-0000000000000001-ds"
-MODE = csi_pb2.VolumeCapability.AccessMode.Mode
 PHASE_S = float(os.environ.get("GANTRY_FAULTS_PHASE_S", "6"))
 AGENT_WAIT_S = 240  # the agent's own waits are bounded at 180 s
 STALL_S = 5  # --io-stall-seconds (the default)
@@ -128,7 +126,10 @@ class Faults:
         return dict(w.split("=", 1) for w in answer[1:])
 
 
-class DatasetFaultsTest(unittest.TestCase):
+class DatasetFaultsTest(DatasetCalls, unittest.TestCase):
+    IMAGE = "ds"
+    PODS = PODS
+
     @classmethod
     def setUpClass(cls):
         cls.env = dict(line.split("=", 1) for line in read_share("env").splitlines())
@@ -183,29 +184,6 @@ class DatasetFaultsTest(unittest.TestCase):
             cls.api.stop()
             shutil.rmtree(cls.workdir, ignore_errors=True)
 
-    @classmethod
-    def call(cls, method, timeout=120.0, **fields):
-        return cls.plugin.call(method, getattr(csi_pb2, method + "Request")(**fields),
-                               timeout=timeout)
-
-    @staticmethod
-    def staging():
-        return os.path.join(KUBELET, "staging", "ds")
-
-    @staticmethod
-    def cap():
-        c = csi_pb2.VolumeCapability(access_mode=csi_pb2.VolumeCapability.AccessMode(
-            mode=MODE.MULTI_NODE_READER_ONLY))
-        c.block.SetInParent()
-        return c
-
-    @classmethod
-    def context(cls, pod=None):
-        ctx = {"tier": "dataset", "clusterID": "test", "monitors": cls.env["MONITORS"],
-               "pool": "rbd", "imageName": "ds", "mapOptions": "ms_mode=crc"}
-        if pod:  # podInfoOnMount, as kubelet adds it
-            ctx.update(pod_info(pod, PODS[pod][0]))
-        return ctx
 
     @classmethod
     def seed(cls):

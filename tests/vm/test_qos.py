@@ -39,16 +39,14 @@ sys.path.insert(0, os.path.join(HERE, "..", "fakeapi"))
 from ckpt_helpers import create_req, publish_req, write_config  # noqa: E402
 from csi_client import BUILD_DIR, Plugin  # noqa: E402
 import csi_pb2  # noqa: E402
+from dataset_calls import DatasetCalls  # noqa: E402
 from fake_api_proc import csinode  # noqa: E402
-from pod_objects import pod_info  # noqa: E402
 import sched_harness  # noqa: E402
 from targetproc import Target  # noqa: E402
 
 SHARE = "/vm"
 CG = "/sys/fs/cgroup"
-KUBELET = "/var/lib/kubelet/plugins/kubernetes.io/csi/csi.gantry.io"
 VOL = "0001-0004-test-0000000000000001-bw"
-MODE = csi_pb2.VolumeCapability.AccessMode.Mode
 READ_SECONDS = 12.0  # > the usage window (10 s, its minimum): gantryctl sees a full one
 # name -> the pod's labels: its job as gantry-scheduler gangs it
 JOBS = {"a": {"gantry.io/job": "llama"}, "b": {"gantry.io/job": "llama"},
@@ -191,7 +189,10 @@ def wait_for(what, pred, timeout=30.0):
         time.sleep(0.1)
 
 
-class QosTest(unittest.TestCase):
+class QosTest(DatasetCalls, unittest.TestCase):
+    IMAGE = "bw"
+    PODS = PODS
+
     @classmethod
     def setUpClass(cls):
         cls.env = dict(line.split("=", 1) for line in read_share("env").splitlines())
@@ -275,30 +276,6 @@ class QosTest(unittest.TestCase):
                                           options=[("grpc.use_local_subchannel_pool", 1)])
         grpc.channel_ready_future(p.channel).result(timeout=30)
 
-    @classmethod
-    def call(cls, method, timeout=120.0, **fields):
-        return cls.plugin.call(method, getattr(csi_pb2, method + "Request")(**fields),
-                               timeout=timeout)
-
-    @staticmethod
-    def staging():
-        return os.path.join(KUBELET, "staging", "bw")
-
-    @staticmethod
-    def cap():
-        c = csi_pb2.VolumeCapability(access_mode=csi_pb2.VolumeCapability.AccessMode(
-            mode=MODE.MULTI_NODE_READER_ONLY))
-        c.block.SetInParent()
-        return c
-
-    @classmethod
-    def context(cls, pod=None):
-        # msgr2 (the test cluster speaks nothing else), as test_node.py maps
-        ctx = {"tier": "dataset", "clusterID": "test", "monitors": cls.env["MONITORS"],
-               "pool": "rbd", "imageName": "bw", "mapOptions": "ms_mode=crc"}
-        if pod:
-            ctx.update(pod_info(pod, PODS[pod][0]))
-        return ctx
 
     @classmethod
     def seed(cls):
