@@ -37,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "fakeapi"))
 from csi_client import binary  # noqa: E402
 from fake_api_proc import start_fake  # noqa: E402
+from sched_harness import write_kubeconfig  # noqa: E402
 
 DELAYS = (0.0, 0.005, 0.02, 0.05, 0.1, 0.25, 0.6)
 MODES = ("controller", "node", "all")
@@ -81,16 +82,6 @@ def in_main(pid, timeout=20.0):
             return False
         time.sleep(0.001)
     return False
-
-
-def kubeconfig(path, server, token):
-    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
-        f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-                "clusters:\n- name: c\n  cluster:\n    server: %s\n"
-                "    insecure-skip-tls-verify: true\n"
-                "users:\n- name: u\n  user:\n    token: %s\n"
-                "contexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n" % (server, token))
-    return path
 
 
 class StopAtStartupTest(unittest.TestCase):
@@ -166,8 +157,9 @@ class StopAtStartupTest(unittest.TestCase):
             self.assertLess(took, STOP_BOUND_S, "%s: %.3f s to exit\n%s" % (where, took, logs[-3000:]))
 
     def test_unreachable_api_server(self):
-        kc = kubeconfig(os.path.join(self.tmp, "kc-hole"), "https://127.0.0.1:%d" % self.hole.port,
-                        "unreachable-token")
+        kc = write_kubeconfig(os.path.join(self.tmp, "kc-hole"),
+                              "https://127.0.0.1:%d" % self.hole.port, "unreachable-token",
+                              insecure_tls=True)
         self.check("unreachable", kc)
 
     def fake(self, tag):

@@ -198,6 +198,19 @@ def _stop(proc, timeout=20):
             proc.wait()
 
 
+def write_kubeconfig(path, server, token, insecure_tls=False):
+    """A kubeconfig (mode 0600) at @path that reaches @server with the bearer
+    @token; @insecure_tls: an https server whose certificate is not checked.
+    Returns @path."""
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+        f.write("apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+                "clusters:\n- name: fake\n  cluster:\n    server: %s\n%s"
+                "users:\n- name: sched\n  user:\n    token: %s\n"
+                "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: sched\n"
+                % (server, "    insecure-skip-tls-verify: true\n" if insecure_tls else "", token))
+    return path
+
+
 class FakeAPI:
     """tests/fakeapi/fake_kube_apiserver.py on a free loopback port, serving
     the objects of the JSON file @seed (or what @args ask it to generate)
@@ -229,13 +242,7 @@ class FakeAPI:
 
     def write_kubeconfig(self, path):
         """A kubeconfig (mode 0600) that reaches this server with its token."""
-        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
-            f.write("apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
-                    "clusters:\n- name: fake\n  cluster:\n    server: %s\n"
-                    "users:\n- name: sched\n  user:\n    token: %s\n"
-                    "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: sched\n"
-                    % (self.base, self.token))
-        return path
+        return write_kubeconfig(path, self.base, self.token)
 
     def get(self, path):
         with urllib.request.urlopen(self.base + path, timeout=10) as r:

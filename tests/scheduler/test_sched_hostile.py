@@ -35,7 +35,8 @@ import time
 import unittest
 
 from hostile_clients import Crowd, fd_budget, slow_sender
-from sched_harness import FakeAPI, PKITestCase, Scheduler, canary, fixture, wait_for
+from sched_harness import (FakeAPI, PKITestCase, Scheduler, canary, fixture, wait_for,
+                           write_kubeconfig)
 
 FILTER = "nodecache-true-001-filter.json"
 LIMITS = ("--max-unauthenticated", "64", "--max-per-source", "8", "--max-authenticated", "16",
@@ -203,15 +204,6 @@ def closed_port():
     return port
 
 
-def kubeconfig(path, base, token):
-    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
-        f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-                "clusters:\n- name: c\n  cluster:\n    server: %s\n"
-                "users:\n- name: u\n  user:\n    token: %s\n"
-                "contexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n" % (base, token))
-    return path
-
-
 def stop_at(pki, delay, *args):
     """Starts gantry-scheduler with TLS and @args, sends SIGTERM after
     @delay seconds: (exit code, seconds from SIGTERM to exit, log)."""
@@ -259,7 +251,8 @@ class StopAtStartupTest(PKITestCase):
             self.assertIn("sched.stopping", logs)
 
     def test_unreachable_api_server(self):
-        kc = kubeconfig(os.path.join(self.tmp, "kc"), "http://127.0.0.1:%d" % closed_port(), TOKEN)
+        kc = write_kubeconfig(os.path.join(self.tmp, "kc"), "http://127.0.0.1:%d" % closed_port(),
+                              TOKEN)
         self.check("unreachable", "--kubeconfig", kc)
 
     def fake(self):
