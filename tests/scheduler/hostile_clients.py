@@ -45,8 +45,9 @@ def _connect(source, port):
 
 class Crowd:
     """@per_source idle connections from each of @sources to 127.0.0.1:@port,
-    sending nothing, reopened when the server closes them, on a thread of
-    their own, until stop() or @max_seconds. opened counts the connects."""
+    sending nothing, reopened when the server closes them (at most
+    @reopens_per_second), on a thread of their own, until stop() or
+    @max_seconds. opened counts the connects."""
 
     def __init__(self, port, sources, per_source, max_seconds=120, reopens_per_second=500):
         self.port, self.sources, self.per_source = port, list(sources), per_source
@@ -63,32 +64,46 @@ class Crowd:
         self._thread.start()
         return self
 
-    def _fill(self, poller, budget):
-        have = {}
-        for _, src in self._socks.values():
-            have[src] = have.get(src, 0) + 1
+    def _fill(self, poller, missing, budget):
+        """Opens what is @missing (per source), all of it the first time,
+        then at most @budget connections. Returns how many it opened."""
+        opened = 0
         for src in self.sources:
-            for _ in range(self.per_source - have.get(src, 0)):
-                if self._stop.is_set() or (self.filled.is_set() and budget <= 0):
-                    return
-                budget -= 1
+            while missing[src] > 0:
+                if self._stop.is_set() or (self.filled.is_set() and opened >= budget):
+                    return opened
                 s = _connect(src, self.port)
                 if s is None:
                     break
+                missing[src] -= 1
+                opened += 1
                 self.opened += 1
                 self._socks[s.fileno()] = (s, src)
                 poller.register(s.fileno(), select.POLLIN)
+        return opened
 
     def _run(self):
+        # reopening is paced by a token bucket (at most a second's worth
+        # saved up): the server's refusals come back at once, and a loop
+        # reopening on each would be a connect flood, not idle connections;
+        # what is missing is counted as it goes, so that holding 10,000
+        # costs the crowd little CPU of the machine it shares
         poller = select.poll()
+        missing = {src: self.per_source for src in self.sources}
+        tokens, last = 0.0, time.monotonic()
         try:
             while not self._stop.is_set() and time.monotonic() < self.deadline:
-                self._fill(poller, self.reopens_per_second // 10)
+                now = time.monotonic()
+                tokens = min(float(self.reopens_per_second),
+                             tokens + (now - last) * self.reopens_per_second)
+                last = now
+                tokens = max(0.0, tokens - self._fill(poller, missing, int(tokens)))  # 1st is free
                 self.filled.set()
-                for fd, ev in poller.poll(100):
-                    s, _ = self._socks.pop(fd)
+                for fd, ev in poller.poll(50):
+                    s, src = self._socks.pop(fd)
                     poller.unregister(fd)
                     s.close()
+                    missing[src] += 1
                     self.closed_by_server += 1
         finally:
             for s, _ in self._socks.values():
