@@ -93,11 +93,16 @@ class Client:
             r = c.getresponse()
             r.read()
             if r.status != 200:
-                self.failed += 1
-        except OSError:
-            self.failed += 1
+                self.fail("filter: HTTP %d" % r.status)
+        except OSError as e:
+            self.fail("filter: %r" % e)
             self.conn = None
         return time.monotonic() - t0
+
+    def fail(self, why):
+        """A call not answered 200: counted, and why printed at once."""
+        self.failed += 1
+        print("failed call %.3f: %s" % (time.monotonic(), why), flush=True)
 
     def probe_connection(self):
         """kubelet's: no client certificate, from an address of its own."""
@@ -108,10 +113,11 @@ class Client:
         c = self.probe_connection()
         try:
             c.request("GET", "/healthz")
-            if c.getresponse().status != 200:
-                self.failed += 1
-        except OSError:
-            self.failed += 1
+            status = c.getresponse().status
+            if status != 200:
+                self.fail("/healthz: HTTP %d" % status)
+        except OSError as e:
+            self.fail("/healthz: %r" % e)
         finally:
             c.close()
 
@@ -238,9 +244,9 @@ class TargetClient(Client):
                                "Authorization": "Bearer " + self.t.token})
             r = c.getresponse()
             if r.status != 200 or b'"result"' not in r.read():
-                self.failed += 1
-        except OSError:
-            self.failed += 1
+                self.fail("JSON-RPC: HTTP %d" % r.status)
+        except OSError as e:
+            self.fail("JSON-RPC: %r" % e)
         finally:
             c.close()
         return time.monotonic() - t0
@@ -256,9 +262,9 @@ class TargetClient(Client):
             r = c.getresponse()
             r.read()
             if r.status != 200:
-                self.failed += 1
-        except OSError:
-            self.failed += 1
+                self.fail("/metrics: HTTP %d" % r.status)
+        except OSError as e:
+            self.fail("/metrics: %r" % e)
         finally:
             c.close()
 
