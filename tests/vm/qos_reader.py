@@ -9,7 +9,9 @@ it with O_DIRECT from THREADS threads at once (default 4; each its own part
 of PATH, 256 KiB requests, wrapping) for SECONDS -- several requests in
 flight, as a data loader keeps, so the cap and not one request's latency
 sets the rate -- or, with "write", writes PATH (created) with O_DIRECT from
-one thread, wrapping at 16 MiB. Prints "bytes=N seconds=S" (S measured,
+THREADS threads too (each its own part of the first 16 MiB, wrapping: one
+request at a time would leave a request's latency on a loaded host, not the
+cap, setting the rate). Prints "bytes=N seconds=S" (S measured,
 monotonic). With "progress" it also prints "at=T total=N" (CLOCK_MONOTONIC,
 the same in every process of the guest; N the bytes moved so far) five
 times a second, and stops early when its standard input closes: one
@@ -56,7 +58,8 @@ def main(cgroup, path, seconds, write=False, threads=THREADS, progress=False):
     req = PROGRESS_REQUEST if progress else REQUEST
     if write:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o644)
-        n, part, io = 1, 16 << 20, os.pwritev
+        n, io = threads, os.pwritev
+        part = (16 << 20) // n // req * req
     else:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
         n, io = threads, os.preadv
