@@ -66,6 +66,8 @@ def p99(xs):
 
 
 class Client:
+    PROBE_PATH = "/healthz"  # kubelet's
+
     def __init__(self, pki, port, persistent):
         self.port, self.persistent = port, persistent
         self.ctx = ssl.create_default_context(cafile=os.path.join(pki, "ca.crt"))
@@ -112,12 +114,13 @@ class Client:
     def probe(self):
         c = self.probe_connection()
         try:
-            c.request("GET", "/healthz")
-            status = c.getresponse().status
-            if status != 200:
-                self.fail("/healthz: HTTP %d" % status)
+            c.request("GET", self.PROBE_PATH)
+            r = c.getresponse()
+            r.read()
+            if r.status != 200:
+                self.fail("%s: HTTP %d" % (self.PROBE_PATH, r.status))
         except OSError as e:
-            self.fail("/healthz: %r" % e)
+            self.fail("%s: %r" % (self.PROBE_PATH, e))
         finally:
             c.close()
 
@@ -227,6 +230,7 @@ class TargetClient(Client):
     """The csi controller's calls of gantry-target: JSON-RPC with the bearer
     token, a new connection each (its libcurl handle per call); the probe
     is a scrape of --metrics-addr from 127.0.0.3."""
+    PROBE_PATH = "/metrics"
 
     def __init__(self, target):
         self.t, self.port, self.persistent = target, target.port, False
@@ -255,18 +259,6 @@ class TargetClient(Client):
         return http.client.HTTPConnection("127.0.0.1", self.t.metrics_port, timeout=30,
                                           source_address=("127.0.0.3", 0))
 
-    def probe(self):
-        c = self.probe_connection()
-        try:
-            c.request("GET", "/metrics")
-            r = c.getresponse()
-            r.read()
-            if r.status != 200:
-                self.fail("/metrics: HTTP %d" % r.status)
-        except OSError as e:
-            self.fail("/metrics: %r" % e)
-        finally:
-            c.close()
 
 
 def attack_target(name, sources, per_source):
