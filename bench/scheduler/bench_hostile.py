@@ -66,6 +66,7 @@ def p99(xs):
 
 
 class Client:
+    CALL, PATH = "filter", "/filter"
     PROBE_PATH = "/healthz"  # kubelet's
 
     def __init__(self, pki, port, persistent):
@@ -87,17 +88,23 @@ class Client:
                                                     context=self.ctx, source_address=("127.0.0.1", 0))
         return self.conn
 
+    def headers(self):
+        return {"Content-Type": "application/json"}
+
+    def answered(self, status, body):
+        return status == 200
+
     def filter(self):
+        """One call (POST @PATH); its seconds."""
         t0 = time.monotonic()
         try:
             c = self._conn()
-            c.request("POST", "/filter", body=self.body, headers={"Content-Type": "application/json"})
+            c.request("POST", self.PATH, body=self.body, headers=self.headers())
             r = c.getresponse()
-            r.read()
-            if r.status != 200:
-                self.fail("filter: HTTP %d" % r.status)
+            if not self.answered(r.status, r.read()):
+                self.fail("%s: HTTP %d" % (self.CALL, r.status))
         except OSError as e:
-            self.fail("filter: %r" % e)
+            self.fail("%s: %r" % (self.CALL, e))
             self.conn = None
         return time.monotonic() - t0
 
@@ -142,6 +149,18 @@ class Measured:
         self.failed = self.opened = self.closed = 0
 
 
+def report(m, key, what, crowd, client):
+    """Prints @m and gives its two FIGUREs, @key_p99_ratio and @key_failed:
+    @what's p99 under @crowd / quiet p99, for @client."""
+    print("%s, %s: %s (%d connects, %d closed by the server); p99 quiet %.2f ms, under attack "
+          "%.2f ms (%d calls each); failed calls %d"
+          % (what, client, crowd, m.opened, m.closed, p99(m.quiet) * 1e3, p99(m.attacked) * 1e3,
+             len(m.quiet), m.failed))
+    figure(key + "_p99_ratio", p99(m.attacked) / p99(m.quiet), "<=2",
+           "%s p99 under %s / quiet p99, %s" % (what, crowd, client))
+    figure(key + "_failed", m.failed, "<=0", "%s: calls and probes not answered 200" % what)
+
+
 def alternate(make_client, port, sources, per_source):
     """ROUNDS times: CALLS / ROUNDS calls quiet, then as many with a crowd
     of @per_source idle connections from each of @sources held (since
@@ -174,15 +193,8 @@ def attack(pki, name, sources, per_source):
         for persistent in (True, False):
             kind = "kept" if persistent else "new"
             m = alternate(lambda: Client(pki, s.port, persistent), s.port, sources, per_source)
-            print("%s, %s connection: %d sources x %d idle (%d connects, %d closed by the server); "
-                  "filter p99 quiet %.2f ms, under attack %.2f ms (%d calls each); failed calls %d"
-                  % (name, kind, len(sources), per_source, m.opened, m.closed,
-                     p99(m.quiet) * 1e3, p99(m.attacked) * 1e3, len(m.quiet), m.failed))
-            figure("sched_hostile_%s_%s_p99_ratio" % (name, kind), p99(m.attacked) / p99(m.quiet),
-                   "<=2", "filter p99 under %d x %d idle connections / quiet p99, %s connection"
-                   % (len(sources), per_source, kind))
-            figure("sched_hostile_%s_%s_failed" % (name, kind), m.failed, "<=0",
-                   "filter and /healthz calls not answered 200")
+            report(m, "sched_hostile_%s_%s" % (name, kind), "gantry-scheduler filter",
+                   "%d x %d idle connections" % (len(sources), per_source), kind + " connection")
     finally:
         s.stop()
 
@@ -213,52 +225,33 @@ def attack_plain(per_source):
     s = sh.Scheduler().start()
     try:
         m = alternate(lambda: PlainClient(s.port), s.port, ["127.0.0.2"], per_source)
-        print("plain HTTP, new connection: 1 source x %d idle (%d connects, %d closed by the "
-              "server); filter p99 quiet %.2f ms, under attack %.2f ms (%d calls each); failed "
-              "calls %d" % (per_source, m.opened, m.closed, p99(m.quiet) * 1e3,
-                            p99(m.attacked) * 1e3, len(m.quiet), m.failed))
-        figure("sched_hostile_plain_one_address_new_p99_ratio", p99(m.attacked) / p99(m.quiet),
-               "<=2", "--insecure-http: filter p99 under 1 x %d idle connections / quiet p99 of "
-               "the same server, new connection" % per_source)
-        figure("sched_hostile_plain_one_address_new_failed", m.failed, "<=0",
-               "--insecure-http: filter and /healthz calls not answered 200")
+        report(m, "sched_hostile_plain_one_address_new", "gantry-scheduler --insecure-http filter",
+               "1 x %d idle connections" % per_source, "new connection")
     finally:
         s.stop()
 
 
-class TargetClient(Client):
+class TargetClient(PlainClient):
     """The csi controller's calls of gantry-target: JSON-RPC with the bearer
     token, a new connection each (its libcurl handle per call); the probe
     is a scrape of --metrics-addr from 127.0.0.3."""
+    CALL, PATH = "JSON-RPC", "/"
     PROBE_PATH = "/metrics"
 
     def __init__(self, target):
-        self.t, self.port, self.persistent = target, target.port, False
-        self.conn = None
+        super().__init__(target.port)
+        self.t = target
         self.body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "nvmf_get_subsystems"})
-        self.failed = 0
 
-    def filter(self):
-        t0 = time.monotonic()
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30,
-                                       source_address=("127.0.0.1", 0))
-        try:
-            c.request("POST", "/", body=self.body,
-                      headers={"Content-Type": "application/json",
-                               "Authorization": "Bearer " + self.t.token})
-            r = c.getresponse()
-            if r.status != 200 or b'"result"' not in r.read():
-                self.fail("JSON-RPC: HTTP %d" % r.status)
-        except OSError as e:
-            self.fail("JSON-RPC: %r" % e)
-        finally:
-            c.close()
-        return time.monotonic() - t0
+    def headers(self):
+        return dict(super().headers(), Authorization="Bearer " + self.t.token)
+
+    def answered(self, status, body):
+        return status == 200 and b'"result"' in body
 
     def probe_connection(self):
         return http.client.HTTPConnection("127.0.0.1", self.t.metrics_port, timeout=30,
                                           source_address=("127.0.0.3", 0))
-
 
 
 def attack_target(name, sources, per_source):
@@ -272,15 +265,8 @@ def attack_target(name, sources, per_source):
     try:
         t.start()
         m = alternate(lambda: TargetClient(t), t.port, sources, per_source)
-        print("gantry-target, %s: %d sources x %d idle (%d connects, %d closed by the server); "
-              "call p99 quiet %.2f ms, under attack %.2f ms (%d calls each); failed calls %d"
-              % (name, len(sources), per_source, m.opened, m.closed, p99(m.quiet) * 1e3,
-                 p99(m.attacked) * 1e3, len(m.quiet), m.failed))
-        figure("target_hostile_%s_p99_ratio" % name, p99(m.attacked) / p99(m.quiet), "<=2",
-               "gantry-target: JSON-RPC p99 under %d x %d idle connections / quiet p99, new "
-               "connection" % (len(sources), per_source))
-        figure("target_hostile_%s_failed" % name, m.failed, "<=0",
-               "gantry-target: calls and scrapes not answered 200")
+        report(m, "target_hostile_" + name, "gantry-target JSON-RPC",
+               "%d x %d idle connections" % (len(sources), per_source), "new connection")
     finally:
         t.cleanup()
 
